@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: MIT
+// Categories: declared once with EDGETRACE_CATEGORY(name), filtered at
+// compile time (EDGETRACE_COMPILED_CATEGORIES / _EXCLUDED_) and at run time
+// (EDGETRACE_CATEGORIES), each with the one flag the hot path loads.
+#pragma once
+
+#include <edgetrace/config.hpp>
+#include <edgetrace/format.hpp>
+
+#include <atomic>
+#include <cstdint>
+
+namespace edgetrace {
+inline namespace v1 {
+
+/// A run-time span name obtained once from edgetrace::intern(); copying it
+/// is free and using it costs the same as a string literal.
+struct name_handle {
+  std::uint32_t id = 0;  ///< 0: tracing was off when interned (recorded as "(unnamed)")
+};
+
+namespace detail {
+
+/// Is `name` an item of the comma-separated `list`? Spaces around items are
+/// ignored; an item "*" matches every name. Usable in constant expressions.
+constexpr bool list_contains(const char* list, const char* name) noexcept {
+  const char* p = list;
+  while (*p != '\0') {
+    while (*p == ' ' || *p == ',') ++p;
+    const char* item = p;
+    while (*p != '\0' && *p != ',') ++p;
+    const char* item_end = p;
+    while (item_end > item && item_end[-1] == ' ') --item_end;
+    if (item_end - item == 1 && *item == '*') return true;
+    const char* n = name;
+    const char* i = item;
+    while (i != item_end && *n != '\0' && *i == *n) ++i, ++n;
+    if (i == item_end && *n == '\0' && item_end != item) return true;
+  }
+  return false;
+}
+
+/// Compile-time filter applied to every EDGETRACE_CATEGORY.
+constexpr bool category_compiled_in(const char* name) noexcept {
+  return EDGETRACE_ENABLED && list_contains(EDGETRACE_COMPILED_CATEGORIES, name) &&
+         !list_contains(EDGETRACE_EXCLUDED_CATEGORIES, name);
+}
+
+/// Run-time state of one category; one per process (an inline variable, so
+/// every shared object that includes the header shares it).
+struct category_state {
+  /// The flag every scope of this category loads (relaxed: it only gates
+  /// whether to record; a scope racing with a change records or not, both
+  /// fine). Written by the runtime at start, on failure and after fork.
+  std::atomic<bool> enabled{false};
+  /// Dense id ≥ 1, assigned at registration (static init); 0 = unregistered.
+  std::uint32_t index = 0;
+  const char* name;
+  /// Registry link, written under the registry mutex only.
+  category_state* next = nullptr;
+
+  constexpr explicit category_state(const char* category_name) noexcept : name(category_name) {}
+};
+
+/// A call site: one static constexpr instance per macro expansion, so the
+/// hot path stores only its address. 8-byte aligned: the low two bits of a
+/// record word are its tag.
+struct alignas(8) site {
+  const category_state* category;
+  const char* name;
+  const char* file;
+  std::uint32_t line;
+  format::site_kind kind;
+};
+
+/// Links a category into the process registry and applies the run-time
+/// filter if tracing already started. Defined in detail/runtime.hpp.
+bool register_category(category_state& state) noexcept;
+
+}  // namespace detail
+}  // namespace v1
+}  // namespace edgetrace
+
+#define EDGETRACE_DETAIL_CATEGORY_TYPE(cat) edgetrace_category_##cat
+
+#if EDGETRACE_ENABLED
+/// Declares category `cat` (an identifier) at namespace scope. Using a
+/// category that was never declared is a compile error, so a typo cannot
+/// silently compile a scope out.
+#define EDGETRACE_CATEGORY(cat)                                                                   \
+  struct EDGETRACE_DETAIL_CATEGORY_TYPE(cat) {                                                    \
+    static constexpr bool compiled_in = ::edgetrace::detail::category_compiled_in(#cat);          \
+    static inline ::edgetrace::detail::category_state state{#cat};                                \
+    static inline const bool registered = compiled_in && ::edgetrace::detail::register_category(state); \
+  }
+#else
+#define EDGETRACE_CATEGORY(cat)                 \
+  struct EDGETRACE_DETAIL_CATEGORY_TYPE(cat) {  \
+    static constexpr bool compiled_in = false;  \
+  }
+#endif

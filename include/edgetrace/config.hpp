@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: MIT
+// Compile-time knobs of edgetrace: defaults and validation, in one place.
+#pragma once
+
+/// EDGETRACE_ENABLED: 1 (default) compiles tracing in; 0 turns every macro
+/// into nothing (arguments are still type-checked, never evaluated).
+#ifndef EDGETRACE_ENABLED
+#define EDGETRACE_ENABLED 1
+#endif
+#if (EDGETRACE_ENABLED != 0) && (EDGETRACE_ENABLED != 1)
+#error "EDGETRACE_ENABLED must be 0 or 1"
+#endif
+
+/// EDGETRACE_COMPILED_CATEGORIES: string literal, comma-separated category
+/// names compiled in; "*" (default) means all. Example:
+///   target_compile_definitions(app PRIVATE EDGETRACE_COMPILED_CATEGORIES="infer,io")
+#ifndef EDGETRACE_COMPILED_CATEGORIES
+#define EDGETRACE_COMPILED_CATEGORIES "*"
+#endif
+
+/// EDGETRACE_EXCLUDED_CATEGORIES: string literal, comma-separated category
+/// names compiled out even if listed above. Default "".
+#ifndef EDGETRACE_EXCLUDED_CATEGORIES
+#define EDGETRACE_EXCLUDED_CATEGORIES ""
+#endif
+
+// Concatenation with "" only compiles for string literals.
+static_assert(sizeof(EDGETRACE_COMPILED_CATEGORIES "") >= 1,
+              "EDGETRACE_COMPILED_CATEGORIES must be a string literal such as \"infer,io\" or \"*\"");
+static_assert(sizeof(EDGETRACE_EXCLUDED_CATEGORIES "") >= 1,
+              "EDGETRACE_EXCLUDED_CATEGORIES must be a string literal such as \"debug\"");
+
+/// EDGETRACE_TLS_INITIAL_EXEC: 1 (default) puts the one thread_local pointer
+/// of the hot path in the initial-exec TLS model (one %fs-relative load).
+/// Set 0 for a shared library that is dlopen()ed into processes whose static
+/// TLS space is exhausted (rare; the loader then says "cannot allocate memory
+/// in static TLS block").
+#ifndef EDGETRACE_TLS_INITIAL_EXEC
+#define EDGETRACE_TLS_INITIAL_EXEC 1
+#endif
+#if (EDGETRACE_TLS_INITIAL_EXEC != 0) && (EDGETRACE_TLS_INITIAL_EXEC != 1)
+#error "EDGETRACE_TLS_INITIAL_EXEC must be 0 or 1"
+#endif
+
+/// EDGETRACE_CLOCK_MONOTONIC: 1 forces clock_gettime(CLOCK_MONOTONIC) ticks
+/// even where rdtsc / cntvct_el0 exist (e.g. CPUs without invariant TSC).
+#ifndef EDGETRACE_CLOCK_MONOTONIC
+#define EDGETRACE_CLOCK_MONOTONIC 0
+#endif
+#if (EDGETRACE_CLOCK_MONOTONIC != 0) && (EDGETRACE_CLOCK_MONOTONIC != 1)
+#error "EDGETRACE_CLOCK_MONOTONIC must be 0 or 1"
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define EDGETRACE_DETAIL_LIKELY(x) __builtin_expect(!!(x), 1)
+#define EDGETRACE_DETAIL_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define EDGETRACE_DETAIL_NOINLINE __attribute__((noinline))
+#define EDGETRACE_DETAIL_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define EDGETRACE_DETAIL_LIKELY(x) (x)
+#define EDGETRACE_DETAIL_UNLIKELY(x) (x)
+#define EDGETRACE_DETAIL_NOINLINE
+#define EDGETRACE_DETAIL_ALWAYS_INLINE inline
+#endif
+
+#if EDGETRACE_TLS_INITIAL_EXEC && (defined(__GNUC__) || defined(__clang__))
+#define EDGETRACE_DETAIL_TLS_MODEL __attribute__((tls_model("initial-exec")))
+#else
+#define EDGETRACE_DETAIL_TLS_MODEL
+#endif
+
+#define EDGETRACE_DETAIL_CONCAT2(a, b) a##b
+#define EDGETRACE_DETAIL_CONCAT(a, b) EDGETRACE_DETAIL_CONCAT2(a, b)
+#define EDGETRACE_DETAIL_UNIQUE(prefix) EDGETRACE_DETAIL_CONCAT(prefix, __COUNTER__)
+
+#define EDGETRACE_VERSION_MAJOR 0
+#define EDGETRACE_VERSION_MINOR 1
+#define EDGETRACE_VERSION_PATCH 0
+#define EDGETRACE_VERSION_STRING "0.1.0"

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+// Environment settings, read once at start-up: parsing, validation and the
+// one-line diagnostics for bad values and misspelt variable names.
+#pragma once
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace edgetrace {
+inline namespace v1 {
+namespace detail {
+
+/// Prints "edgetrace: <message>\n" on stderr with a single write() (no
+/// stdio buffers, no allocation), so it interleaves cleanly with the app.
+inline void report(const char* fmt, ...) noexcept __attribute__((format(printf, 1, 2)));
+inline void report(const char* fmt, ...) noexcept {
+  char line[512];
+  int used = std::snprintf(line, sizeof line, "edgetrace: ");
+  va_list args;
+  va_start(args, fmt);
+  const int n = std::vsnprintf(line + used, sizeof line - static_cast<std::size_t>(used) - 1, fmt, args);
+  va_end(args);
+  if (n > 0) used += n;
+  if (used > static_cast<int>(sizeof line) - 2) used = static_cast<int>(sizeof line) - 2;
+  line[used++] = '\n';
+  const ssize_t ignored = ::write(2, line, static_cast<std::size_t>(used));
+  (void)ignored;
+}
+
+/// The variables edgetrace reads; anything else named EDGETRACE_* is reported.
+inline constexpr const char* known_variables[] = {
+    "EDGETRACE_OUTPUT", "EDGETRACE_CATEGORIES", "EDGETRACE_BUFFER_KB", "EDGETRACE_FLUSH_MS",
+};
+
+struct settings {
+  const char* output = nullptr;      ///< EDGETRACE_OUTPUT, unexpanded
+  const char* categories = nullptr;  ///< EDGETRACE_CATEGORIES or nullptr (all)
+  std::uint64_t ring_records = 32768;  ///< 768 KiB of 24-byte records
+  std::uint32_t flush_ms = 10;
+};
+
+inline constexpr std::uint64_t default_buffer_kb = 768;
+inline constexpr std::uint64_t min_buffer_kb = 4;
+inline constexpr std::uint64_t max_buffer_kb = 1u << 20;  // 1 GiB per thread
+inline constexpr std::uint32_t default_flush_ms = 10;
+inline constexpr std::uint32_t max_flush_ms = 60000;
+
+/// Parses an unsigned decimal in [lo, hi]; on anything else reports one line
+/// naming the variable and the default, and returns the default.
+inline std::uint64_t env_unsigned(const char* name, std::uint64_t lo, std::uint64_t hi, std::uint64_t fallback) noexcept {
+  const char* text = std::getenv(name);
+  if (text == nullptr) return fallback;
+  const char* p = text;
+  while (*p == ' ') ++p;
+  bool ok = *p >= '0' && *p <= '9';
+  std::uint64_t value = 0;
+  for (; ok && *p >= '0' && *p <= '9'; ++p) {
+    if (value > (~std::uint64_t{0} - 9) / 10) {
+      ok = false;
+      break;
+    }
+    value = value * 10 + static_cast<std::uint64_t>(*p - '0');
+  }
+  while (ok && *p == ' ') ++p;
+  if (!ok || *p != '\0' || value < lo || value > hi) {
+    report("%s='%.64s' is not a whole number in %llu..%llu; using the default %llu", name, text,
+           static_cast<unsigned long long>(lo), static_cast<unsigned long long>(hi),
+           static_cast<unsigned long long>(fallback));
+    return fallback;
+  }
+  return value;
+}
+
+/// Edit distance between two short ASCII strings (bounded work: ≤ 64 chars).
+inline std::size_t edit_distance(const char* a, const char* b) noexcept {
+  std::size_t la = std::strlen(a), lb = std::strlen(b);
+  if (la > 64 || lb > 64) return 99;
+  std::size_t row[65];
+  for (std::size_t j = 0; j <= lb; ++j) row[j] = j;
+  for (std::size_t i = 1; i <= la; ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= lb; ++j) {
+      const std::size_t up = row[j];
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      std::size_t best = diagonal + cost;
+      if (up + 1 < best) best = up + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      row[j] = best;
+      diagonal = up;
+    }
+  }
+  return row[lb];
+}
+
+/// Reports every EDGETRACE_* variable that edgetrace does not know, with the
+/// closest known name. Runs whether or not tracing is on: a misspelt
+/// EDGETRACE_OUTPUT is exactly when the user needs to hear about it.
+inline void check_unknown_variables() noexcept {
+  if (environ == nullptr) return;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const char* var = *entry;
+    if (std::strncmp(var, "EDGETRACE_", 10) != 0) continue;
+    char name[72];
+    std::size_t n = 0;
+    while (var[n] != '\0' && var[n] != '=' && n + 1 < sizeof name) {
+      name[n] = var[n];
+      ++n;
+    }
+    name[n] = '\0';
+    bool known = false;
+    const char* closest = known_variables[0];
+    std::size_t closest_distance = ~std::size_t{0};
+    for (const char* candidate : known_variables) {
+      if (std::strcmp(candidate, name) == 0) known = true;
+      const std::size_t d = edit_distance(candidate, name);
+      if (d < closest_distance) closest_distance = d, closest = candidate;
+    }
+    if (known) continue;
+    if (closest_distance <= 3)
+      report("unknown variable %s (did you mean %s?); ignored", name, closest);
+    else
+      report("unknown variable %s; ignored (known: EDGETRACE_OUTPUT, EDGETRACE_CATEGORIES, "
+             "EDGETRACE_BUFFER_KB, EDGETRACE_FLUSH_MS)", name);
+  }
+}
+
+/// Reads the settings. Only called when EDGETRACE_OUTPUT is set.
+inline settings read_settings() noexcept {
+  settings s;
+  s.output = std::getenv("EDGETRACE_OUTPUT");
+  s.categories = std::getenv("EDGETRACE_CATEGORIES");
+  if (s.categories != nullptr && *s.categories == '\0') s.categories = nullptr;
+  const std::uint64_t kb = env_unsigned("EDGETRACE_BUFFER_KB", min_buffer_kb, max_buffer_kb, default_buffer_kb);
+  // Round down to a power of two records (the ring indexes with a mask).
+  const std::uint64_t records = kb * 1024 / 24;
+  std::uint64_t pow2 = 1;
+  while (pow2 * 2 <= records) pow2 *= 2;
+  s.ring_records = pow2;
+  s.flush_ms = static_cast<std::uint32_t>(env_unsigned("EDGETRACE_FLUSH_MS", 1, max_flush_ms, default_flush_ms));
+  return s;
+}
+
+/// Expands %p (pid), %t (start time, YYYYMMDD-HHMMSS) and %% in `pattern`.
+/// Returns false if the result does not fit.
+inline bool expand_output_path(const char* pattern, char* out, std::size_t out_size, long pid, long long start_time) noexcept {
+  std::size_t n = 0;
+  auto append = [&](const char* text) {
+    for (; *text != '\0'; ++text) {
+      if (n + 1 >= out_size) return false;
+      out[n++] = *text;
+    }
+    return true;
+  };
+  for (const char* p = pattern; *p != '\0'; ++p) {
+    char piece[32] = {p[0], '\0'};
+    if (p[0] == '%' && p[1] == 'p') {
+      std::snprintf(piece, sizeof piece, "%ld", pid);
+      ++p;
+    } else if (p[0] == '%' && p[1] == 't') {
+      const time_t t = static_cast<time_t>(start_time);
+      struct tm parts;
+      gmtime_r(&t, &parts);
+      std::strftime(piece, sizeof piece, "%Y%m%d-%H%M%S", &parts);
+      ++p;
+    } else if (p[0] == '%' && p[1] == '%') {
+      ++p;
+    }
+    if (!append(piece)) return false;
+  }
+  out[n] = '\0';
+  return true;
+}
+
+/// Run-time category filter: EDGETRACE_CATEGORIES is a comma list of names
+/// to record ("*" = all); an item "-name" excludes. Unset = all.
+inline bool runtime_category_selected(const char* filter, const char* name) noexcept {
+  if (filter == nullptr) return true;
+  bool selected = false;
+  bool any_positive = false;
+  const char* p = filter;
+  while (*p != '\0') {
+    while (*p == ' ' || *p == ',') ++p;
+    if (*p == '\0') break;
+    const bool exclude = *p == '-';
+    if (exclude) ++p;
+    const char* item = p;
+    while (*p != '\0' && *p != ',') ++p;
+    const char* end = p;
+    while (end > item && end[-1] == ' ') --end;
+    const std::size_t len = static_cast<std::size_t>(end - item);
+    const bool match = (len == 1 && *item == '*') || (std::strlen(name) == len && std::strncmp(item, name, len) == 0);
+    if (!exclude) any_positive = true;
+    if (match) {
+      if (exclude) return false;
+      selected = true;
+    }
+  }
+  return selected || !any_positive;
+}
+
+}  // namespace detail
+}  // namespace v1
+}  // namespace edgetrace

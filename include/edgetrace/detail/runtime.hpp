@@ -1,0 +1,856 @@
+// SPDX-License-Identifier: MIT
+// The process-wide runtime: start-up from the environment, thread rings and
+// their recycling, interned names, and the flusher thread that encodes rings
+// into dump chunks. Nothing here runs on the hot path except push_slow.
+#pragma once
+
+#include <edgetrace/category.hpp>
+#include <edgetrace/clock.hpp>
+#include <edgetrace/config.hpp>
+#include <edgetrace/detail/env.hpp>
+#include <edgetrace/detail/ring.hpp>
+#include <edgetrace/format.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdint>
+#include <cstring>
+#include <ctime>
+#include <mutex>
+#include <new>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace edgetrace {
+inline namespace v1 {
+
+namespace detail {
+
+// ------------------------------------------------------------ categories
+
+/// Registry of categories. Constant-initialised, so usable from any static
+/// initialiser. Guarded by category_mutex.
+inline std::mutex category_mutex;
+inline category_state* category_list = nullptr;
+inline std::uint32_t category_count = 0;
+/// Run-time filter in force once tracing started (nullptr = all). Written
+/// once under category_mutex before tracing_on is set.
+inline const char* category_filter = nullptr;
+inline bool tracing_on = false;  ///< guarded by category_mutex
+
+/// Sets every registered category's flag to `on` (filtered). Caller holds
+/// category_mutex.
+inline void apply_category_flags_locked(bool on) noexcept {
+  for (category_state* c = category_list; c != nullptr; c = c->next)
+    c->enabled.store(on && runtime_category_selected(category_filter, c->name), std::memory_order_relaxed);
+}
+
+inline void ensure_initialized() noexcept;
+
+inline bool register_category(category_state& state) noexcept {
+  ensure_initialized();
+  std::lock_guard<std::mutex> lock(category_mutex);
+  if (state.index != 0) return true;  // a second DSO's copy of the same inline variable
+  state.index = ++category_count;
+  state.next = category_list;
+  category_list = &state;
+  state.enabled.store(tracing_on && runtime_category_selected(category_filter, state.name), std::memory_order_relaxed);
+  return true;
+}
+
+inline category_state* find_category_locked(std::uint32_t index) noexcept {
+  for (category_state* c = category_list; c != nullptr; c = c->next)
+    if (c->index == index) return c;
+  return nullptr;
+}
+
+// ------------------------------------------------------------ rings
+
+inline thread_ring* map_ring(std::uint64_t records) noexcept {
+  const std::size_t header = (sizeof(thread_ring) + 4095) & ~std::size_t{4095};
+  const std::size_t bytes = header + static_cast<std::size_t>(records) * sizeof(record);
+  // MAP_POPULATE faults every page in here, off the hot path, in one batch.
+  void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (memory == MAP_FAILED) return nullptr;
+  auto* ring = new (memory) thread_ring;
+  ring->slots = reinterpret_cast<record*>(static_cast<unsigned char*>(memory) + header);
+  ring->mask = records - 1;
+  ring->mapping_size = bytes;
+  return ring;
+}
+
+inline void unmap_ring(thread_ring* ring) noexcept {
+  const std::size_t bytes = ring->mapping_size;
+  ring->~thread_ring();
+  ::munmap(ring, bytes);
+}
+
+// ------------------------------------------------------------ runtime
+
+/// Everything that exists only while tracing is (or was) on. Built once in
+/// static storage (no heap allocation before tracing is enabled) and never
+/// destroyed: threads may still be tracing while static destructors run.
+class runtime {
+ public:
+  explicit runtime(const settings& config) noexcept : config_(config) {}
+
+  // ---- set once during start-up, then read-only
+  settings config_;
+  int fd_ = -1;
+  std::uint32_t writer_id_ = 0;
+  pid_t owner_pid_ = 0;
+  pthread_key_t exit_key_{};
+  pthread_t flusher_{};
+  bool flusher_started_ = false;
+  char path_[4096] = {};
+
+  // ---- interned names (any thread; intern_mutex)
+  std::mutex intern_mutex_;
+  std::unordered_map<std::string, std::uint32_t> intern_ids_;
+  std::vector<const std::string*> intern_names_;  ///< id - 1 → name
+
+  // ---- rings (ring_mutex)
+  std::mutex ring_mutex_;
+  std::vector<thread_ring*> rings_;   ///< attached, drained by the flusher
+  thread_ring* pool_ = nullptr;       ///< pre-faulted spares
+  std::size_t pool_size_ = 0;
+  static constexpr std::size_t pool_target = 2;
+
+  // ---- flusher control (control_mutex)
+  std::mutex control_mutex_;
+  std::condition_variable wake_;        ///< flusher waits here
+  std::condition_variable flushed_;     ///< flush() callers wait here
+  bool stop_ = false;
+  bool flusher_done_ = false;
+  std::uint64_t flush_requested_ = 0;
+  std::uint64_t flush_completed_ = 0;
+
+  /// Set when output failed; the flusher then only discards.
+  std::atomic<bool> failed_{false};
+  /// Set by shutdown before the flusher's final pass.
+  std::atomic<bool> stopping_{false};
+
+  // ---- flusher-only state (no lock: one thread)
+  std::vector<unsigned char> out_;      ///< sealed chunks waiting for write()
+  std::vector<unsigned char> chunk_;    ///< events chunk being built
+  std::vector<unsigned char> defs_;     ///< definitions chunk being built
+  std::unordered_map<const site*, std::uint32_t> site_ids_;
+  std::unordered_map<std::uint64_t, std::uint32_t> named_ids_;
+  std::vector<bool> category_defined_;
+  std::uint32_t next_site_id_ = 1;
+  std::uint32_t next_thread_id_ = 1;
+  struct site_cache_entry {
+    const site* key;
+    std::uint32_t id;
+  };
+  site_cache_entry site_cache_[256] = {};
+  std::uint64_t last_calibration_ns_ = 0;
+  int calibrations_ = 0;
+
+  // ------------------------------------------------------------ output
+
+  /// Writes all of [data, data+size) with as many write() calls as the
+  /// kernel needs; on failure reports once and turns tracing off.
+  bool write_all(const unsigned char* data, std::size_t size) noexcept {
+    if (failed_.load(std::memory_order_relaxed)) return false;
+    while (size > 0) {
+      const ssize_t n = ::write(fd_, data, size);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        fail("writing", n < 0 ? errno : ENOSPC);
+        return false;
+      }
+      data += n;
+      size -= static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+
+  void fail(const char* what, int error) noexcept {
+    if (failed_.exchange(true)) return;
+    report("%s '%s' failed: %s; tracing is off", what, path_, std::strerror(error));
+    std::lock_guard<std::mutex> lock(category_mutex);
+    tracing_on = false;
+    apply_category_flags_locked(false);
+  }
+
+  /// Frames `payload` (already in `buffer` after chunk_header_size bytes of
+  /// room) as a chunk and appends it to the output buffer. Sealed chunks are
+  /// written whole: a crash leaves whole chunks and at most one partial.
+  void emit_chunk(std::vector<unsigned char>& buffer, format::chunk_type type) noexcept {
+    const auto payload = static_cast<std::uint32_t>(buffer.size() - format::chunk_header_size);
+    buffer.resize(buffer.size() + format::chunk_trailer_size);
+    format::seal_chunk(buffer.data(), type, writer_id_, payload);
+    out_.insert(out_.end(), buffer.begin(), buffer.end());
+    if (out_.size() >= (256u << 10)) flush_output();
+  }
+
+  void flush_output() noexcept {
+    if (!out_.empty()) write_all(out_.data(), out_.size());
+    out_.clear();
+  }
+
+  static void begin_chunk(std::vector<unsigned char>& buffer) noexcept { buffer.assign(format::chunk_header_size, 0); }
+
+  static void put_varint(std::vector<unsigned char>& buffer, std::uint64_t value) {
+    unsigned char bytes[format::max_varint_size];
+    buffer.insert(buffer.end(), bytes, format::put_varint(bytes, value));
+  }
+
+  static void put_string(std::vector<unsigned char>& buffer, const char* text, std::size_t size) {
+    if (size > format::max_string_size) size = format::max_string_size;
+    put_varint(buffer, size);
+    buffer.insert(buffer.end(), text, text + size);
+  }
+  static void put_string(std::vector<unsigned char>& buffer, const char* text) {
+    put_string(buffer, text != nullptr ? text : "", text != nullptr ? std::strlen(text) : 0);
+  }
+
+  void write_process_chunk() {
+    std::vector<unsigned char> b;
+    begin_chunk(b);
+    put_varint(b, static_cast<std::uint64_t>(owner_pid_));
+    b.push_back(static_cast<unsigned char>(tick_source()));
+    b.push_back(tick_flags());
+    put_varint(b, nominal_tick_rate());
+    put_varint(b, config_.ring_records);
+    put_varint(b, std::uint64_t{config_.flush_ms} * 1000);
+    char comm[64] = "process";
+    const int fd = ::open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      const ssize_t n = ::read(fd, comm, sizeof comm - 1);
+      if (n > 0) {
+        comm[n] = '\0';
+        if (comm[n - 1] == '\n') comm[n - 1] = '\0';
+      }
+      ::close(fd);
+    }
+    put_string(b, comm);
+    emit_chunk(b, format::chunk_type::process);
+  }
+
+  void write_calibration() {
+    const calibration_pair pair = calibrate();
+    std::vector<unsigned char> b;
+    begin_chunk(b);
+    b.resize(b.size() + 24);
+    format::put_u64(b.data() + format::chunk_header_size, pair.tick);
+    format::put_u64(b.data() + format::chunk_header_size + 8, pair.monotonic_ns);
+    format::put_u64(b.data() + format::chunk_header_size + 16, pair.realtime_ns);
+    emit_chunk(b, format::chunk_type::calibration);
+    last_calibration_ns_ = pair.monotonic_ns;
+    ++calibrations_;
+  }
+
+  // ------------------------------------------------------------ definitions
+
+  void define_category(std::uint32_t index, const char* name) {
+    if (index < category_defined_.size() && category_defined_[index]) return;
+    if (index >= category_defined_.size()) category_defined_.resize(index + 1, false);
+    category_defined_[index] = true;
+    if (defs_.empty()) begin_chunk(defs_);
+    defs_.push_back(static_cast<unsigned char>(format::definition_tag::category));
+    put_varint(defs_, index);
+    put_string(defs_, name);
+  }
+
+  void define_site(std::uint32_t id, format::site_kind kind, std::uint32_t category, const char* name,
+                   std::size_t name_size, const char* file, std::uint32_t line) {
+    if (defs_.empty()) begin_chunk(defs_);
+    defs_.push_back(static_cast<unsigned char>(format::definition_tag::site));
+    put_varint(defs_, id);
+    defs_.push_back(static_cast<unsigned char>(kind));
+    put_varint(defs_, category);
+    put_string(defs_, name, name_size);
+    put_string(defs_, file);
+    put_varint(defs_, line);
+  }
+
+  /// Dump id of a literal site; defines it on first sight. A direct-mapped
+  /// cache in front of the hash map keeps dense loops cheap to encode.
+  std::uint32_t site_id(const site* s) {
+    site_cache_entry& slot = site_cache_[(reinterpret_cast<std::uintptr_t>(s) >> 3) & 255];
+    if (slot.key == s) return slot.id;
+    auto found = site_ids_.find(s);
+    std::uint32_t id;
+    if (found != site_ids_.end()) {
+      id = found->second;
+    } else {
+      id = next_site_id_++;
+      site_ids_.emplace(s, id);
+      define_category(s->category->index, s->category->name);
+      define_site(id, s->kind, s->category->index, s->name, std::strlen(s->name), s->file, s->line);
+    }
+    slot = {s, id};
+    return id;
+  }
+
+  /// Dump id of a (category, interned name) span site.
+  std::uint32_t named_site_id(std::uint64_t word) {
+    const std::uint64_t key = word >> 2;
+    auto found = named_ids_.find(key);
+    if (found != named_ids_.end()) return found->second;
+    const std::uint32_t id = next_site_id_++;
+    named_ids_.emplace(key, id);
+    const auto category_index = static_cast<std::uint32_t>(key & 0x3FFFFFFF);
+    const auto name_id = static_cast<std::uint32_t>(word >> 32);
+    const char* category_name = "unknown";
+    {
+      std::lock_guard<std::mutex> lock(category_mutex);
+      if (const category_state* c = find_category_locked(category_index)) category_name = c->name;
+    }
+    define_category(category_index, category_name);
+    std::string name = "(unnamed)";
+    {
+      std::lock_guard<std::mutex> lock(intern_mutex_);
+      if (name_id >= 1 && name_id <= intern_names_.size()) name = *intern_names_[name_id - 1];
+    }
+    define_site(id, format::site_kind::span, category_index, name.data(), name.size(), "", 0);
+    return id;
+  }
+
+  // ------------------------------------------------------------ draining
+
+  void announce_thread(thread_ring& ring) {
+    const std::uint32_t version = ring.name_version.load(std::memory_order_acquire);
+    if (ring.announced && version == ring.name_version_seen) return;
+    if (!ring.announced) ring.thread_id = next_thread_id_++;
+    std::vector<unsigned char> b;
+    begin_chunk(b);
+    put_varint(b, ring.thread_id);
+    put_varint(b, ring.os_tid);
+    {
+      std::lock_guard<std::mutex> lock(ring.name_mutex);
+      put_string(b, ring.name, strnlen(ring.name, sizeof ring.name));
+      ring.name_version_seen = ring.name_version.load(std::memory_order_relaxed);
+    }
+    emit_chunk(b, format::chunk_type::thread);
+    ring.announced = true;
+  }
+
+  void write_thread_stats(const thread_ring& ring) {
+    std::vector<unsigned char> b;
+    begin_chunk(b);
+    put_varint(b, ring.thread_id);
+    put_varint(b, ring.written);
+    put_varint(b, ring.drop_count.load(std::memory_order_relaxed));
+    emit_chunk(b, format::chunk_type::thread_stats);
+  }
+
+  /// Events chunk state while draining one ring.
+  std::uint64_t ref_ = 0;
+
+  void start_events_chunk(const thread_ring& ring, std::uint64_t base) {
+    begin_chunk(chunk_);
+    put_varint(chunk_, ring.thread_id);
+    put_varint(chunk_, base);
+    ref_ = base;
+  }
+
+  void finish_events_chunk() {
+    if (chunk_.size() <= format::chunk_header_size) return;
+    // Definitions first: a reader meets every site before its first use.
+    if (!defs_.empty()) {
+      emit_chunk(defs_, format::chunk_type::definitions);
+      defs_.clear();
+    }
+    emit_chunk(chunk_, format::chunk_type::events);
+    chunk_.clear();
+  }
+
+  /// Makes `t` the new reference, with a rebase event if ticks went back.
+  void advance(std::uint64_t t) {
+    if (t < ref_) {
+      put_varint(chunk_, (std::uint64_t{static_cast<std::uint8_t>(format::special_type::rebase)} << 2) | 3);
+      put_varint(chunk_, t);
+      ref_ = t;
+    }
+  }
+
+  void encode(thread_ring& ring, const record& r) {
+    const std::uint64_t tag = r.word & 3;
+    if (tag == tag_loss) {
+      advance(r.t_begin);
+      put_varint(chunk_, (std::uint64_t{static_cast<std::uint8_t>(format::special_type::loss)} << 2) | 3);
+      put_varint(chunk_, r.t_begin - ref_);
+      put_varint(chunk_, r.t_end >= r.t_begin ? r.t_end - r.t_begin : 0);
+      put_varint(chunk_, r.word >> 2);
+      ref_ = r.t_end >= r.t_begin ? r.t_end : r.t_begin;
+      return;
+    }
+    ++ring.written;
+    format::site_kind kind = format::site_kind::span;
+    std::uint32_t id;
+    if (tag == tag_named) {
+      id = named_site_id(r.word);
+    } else {
+      const site* s = reinterpret_cast<const site*>(static_cast<std::uintptr_t>(r.word));
+      id = site_id(s);
+      kind = s->kind;
+    }
+    if (kind == format::site_kind::span) {
+      advance(r.t_end);
+      put_varint(chunk_, std::uint64_t{id} << 2);
+      put_varint(chunk_, r.t_end - ref_);
+      put_varint(chunk_, r.t_end >= r.t_begin ? r.t_end - r.t_begin : 0);
+      ref_ = r.t_end;
+    } else {
+      advance(r.t_begin);
+      put_varint(chunk_, (std::uint64_t{id} << 2) | static_cast<std::uint8_t>(kind));
+      put_varint(chunk_, r.t_begin - ref_);
+      ref_ = r.t_begin;
+      if (kind == format::site_kind::counter) {
+        const std::size_t at = chunk_.size();
+        chunk_.resize(at + 8);
+        format::put_u64(chunk_.data() + at, r.t_end);
+      }
+    }
+  }
+
+  static std::uint64_t reference_tick(const record& r) noexcept {
+    if ((r.word & 3) == tag_loss) return r.t_begin;
+    if ((r.word & 3) == tag_named) return r.t_end;
+    const site* s = reinterpret_cast<const site*>(static_cast<std::uintptr_t>(r.word));
+    return s->kind == format::site_kind::span ? r.t_end : r.t_begin;
+  }
+
+  /// Drains everything published in `ring`. Returns the number of records.
+  std::uint64_t drain(thread_ring& ring) {
+    // Acquire pairs with the owner's release store of head: the records
+    // below head are fully written.
+    const std::uint64_t head = ring.head.load(std::memory_order_acquire);
+    std::uint64_t tail = ring.tail.load(std::memory_order_relaxed);  // flusher's own field
+    if (failed_.load(std::memory_order_relaxed)) {
+      ring.tail.store(head, std::memory_order_release);
+      return 0;
+    }
+    announce_thread(ring);
+    const std::uint64_t count = head - tail;
+    if (count == 0) return 0;
+    start_events_chunk(ring, reference_tick(ring.slots[tail & ring.mask]));
+    for (; tail != head; ++tail) {
+      if (chunk_.size() > format::target_event_payload) {
+        finish_events_chunk();
+        start_events_chunk(ring, reference_tick(ring.slots[tail & ring.mask]));
+      }
+      encode(ring, ring.slots[tail & ring.mask]);
+    }
+    finish_events_chunk();
+    // Release: our reads of the slots happen before the owner reuses them.
+    ring.tail.store(head, std::memory_order_release);
+    return count;
+  }
+
+  /// Writes the in-band loss a retired thread could not write itself.
+  void drain_pending_loss(thread_ring& ring) {
+    if (ring.pending_loss == 0 || failed_.load(std::memory_order_relaxed)) return;
+    const record loss{(ring.pending_loss << 2) | tag_loss, ring.loss_first, ring.loss_last};
+    start_events_chunk(ring, loss.t_begin);
+    encode(ring, loss);
+    finish_events_chunk();
+    ring.pending_loss = 0;
+  }
+
+  void recycle(thread_ring* ring) noexcept {
+    std::lock_guard<std::mutex> lock(ring_mutex_);
+    if (pool_size_ >= pool_target) {
+      unmap_ring(ring);
+      return;
+    }
+    const std::size_t bytes = ring->mapping_size;
+    record* slots = ring->slots;
+    const std::uint64_t mask = ring->mask;
+    ring->~thread_ring();
+    ring = new (ring) thread_ring;
+    ring->slots = slots;
+    ring->mask = mask;
+    ring->mapping_size = bytes;
+    ring->next_free = pool_;
+    pool_ = ring;
+    ++pool_size_;
+  }
+
+  /// One flusher cycle: drain every ring, retire those whose thread exited.
+  /// Returns the fullest fill fraction seen (to adapt the period).
+  double drain_all(bool final_pass) {
+    std::vector<thread_ring*> snapshot;
+    {
+      std::lock_guard<std::mutex> lock(ring_mutex_);
+      snapshot = rings_;
+    }
+    double fullest = 0;
+    for (thread_ring* ring : snapshot) {
+      // Acquire pairs with the exit hook's release: once retired is seen,
+      // the owner's last records and loss fields are visible.
+      const bool retired = ring->retired.load(std::memory_order_acquire);
+      const std::uint64_t drained = drain(*ring);
+      fullest = std::max(fullest, static_cast<double>(drained) / static_cast<double>(ring->capacity()));
+      if (retired) {
+        drain(*ring);  // anything pushed between the two loads
+        drain_pending_loss(*ring);
+        if (ring->announced && !failed_.load(std::memory_order_relaxed)) write_thread_stats(*ring);
+        {
+          std::lock_guard<std::mutex> lock(ring_mutex_);
+          rings_.erase(std::find(rings_.begin(), rings_.end(), ring));
+        }
+        recycle(ring);
+      } else if (final_pass && ring->announced && !failed_.load(std::memory_order_relaxed)) {
+        write_thread_stats(*ring);
+      }
+    }
+    return fullest;
+  }
+
+  void refill_pool() noexcept {
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(ring_mutex_);
+        if (pool_size_ >= pool_target) return;
+      }
+      thread_ring* ring = map_ring(config_.ring_records);  // outside the lock: page faults are slow
+      if (ring == nullptr) return;
+      std::lock_guard<std::mutex> lock(ring_mutex_);
+      ring->next_free = pool_;
+      pool_ = ring;
+      ++pool_size_;
+    }
+  }
+
+  /// Takes a pre-faulted ring from the pool, or maps one if the pool ran dry.
+  thread_ring* take_ring() noexcept {
+    {
+      std::lock_guard<std::mutex> lock(ring_mutex_);
+      if (pool_ != nullptr) {
+        thread_ring* ring = pool_;
+        pool_ = ring->next_free;
+        ring->next_free = nullptr;
+        --pool_size_;
+        return ring;  // the flusher refills the pool on its next cycle
+      }
+    }
+    return map_ring(config_.ring_records);
+  }
+
+  void flusher_loop() {
+    using namespace std::chrono;
+    auto wait = milliseconds(config_.flush_ms);
+    for (;;) {
+      std::uint64_t serving;
+      {
+        std::unique_lock<std::mutex> lock(control_mutex_);
+        if (!stop_ && flush_requested_ == flush_completed_) wake_.wait_for(lock, wait);
+        if (stop_) break;
+        serving = flush_requested_;
+      }
+      const double fullest = drain_all(false);
+      // A ring that filled a quarter in one period risks dropping: poll faster
+      // until the producer calms down.
+      wait = fullest > 0.25 ? milliseconds(1) : milliseconds(config_.flush_ms);
+      const std::uint64_t now = clock_ns(CLOCK_MONOTONIC);
+      if (!failed_.load() && (calibrations_ < 2 ? now - last_calibration_ns_ > 20000000u
+                                                : now - last_calibration_ns_ > 1000000000u))
+        write_calibration();
+      flush_output();
+      refill_pool();
+      {
+        std::lock_guard<std::mutex> lock(control_mutex_);
+        flush_completed_ = serving;
+      }
+      flushed_.notify_all();
+    }
+    drain_all(true);
+    if (!failed_.load()) {
+      write_calibration();
+      begin_chunk(chunk_);
+      emit_chunk(chunk_, format::chunk_type::end);
+      chunk_.clear();
+    }
+    flush_output();
+    ::close(fd_);
+    {
+      std::lock_guard<std::mutex> lock(control_mutex_);
+      flusher_done_ = true;
+      flush_completed_ = flush_requested_;
+    }
+    flushed_.notify_all();
+  }
+
+  static void* flusher_main(void* self) {
+    static_cast<runtime*>(self)->flusher_loop();
+    return nullptr;
+  }
+};
+
+/// The runtime, once tracing started (acquire to read: release-published
+/// after construction). Null while tracing is off.
+inline std::atomic<runtime*> the_runtime{nullptr};
+alignas(runtime) inline unsigned char runtime_storage[sizeof(runtime)];
+
+inline bool owns_runtime(const runtime* rt) noexcept { return rt != nullptr && rt->owner_pid_ == ::getpid(); }
+
+// ------------------------------------------------------------ threads
+
+inline void on_thread_exit(void* ring_pointer) noexcept {
+  auto* ring = static_cast<thread_ring*>(ring_pointer);
+  current_ring = &sentinel_ring;
+  // Release: the flusher's acquire of `retired` sees every record and loss
+  // field this thread wrote.
+  ring->retired.store(true, std::memory_order_release);
+}
+
+/// Gives the calling thread its ring (first traced event on the thread).
+inline thread_ring* attach_thread() noexcept {
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  if (!owns_runtime(rt) || rt->failed_.load(std::memory_order_relaxed)) return nullptr;
+  {
+    std::lock_guard<std::mutex> lock(rt->control_mutex_);
+    if (rt->stop_) return nullptr;  // shutting down: the flusher would never drain it
+  }
+  thread_ring* ring = rt->take_ring();
+  if (ring == nullptr) return nullptr;
+  ring->os_tid = static_cast<std::uint64_t>(::syscall(SYS_gettid));
+  pthread_getname_np(pthread_self(), ring->name, sizeof ring->name);
+  ring->limit = ring->capacity();
+  {
+    std::lock_guard<std::mutex> lock(rt->ring_mutex_);
+    rt->rings_.push_back(ring);
+  }
+  pthread_setspecific(rt->exit_key_, ring);
+  current_ring = ring;
+  return ring;
+}
+
+inline void note_drop(thread_ring& ring, std::uint64_t tick) noexcept {
+  if (ring.pending_loss == 0) ring.loss_first = tick;
+  ring.loss_last = tick;
+  ++ring.pending_loss;
+  ring.drop_count.store(ring.drop_count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+template <class>
+EDGETRACE_DETAIL_NOINLINE void push_slow(std::uint64_t word, std::uint64_t a, std::uint64_t b) noexcept {
+  thread_ring* ring = current_ring;
+  if (ring == &sentinel_ring) {
+    ring = attach_thread();
+    if (ring == nullptr) return;
+  }
+  std::uint64_t head = ring->head.load(std::memory_order_relaxed);
+  // Acquire pairs with the flusher's release of tail: it is done reading
+  // the slots we are about to overwrite.
+  const std::uint64_t tail = ring->tail.load(std::memory_order_acquire);
+  std::uint64_t room = ring->capacity() - (head - tail);
+  const bool is_span = (word & 3) == tag_named ||
+                       ((word & 3) == tag_site &&
+                        reinterpret_cast<const site*>(static_cast<std::uintptr_t>(word))->kind == format::site_kind::span);
+  const std::uint64_t tick = is_span ? b : a;
+  if (ring->pending_loss != 0) {
+    if (room < 2) {
+      note_drop(*ring, tick);
+      ring->limit = head;  // keep taking the slow path until the loss is written
+      return;
+    }
+    record& loss = ring->slots[head & ring->mask];
+    loss.word = (ring->pending_loss << 2) | tag_loss;
+    loss.t_begin = ring->loss_first;
+    loss.t_end = ring->loss_last;
+    ring->pending_loss = 0;
+    ++head;
+    --room;
+  } else if (room == 0) {
+    note_drop(*ring, tick);
+    ring->limit = head;
+    return;
+  }
+  record& slot = ring->slots[head & ring->mask];
+  slot.word = word;
+  slot.t_begin = a;
+  slot.t_end = b;
+  ring->head.store(head + 1, std::memory_order_release);
+  ring->limit = tail + ring->capacity();
+}
+
+// ------------------------------------------------------------ start / stop
+
+inline void shutdown() noexcept {
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  if (!owns_runtime(rt) || !rt->flusher_started_) return;
+  {
+    std::lock_guard<std::mutex> lock(category_mutex);
+    tracing_on = false;
+    apply_category_flags_locked(false);
+  }
+  {
+    std::lock_guard<std::mutex> lock(rt->control_mutex_);
+    if (rt->stop_) return;
+    rt->stop_ = true;
+    rt->stopping_.store(true);
+  }
+  rt->wake_.notify_all();
+  pthread_join(rt->flusher_, nullptr);
+}
+
+inline void fork_prepare() noexcept {
+  category_mutex.lock();
+  if (runtime* rt = the_runtime.load(std::memory_order_acquire)) {
+    rt->intern_mutex_.lock();
+    rt->ring_mutex_.lock();
+  }
+}
+inline void fork_parent() noexcept {
+  if (runtime* rt = the_runtime.load(std::memory_order_acquire)) {
+    rt->ring_mutex_.unlock();
+    rt->intern_mutex_.unlock();
+  }
+  category_mutex.unlock();
+}
+/// The child does not trace: its copy of the flusher thread does not exist,
+/// and the parent owns the file. owner_pid_ no longer matches, which turns
+/// flush(), shutdown and new threads into no-ops.
+inline void fork_child() noexcept {
+  if (runtime* rt = the_runtime.load(std::memory_order_acquire)) {
+    rt->ring_mutex_.unlock();
+    rt->intern_mutex_.unlock();
+    if (rt->fd_ >= 0) ::close(rt->fd_);
+  }
+  tracing_on = false;
+  apply_category_flags_locked(false);
+  category_mutex.unlock();
+}
+
+/// Reads the environment and, if EDGETRACE_OUTPUT is set, opens the dump,
+/// writes its header, attaches the calling thread and starts the flusher.
+/// Without EDGETRACE_OUTPUT: no file, no thread, no allocation.
+inline bool start_from_environment() noexcept {
+  check_unknown_variables();
+  const char* output = std::getenv("EDGETRACE_OUTPUT");
+  if (output == nullptr) return false;
+  if (*output == '\0') {
+    report("EDGETRACE_OUTPUT is empty; tracing is off");
+    return false;
+  }
+  const settings config = read_settings();
+  auto* rt = new (runtime_storage) runtime(config);
+  rt->owner_pid_ = ::getpid();
+  if (!expand_output_path(config.output, rt->path_, sizeof rt->path_, static_cast<long>(rt->owner_pid_),
+                          static_cast<long long>(std::time(nullptr)))) {
+    report("EDGETRACE_OUTPUT is longer than %zu bytes; tracing is off", sizeof rt->path_ - 1);
+    return false;
+  }
+  rt->fd_ = ::open(rt->path_, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (rt->fd_ < 0) {
+    report("cannot open EDGETRACE_OUTPUT='%s': %s; tracing is off", rt->path_, std::strerror(errno));
+    return false;
+  }
+  const std::uint64_t seed = clock_ns(CLOCK_MONOTONIC) ^ (static_cast<std::uint64_t>(rt->owner_pid_) << 32) ^
+                             reinterpret_cast<std::uintptr_t>(rt);
+  rt->writer_id_ = static_cast<std::uint32_t>((seed * 0x9E3779B97F4A7C15ull) >> 32) | 1u;
+  unsigned char header[format::file_header_size];
+  format::write_file_header(header);
+  rt->out_.insert(rt->out_.end(), header, header + sizeof header);
+  rt->write_process_chunk();
+  rt->write_calibration();
+  rt->flush_output();
+  if (rt->failed_.load()) return false;
+  if (pthread_key_create(&rt->exit_key_, on_thread_exit) != 0) {
+    report("cannot create a thread-exit key; tracing is off");
+    ::close(rt->fd_);
+    return false;
+  }
+  rt->refill_pool();
+  // The flusher blocks every signal: the app's handlers must run on the
+  // app's threads, and SIGINT/SIGTERM must not land on ours.
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  const int error = pthread_create(&rt->flusher_, nullptr, &runtime::flusher_main, rt);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  if (error != 0) {
+    report("cannot start the flusher thread: %s; tracing is off", std::strerror(error));
+    ::close(rt->fd_);
+    return false;
+  }
+#if defined(__linux__)
+  pthread_setname_np(rt->flusher_, "edgetrace");
+#endif
+  rt->flusher_started_ = true;
+  the_runtime.store(rt, std::memory_order_release);
+  pthread_atfork(&fork_prepare, &fork_parent, &fork_child);
+  std::atexit(&shutdown);
+  {
+    std::lock_guard<std::mutex> lock(category_mutex);
+    category_filter = config.categories;
+    tracing_on = true;
+    apply_category_flags_locked(true);
+  }
+  attach_thread();  // the starting thread (usually main) gets a ring now
+  return true;
+}
+
+/// Starts tracing once per process; every later call is a guard check.
+inline void ensure_initialized() noexcept {
+  static const bool started = start_from_environment();
+  (void)started;
+}
+
+/// Static-initialisation trigger: every TU that includes edgetrace.hpp runs
+/// it, the first one does the work.
+inline const bool initialized_at_startup = (ensure_initialized(), true);
+
+// ------------------------------------------------------------ public helpers
+
+inline name_handle intern(std::string_view name) {
+  ensure_initialized();
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  if (!owns_runtime(rt)) return {};
+  std::lock_guard<std::mutex> lock(rt->intern_mutex_);
+  auto found = rt->intern_ids_.find(std::string(name));
+  if (found != rt->intern_ids_.end()) return {found->second};
+  const auto id = static_cast<std::uint32_t>(rt->intern_names_.size() + 1);
+  auto inserted = rt->intern_ids_.emplace(std::string(name), id);
+  rt->intern_names_.push_back(&inserted.first->first);
+  return {id};
+}
+
+inline void set_thread_name(const char* name) noexcept {
+  if (name == nullptr) return;
+  thread_ring* ring = current_ring;
+  if (ring == &sentinel_ring) ring = attach_thread();
+  if (ring == nullptr) return;
+  std::lock_guard<std::mutex> lock(ring->name_mutex);
+  std::strncpy(ring->name, name, sizeof ring->name - 1);
+  ring->name[sizeof ring->name - 1] = '\0';
+  ring->name_version.store(ring->name_version.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+inline void flush() noexcept {
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  if (!owns_runtime(rt)) return;
+  std::unique_lock<std::mutex> lock(rt->control_mutex_);
+  if (rt->flusher_done_) return;
+  const std::uint64_t ticket = ++rt->flush_requested_;
+  rt->wake_.notify_one();
+  // Bounded wait: the app must never hang on the tracer.
+  rt->flushed_.wait_for(lock, std::chrono::seconds(5),
+                        [&] { return rt->flush_completed_ >= ticket || rt->flusher_done_; });
+}
+
+inline bool active() noexcept {
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  return owns_runtime(rt) && !rt->failed_.load(std::memory_order_relaxed) &&
+         !rt->stopping_.load(std::memory_order_relaxed);
+}
+
+}  // namespace detail
+}  // namespace v1
+}  // namespace edgetrace

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: MIT
+// The on-disk dump format shared by the writer and the reader: constants,
+// chunk framing, LEB128 varints and CRC-32. docs/FORMAT.md is the spec.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace edgetrace {
+inline namespace v1 {
+namespace format {
+
+/// File header: 8 magic bytes, u16 major, u16 minor, u32 reserved (0).
+/// The magic is PNG-style: a high-bit byte and CR/LF/^Z catch text-mode
+/// transfers and files that are not edgetrace dumps at all.
+inline constexpr unsigned char file_magic[8] = {0x89, 'E', 'T', 'R', '\r', '\n', 0x1A, '\n'};
+inline constexpr std::uint16_t version_major = 1;
+inline constexpr std::uint16_t version_minor = 0;
+inline constexpr std::size_t file_header_size = 16;
+
+/// Chunk framing: sync0 sync1 type flags | u32 payload_size | u32 writer_id |
+/// payload | u32 crc32(header + payload). Little-endian throughout.
+inline constexpr unsigned char chunk_sync0 = 0xEC;
+inline constexpr unsigned char chunk_sync1 = 0x5A;
+inline constexpr std::size_t chunk_header_size = 12;
+inline constexpr std::size_t chunk_trailer_size = 4;
+/// Readers treat a larger payload_size as corruption, so a flipped length
+/// bit can never make them allocate or skip gigabytes.
+inline constexpr std::uint32_t max_chunk_payload = 4u << 20;
+/// Writers keep event chunks near this size (one write() each).
+inline constexpr std::uint32_t target_event_payload = 60u << 10;
+inline constexpr std::size_t max_string_size = 64u << 10;
+
+enum class chunk_type : std::uint8_t {
+  process = 1,      ///< writer metadata: pid, clock source, ring size...
+  calibration = 2,  ///< (tick, CLOCK_MONOTONIC ns, CLOCK_REALTIME ns) triples
+  definitions = 3,  ///< categories and sites
+  thread = 4,       ///< thread id, OS tid, name
+  events = 5,       ///< delta-encoded records of one thread
+  thread_stats = 6, ///< per-thread written/dropped totals
+  end = 7,          ///< clean end of this writer's stream
+};
+
+enum class clock_source : std::uint8_t {
+  monotonic_ns = 0,  ///< clock_gettime(CLOCK_MONOTONIC), ticks are ns
+  x86_tsc = 1,       ///< rdtsc
+  arm_cntvct = 2,    ///< cntvct_el0
+};
+
+enum class site_kind : std::uint8_t { span = 0, instant = 1, counter = 2 };
+
+/// Low two bits of an event code; the rest is the site id (or the subtype
+/// of a special event).
+enum class event_type : std::uint8_t { span = 0, instant = 1, counter = 2, special = 3 };
+enum class special_type : std::uint8_t { loss = 0, rebase = 1 };
+
+enum class definition_tag : std::uint8_t { category = 1, site = 2 };
+
+// ---------------------------------------------------------------- varints
+
+/// Longest LEB128 encoding of a 64-bit value.
+inline constexpr std::size_t max_varint_size = 10;
+
+/// Writes `value` as unsigned LEB128 at `out`; returns the byte after it.
+/// Cost: one store per 7 bits of value.
+inline unsigned char* put_varint(unsigned char* out, std::uint64_t value) noexcept {
+  while (value >= 0x80) {
+    *out++ = static_cast<unsigned char>(value | 0x80);
+    value >>= 7;
+  }
+  *out++ = static_cast<unsigned char>(value);
+  return out;
+}
+
+/// Reads an unsigned LEB128 from [*in, end). Returns false, leaving *in
+/// unspecified, on a truncated, overlong (> 10 bytes) or overflowing value.
+inline bool get_varint(const unsigned char*& in, const unsigned char* end, std::uint64_t& value) noexcept {
+  std::uint64_t result = 0;
+  unsigned shift = 0;
+  for (std::size_t i = 0; i < max_varint_size; ++i) {
+    if (in == end) return false;
+    const unsigned char byte = *in++;
+    if (shift == 63 && (byte & 0x7E) != 0) return false;  // bits past 64
+    result |= static_cast<std::uint64_t>(byte & 0x7F) << shift;
+    if ((byte & 0x80) == 0) {
+      value = result;
+      return true;
+    }
+    shift += 7;
+  }
+  return false;
+}
+
+inline void put_u16(unsigned char* out, std::uint16_t v) noexcept {
+  out[0] = static_cast<unsigned char>(v);
+  out[1] = static_cast<unsigned char>(v >> 8);
+}
+inline void put_u32(unsigned char* out, std::uint32_t v) noexcept {
+  for (int i = 0; i < 4; ++i) out[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+inline void put_u64(unsigned char* out, std::uint64_t v) noexcept {
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+inline std::uint16_t get_u16(const unsigned char* in) noexcept {
+  return static_cast<std::uint16_t>(in[0] | (in[1] << 8));
+}
+inline std::uint32_t get_u32(const unsigned char* in) noexcept {
+  std::uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | in[i];
+  return v;
+}
+inline std::uint64_t get_u64(const unsigned char* in) noexcept {
+  std::uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | in[i];
+  return v;
+}
+
+// ---------------------------------------------------------------- CRC-32
+
+namespace detail {
+/// Slice-by-8 tables for the reflected IEEE polynomial, built at compile time.
+constexpr std::array<std::array<std::uint32_t, 256>, 8> make_crc_tables() {
+  std::array<std::array<std::uint32_t, 256>, 8> t{};
+  for (std::uint32_t i = 0; i < 256; ++i) {
+    std::uint32_t c = i;
+    for (int k = 0; k < 8; ++k) c = (c & 1) ? (0xEDB88320u ^ (c >> 1)) : (c >> 1);
+    t[0][i] = c;
+  }
+  for (std::uint32_t i = 0; i < 256; ++i)
+    for (std::size_t s = 1; s < 8; ++s) t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xFF];
+  return t;
+}
+inline constexpr auto crc_tables = make_crc_tables();
+}  // namespace detail
+
+/// CRC-32 (IEEE 802.3, as zlib's crc32) of [data, data + size), continuing
+/// from `crc` (pass 0 to start). About one cycle per byte.
+inline std::uint32_t crc32(const void* data, std::size_t size, std::uint32_t crc = 0) noexcept {
+  const auto& t = detail::crc_tables;
+  auto p = static_cast<const unsigned char*>(data);
+  crc = ~crc;
+  while (size >= 8) {
+    const std::uint32_t lo = crc ^ (static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
+                                     static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24);
+    crc = t[7][lo & 0xFF] ^ t[6][(lo >> 8) & 0xFF] ^ t[5][(lo >> 16) & 0xFF] ^ t[4][lo >> 24] ^ t[3][p[4]] ^
+          t[2][p[5]] ^ t[1][p[6]] ^ t[0][p[7]];
+    p += 8;
+    size -= 8;
+  }
+  while (size--) crc = t[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+  return ~crc;
+}
+
+// ---------------------------------------------------------------- framing
+
+/// Writes the 16-byte file header into `out`.
+inline void write_file_header(unsigned char* out) noexcept {
+  std::memcpy(out, file_magic, sizeof file_magic);
+  put_u16(out + 8, version_major);
+  put_u16(out + 10, version_minor);
+  put_u32(out + 12, 0);
+}
+
+/// Frames a chunk in place: `chunk` holds chunk_header_size bytes of room,
+/// then `payload_size` payload bytes, then chunk_trailer_size bytes of room.
+/// Fills header and CRC; returns the total chunk size.
+inline std::size_t seal_chunk(unsigned char* chunk, chunk_type type, std::uint32_t writer_id,
+                              std::uint32_t payload_size) noexcept {
+  chunk[0] = chunk_sync0;
+  chunk[1] = chunk_sync1;
+  chunk[2] = static_cast<unsigned char>(type);
+  chunk[3] = 0;
+  put_u32(chunk + 4, payload_size);
+  put_u32(chunk + 8, writer_id);
+  const std::size_t body = chunk_header_size + payload_size;
+  put_u32(chunk + body, crc32(chunk, body));
+  return body + chunk_trailer_size;
+}
+
+}  // namespace format
+}  // namespace v1
+}  // namespace edgetrace

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: MIT
+// Tests of detail/ring.hpp: wraparound, full-ring drops with in-band loss
+// records, and a concurrent producer/consumer with exact accounting.
+#include <doctest/doctest.h>
+
+#include <edgetrace/edgetrace.hpp>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+namespace et = edgetrace::detail;
+
+namespace {
+
+/// Installs a private ring as the calling thread's current ring, so push()
+/// and push_slow() run for real without the process runtime.
+struct ring_fixture {
+  et::thread_ring* ring;
+  et::thread_ring* saved;
+  explicit ring_fixture(std::uint64_t records) : ring(et::map_ring(records)), saved(et::current_ring) {
+    REQUIRE(ring != nullptr);
+    ring->limit = ring->capacity();
+    et::current_ring = ring;
+  }
+  ~ring_fixture() {
+    et::current_ring = saved;
+    et::unmap_ring(ring);
+  }
+  /// Consumer side, as the flusher does it: acquire head, copy, release tail.
+  std::vector<et::record> drain() const {
+    std::vector<et::record> out;
+    const std::uint64_t head = ring->head.load(std::memory_order_acquire);
+    std::uint64_t tail = ring->tail.load(std::memory_order_relaxed);
+    for (; tail != head; ++tail) out.push_back(ring->slots[tail & ring->mask]);
+    ring->tail.store(head, std::memory_order_release);
+    return out;
+  }
+};
+
+/// A named-span record word (never dereferenced, unlike a site pointer).
+constexpr std::uint64_t span_word(std::uint32_t name_id) {
+  return (std::uint64_t{name_id} << 32) | (1u << 2) | et::tag_named;
+}
+
+}  // namespace
+
+TEST_CASE("ring: records come out in order across wraparound") {
+  ring_fixture f(8);
+  std::uint64_t next = 0;
+  std::uint64_t expected = 0;
+  for (int round = 0; round < 10; ++round) {
+    for (int i = 0; i < 5; ++i, ++next) et::push(span_word(1), next, next + 100);
+    for (const et::record& r : f.drain()) {
+      CHECK(r.word == span_word(1));
+      CHECK(r.t_begin == expected);
+      CHECK(r.t_end == expected + 100);
+      ++expected;
+    }
+  }
+  CHECK(expected == 50);
+  CHECK(f.ring->drop_count.load() == 0);
+  CHECK(f.ring->head.load() == 50);  // wrapped six times around 8 slots
+}
+
+TEST_CASE("ring: a full ring drops the new record, counts it and writes the loss in-band") {
+  ring_fixture f(8);
+  for (std::uint64_t i = 0; i < 8; ++i) et::push(span_word(1), i, i + 1);
+  CHECK(f.ring->limit == f.ring->head.load());  // full: fast path disabled
+  // Three more: all dropped, with their end ticks as the loss range.
+  et::push(span_word(1), 100, 110);
+  et::push(span_word(1), 120, 130);
+  et::push(span_word(1), 140, 150);
+  CHECK(f.ring->drop_count.load() == 3);
+  CHECK(f.ring->pending_loss == 3);
+  CHECK(f.ring->head.load() == 8);
+
+  auto first = f.drain();
+  CHECK(first.size() == 8);
+
+  // Room again: the next push writes the loss record, then the record.
+  et::push(span_word(2), 200, 210);
+  auto second = f.drain();
+  REQUIRE(second.size() == 2);
+  CHECK((second[0].word & 3) == et::tag_loss);
+  CHECK((second[0].word >> 2) == 3);
+  CHECK(second[0].t_begin == 110);
+  CHECK(second[0].t_end == 150);
+  CHECK(second[1].word == span_word(2));
+  CHECK(f.ring->pending_loss == 0);
+  CHECK(f.ring->limit == 8 + 8);  // fast path restored: tail seen at the push + capacity
+}
+
+TEST_CASE("ring: a pending loss needs room for two records") {
+  ring_fixture f(4);
+  for (std::uint64_t i = 0; i < 4; ++i) et::push(span_word(1), i, i);
+  et::push(span_word(1), 10, 10);  // dropped
+  // Free exactly one slot: not enough for loss + record, so this drops too.
+  f.ring->tail.store(1, std::memory_order_release);
+  et::push(span_word(1), 20, 20);
+  CHECK(f.ring->drop_count.load() == 2);
+  CHECK(f.ring->pending_loss == 2);
+  f.ring->tail.store(4, std::memory_order_release);
+  et::push(span_word(3), 30, 31);
+  const std::uint64_t head = f.ring->head.load();
+  CHECK(head == 6);
+  const et::record& loss = f.ring->slots[4 & f.ring->mask];
+  CHECK((loss.word >> 2) == 2);
+  CHECK(loss.t_begin == 10);
+  CHECK(loss.t_end == 20);
+}
+
+TEST_CASE("ring: concurrent producer and consumer account for every record") {
+  ring_fixture f(64);
+  constexpr std::uint64_t issued = 200000;
+  std::atomic<bool> done{false};
+  std::uint64_t received = 0;
+  std::uint64_t lost = 0;
+  std::uint64_t last_seen = 0;
+  bool ordered = true;
+  bool intact = true;
+  std::thread consumer([&] {
+    for (;;) {
+      const bool finished = done.load(std::memory_order_acquire);
+      for (const et::record& r : f.drain()) {
+        if ((r.word & 3) == et::tag_loss) {
+          lost += r.word >> 2;
+          continue;
+        }
+        ++received;
+        if (r.t_end != r.t_begin + 7 || r.word != span_word(9)) intact = false;
+        if (r.t_begin < last_seen) ordered = false;
+        last_seen = r.t_begin;
+      }
+      if (finished) break;
+    }
+  });
+  // The producer runs on another thread with its own current_ring.
+  std::thread producer([&] {
+    et::current_ring = f.ring;
+    for (std::uint64_t i = 1; i <= issued; ++i) et::push(span_word(9), i, i + 7);
+    done.store(true, std::memory_order_release);
+  });
+  producer.join();
+  consumer.join();
+  // A loss still pending at the end is what the flusher writes on retire.
+  const std::uint64_t pending = f.ring->pending_loss;
+  CHECK(intact);
+  CHECK(ordered);
+  CHECK(received + lost + pending == issued);
+  CHECK(lost + pending == f.ring->drop_count.load());
+}
