@@ -18,24 +18,21 @@ namespace {
 struct ring_fixture {
   et::thread_ring* ring;
   et::thread_ring* saved;
-  explicit ring_fixture(std::uint64_t records) : ring(et::map_ring(records)), saved(et::current_ring) {
+  explicit ring_fixture(std::uint64_t slots) : ring(et::map_ring(slots)), saved(et::current_ring) {
     REQUIRE(ring != nullptr);
-    ring->limit = ring->capacity();
     et::current_ring = ring;
   }
   ~ring_fixture() {
     et::current_ring = saved;
     et::unmap_ring(ring);
   }
-  /// Consumer side, as the flusher does it: acquire head, copy, release tail.
+  /// Consumer side, as the flusher does it.
   std::vector<et::record> drain() const {
     std::vector<et::record> out;
-    const std::uint64_t head = ring->head.load(std::memory_order_acquire);
-    std::uint64_t tail = ring->tail.load(std::memory_order_relaxed);
-    for (; tail != head; ++tail) out.push_back(ring->slots[tail & ring->mask]);
-    ring->tail.store(head, std::memory_order_release);
+    et::consume(*ring, [&](const et::record& r) { out.push_back(r); });
     return out;
   }
+  std::size_t position() const { return static_cast<std::size_t>(ring->write_pos.load() - ring->begin); }
 };
 
 /// A named-span record word (never dereferenced, unlike a site pointer).
@@ -60,25 +57,29 @@ TEST_CASE("ring: records come out in order across wraparound") {
   }
   CHECK(expected == 50);
   CHECK(f.ring->drop_count.load() == 0);
-  CHECK(f.ring->head.load() == 50);  // wrapped six times around 8 slots
+  CHECK(f.ring->pending_loss == 0);
+  CHECK(f.position() == 50 % 8);  // wrapped six times around 8 slots
 }
 
 TEST_CASE("ring: a full ring drops the new record, counts it and writes the loss in-band") {
-  ring_fixture f(8);
-  for (std::uint64_t i = 0; i < 8; ++i) et::push(span_word(1), i, i + 1);
-  CHECK(f.ring->limit == f.ring->head.load());  // full: fast path disabled
+  ring_fixture f(8);  // 8 slots, 7 usable: one stays free
+  for (std::uint64_t i = 0; i < 7; ++i) et::push(span_word(1), i, i + 1);
+  CHECK(f.ring->write_limit == f.ring->write_pos.load());  // full: fast path disabled
+  CHECK(et::unread(*f.ring) == 7);
   // Three more: all dropped, with their end ticks as the loss range.
   et::push(span_word(1), 100, 110);
   et::push(span_word(1), 120, 130);
   et::push(span_word(1), 140, 150);
   CHECK(f.ring->drop_count.load() == 3);
   CHECK(f.ring->pending_loss == 3);
-  CHECK(f.ring->head.load() == 8);
+  CHECK(et::unread(*f.ring) == 7);
 
   auto first = f.drain();
-  CHECK(first.size() == 8);
+  REQUIRE(first.size() == 7);
+  for (std::uint64_t i = 0; i < 7; ++i) CHECK(first[i].t_begin == i);
 
-  // Room again: the next push writes the loss record, then the record.
+  // Room again: the next push writes the loss record, then the record,
+  // across the wrap from the last slot to the first.
   et::push(span_word(2), 200, 210);
   auto second = f.drain();
   REQUIRE(second.size() == 2);
@@ -88,26 +89,54 @@ TEST_CASE("ring: a full ring drops the new record, counts it and writes the loss
   CHECK(second[0].t_end == 150);
   CHECK(second[1].word == span_word(2));
   CHECK(f.ring->pending_loss == 0);
-  CHECK(f.ring->limit == 8 + 8);  // fast path restored: tail seen at the push + capacity
+  CHECK(f.ring->write_limit != f.ring->write_pos.load());  // fast path restored
 }
 
 TEST_CASE("ring: a pending loss needs room for two records") {
-  ring_fixture f(4);
-  for (std::uint64_t i = 0; i < 4; ++i) et::push(span_word(1), i, i);
+  ring_fixture f(4);  // 3 usable
+  for (std::uint64_t i = 0; i < 3; ++i) et::push(span_word(1), i, i);
   et::push(span_word(1), 10, 10);  // dropped
-  // Free exactly one slot: not enough for loss + record, so this drops too.
-  f.ring->tail.store(1, std::memory_order_release);
+  // Read exactly one record: one free slot is not enough for loss + record.
+  std::size_t seen = 0;
+  {
+    // Consume a single record by hand: advance read_pos by one.
+    f.ring->read_pos.store(f.ring->begin + 1, std::memory_order_release);
+    ++seen;
+  }
   et::push(span_word(1), 20, 20);
   CHECK(f.ring->drop_count.load() == 2);
   CHECK(f.ring->pending_loss == 2);
-  f.ring->tail.store(4, std::memory_order_release);
+  const auto rest = f.drain();
+  CHECK(rest.size() + seen == 3);
   et::push(span_word(3), 30, 31);
-  const std::uint64_t head = f.ring->head.load();
-  CHECK(head == 6);
-  const et::record& loss = f.ring->slots[4 & f.ring->mask];
-  CHECK((loss.word >> 2) == 2);
-  CHECK(loss.t_begin == 10);
-  CHECK(loss.t_end == 20);
+  const auto after = f.drain();
+  REQUIRE(after.size() == 2);
+  CHECK((after[0].word >> 2) == 2);
+  CHECK(after[0].t_begin == 10);
+  CHECK(after[0].t_end == 20);
+  CHECK(after[1].t_end == 31);
+}
+
+TEST_CASE("ring: every slot count from 2 to 9 wraps and fills correctly") {
+  for (std::uint64_t slots = 2; slots <= 9; ++slots) {
+    CAPTURE(slots);
+    ring_fixture f(slots);
+    std::uint64_t next = 0, expected = 0, dropped_seen = 0;
+    for (int round = 0; round < 40; ++round) {
+      const int burst = round % 7;  // sometimes more than fits
+      for (int i = 0; i < burst; ++i, ++next) et::push(span_word(1), next, next);
+      for (const et::record& r : f.drain()) {
+        if ((r.word & 3) == et::tag_loss) {
+          dropped_seen += r.word >> 2;
+          expected += r.word >> 2;
+          continue;
+        }
+        CHECK(r.t_begin >= expected);
+        expected = r.t_begin + 1;
+      }
+    }
+    CHECK(dropped_seen + f.ring->pending_loss == f.ring->drop_count.load());
+  }
 }
 
 TEST_CASE("ring: concurrent producer and consumer account for every record") {

@@ -65,10 +65,9 @@ class span_scope {
       begin_ = ticks();
     }
   }
-  template <class HandleFn>
-  EDGETRACE_DETAIL_ALWAYS_INLINE span_scope(named_tag, HandleFn handle_fn) noexcept {
+  EDGETRACE_DETAIL_ALWAYS_INLINE span_scope(named_tag, name_handle handle) noexcept {
     if (Category::state.enabled.load(std::memory_order_relaxed)) {
-      word_ = (std::uint64_t{handle_fn().id} << 32) | (std::uint64_t{Category::state.index} << 2) | tag_named;
+      word_ = (std::uint64_t{handle.id} << 32) | (std::uint64_t{Category::state.index} << 2) | tag_named;
       begin_ = ticks();
     }
   }
@@ -91,16 +90,17 @@ EDGETRACE_DETAIL_ALWAYS_INLINE void instant(SiteFn site_fn) noexcept {
   }
 }
 
-template <class Category, class SiteFn, class ValueFn>
-EDGETRACE_DETAIL_ALWAYS_INLINE void counter(SiteFn site_fn, ValueFn value_fn) noexcept {
-  if constexpr (Category::compiled_in) {
-    if (Category::state.enabled.load(std::memory_order_relaxed)) {
-      const double value = value_fn();
-      std::uint64_t bits;
-      std::memcpy(&bits, &value, sizeof bits);
-      push(reinterpret_cast<std::uintptr_t>(&site_fn()), ticks(), bits);
-    }
-  }
+/// Records a counter sample; the caller has checked the category flag.
+template <class SiteFn>
+EDGETRACE_DETAIL_ALWAYS_INLINE void counter(SiteFn site_fn, double value) noexcept {
+  std::uint64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  push(reinterpret_cast<std::uintptr_t>(&site_fn()), ticks(), bits);
+}
+
+template <class Category>
+EDGETRACE_DETAIL_ALWAYS_INLINE bool recording() noexcept {
+  return Category::state.enabled.load(std::memory_order_relaxed);
 }
 
 template <class Category>
@@ -162,11 +162,13 @@ inline bool tracing_active() noexcept { return false; }
   }
 
 /// Records a span named by an edgetrace::name_handle from edgetrace::intern().
-/// The handle expression is evaluated only when the span is recorded.
-#define EDGETRACE_SCOPE_NAMED(cat, handle)                                                    \
-  const ::edgetrace::detail::scope_t<EDGETRACE_DETAIL_CATEGORY_TYPE(cat)> EDGETRACE_DETAIL_UNIQUE( \
-      edgetrace_scope_) {                                                                     \
-    ::edgetrace::detail::named_tag{}, [&]() noexcept -> ::edgetrace::name_handle { return (handle); } \
+/// The handle expression is evaluated once (keep it a variable or a cheap
+/// lookup), and not at all when the category is compiled out.
+#define EDGETRACE_SCOPE_NAMED(cat, handle)                                                                \
+  const ::edgetrace::detail::scope_t<EDGETRACE_DETAIL_CATEGORY_TYPE(cat)> EDGETRACE_DETAIL_UNIQUE(             \
+      edgetrace_scope_) {                                                                                 \
+    ::edgetrace::detail::named_tag{},                                                                     \
+        EDGETRACE_DETAIL_CATEGORY_TYPE(cat)::compiled_in ? ::edgetrace::name_handle(handle) : ::edgetrace::name_handle{} \
   }
 
 /// Records an instant event.
@@ -175,11 +177,17 @@ inline bool tracing_active() noexcept { return false; }
       EDGETRACE_DETAIL_SITE(cat, name, ::edgetrace::format::site_kind::instant))
 
 /// Records a counter sample; `value` (any arithmetic expression, stored as
-/// a double) is evaluated only when recorded.
-#define EDGETRACE_COUNTER(cat, name, value)                                     \
-  ::edgetrace::detail::counter<EDGETRACE_DETAIL_CATEGORY_TYPE(cat)>(             \
-      EDGETRACE_DETAIL_SITE(cat, name, ::edgetrace::format::site_kind::counter), \
-      [&]() noexcept { return static_cast<double>(value); })
+/// a double) is evaluated only when recorded. No lambda captures `value`'s
+/// variables, so a compiled-out counter leaves the optimiser's view of the
+/// surrounding code untouched.
+#define EDGETRACE_COUNTER(cat, name, value)                                                                 \
+  do {                                                                                                      \
+    if constexpr (EDGETRACE_DETAIL_CATEGORY_TYPE(cat)::compiled_in) {                                         \
+      if (::edgetrace::detail::recording<EDGETRACE_DETAIL_CATEGORY_TYPE(cat)>())                              \
+        ::edgetrace::detail::counter(EDGETRACE_DETAIL_SITE(cat, name, ::edgetrace::format::site_kind::counter), \
+                                     static_cast<double>(value));                                            \
+    }                                                                                                       \
+  } while (false)
 
 /// Names the calling thread in the trace.
 #define EDGETRACE_THREAD_NAME(name) ::edgetrace::set_thread_name(name)

@@ -42,7 +42,7 @@ inline constexpr const char* known_variables[] = {
 struct settings {
   const char* output = nullptr;      ///< EDGETRACE_OUTPUT, unexpanded
   const char* categories = nullptr;  ///< EDGETRACE_CATEGORIES or nullptr (all)
-  std::uint64_t ring_records = 32768;  ///< 768 KiB of 24-byte records
+  std::uint64_t ring_records = 32768;  ///< slots of 24 bytes (one stays free)
   std::uint32_t flush_ms = 10;
 };
 
@@ -139,11 +139,7 @@ inline settings read_settings() noexcept {
   s.categories = std::getenv("EDGETRACE_CATEGORIES");
   if (s.categories != nullptr && *s.categories == '\0') s.categories = nullptr;
   const std::uint64_t kb = env_unsigned("EDGETRACE_BUFFER_KB", min_buffer_kb, max_buffer_kb, default_buffer_kb);
-  // Round down to a power of two records (the ring indexes with a mask).
-  const std::uint64_t records = kb * 1024 / 24;
-  std::uint64_t pow2 = 1;
-  while (pow2 * 2 <= records) pow2 *= 2;
-  s.ring_records = pow2;
+  s.ring_records = kb * 1024 / 24;
   s.flush_ms = static_cast<std::uint32_t>(env_unsigned("EDGETRACE_FLUSH_MS", 1, max_flush_ms, default_flush_ms));
   return s;
 }

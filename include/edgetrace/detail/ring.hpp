@@ -23,8 +23,8 @@ enum record_tag : std::uint64_t {
 };
 
 /// One complete event as the hot path stores it (24 bytes, one burst of
-/// three stores). For spans: begin and end tick; instants: t, 0; counters:
-/// t, bit pattern of the double value.
+/// three stores). Spans: begin and end tick; instants: t, 0; counters: t,
+/// bit pattern of the double value.
 struct record {
   std::uint64_t word;
   std::uint64_t t_begin;
@@ -35,33 +35,39 @@ static_assert(sizeof(record) == 24, "a record must stay 24 bytes");
 /// Cache line size used for padding (fixed on purpose: see STYLE.md).
 inline constexpr std::size_t cache_line = 64;
 
-/// A thread's ring. Lives in its own pre-faulted mapping, followed by the
-/// record slots. Fields are grouped by the thread that writes them so the
-/// producer and the consumer never write the same cache line.
+/// A thread's ring over the slots [begin, end). Positions are pointers, so
+/// the fast path needs no index arithmetic. The producer publishes its write
+/// position, the consumer its read position; both are normalised so that
+/// `end` means `begin`. One slot always stays free, so equal positions mean
+/// "empty", never "full": usable capacity is (end - begin) - 1.
+///
+/// Fields are grouped by the thread that writes them, so producer and
+/// consumer never write the same cache line.
 struct thread_ring {
   // ---- producer line: written by the owning thread only.
-  /// Next slot to write. Owner: load relaxed (it wrote it), store release so
-  /// the flusher's acquire load sees the record stores before the index.
-  std::atomic<std::uint64_t> head{0};
-  /// Owner only: head value at which the fast path must stop (cached tail +
-  /// capacity, or head itself while a loss is pending).
-  std::uint64_t limit = 0;
-  record* slots = nullptr;  ///< immutable while the ring is in use
-  std::uint64_t mask = 0;   ///< capacity - 1, immutable
+  /// Where the next record goes. Owner: relaxed load (it wrote it), release
+  /// store after the record's stores, so the flusher's acquire load sees
+  /// complete records. May equal `end` until the slow path wraps it.
+  std::atomic<record*> write_pos{nullptr};
+  /// Owner only: the fast path writes while write_pos != write_limit. Set
+  /// by the slow path from the consumer's position (or to write_pos itself
+  /// while a loss is pending, to route every push to the slow path).
+  record* write_limit = nullptr;
+  record* begin = nullptr;  ///< immutable while in use
+  record* end = nullptr;    ///< immutable while in use
   /// Loss not yet written in-band (owner only until the ring is retired;
   /// after `retired` the flusher reads them, ordered by that flag).
   std::uint64_t pending_loss = 0;
   std::uint64_t loss_first = 0;
   std::uint64_t loss_last = 0;
   /// Records dropped because the ring was full. Owner: relaxed load + store
-  /// (no read-modify-write needed: one writer). Flusher: relaxed load, only
-  /// reported as a statistic.
+  /// (one writer, so no read-modify-write). Flusher: relaxed load.
   std::atomic<std::uint64_t> drop_count{0};
 
   // ---- consumer line: written by the flusher only.
-  /// Next slot to read. Flusher stores release after copying records out,
-  /// so the owner's acquire load (slow path) may reuse the slots.
-  alignas(cache_line) std::atomic<std::uint64_t> tail{0};
+  /// Next record to read (normalised). Flusher: release store after it has
+  /// copied records out; owner: acquire load (slow path) before reusing them.
+  alignas(cache_line) std::atomic<record*> read_pos{nullptr};
   std::uint32_t thread_id = 0;          ///< flusher only: id in the dump
   std::uint32_t name_version_seen = 0;  ///< flusher only
   std::uint64_t written = 0;            ///< flusher only: records encoded
@@ -69,48 +75,111 @@ struct thread_ring {
 
   // ---- rarely written, shared.
   alignas(cache_line) std::mutex name_mutex;
-  char name[64] = {};                           ///< guarded by name_mutex
-  std::atomic<std::uint32_t> name_version{0};   ///< bumped under name_mutex
-  std::uint64_t os_tid = 0;                     ///< set before publication
-  /// Set (release) by the owning thread's exit hook; after the flusher sees
+  char name[64] = {};                          ///< guarded by name_mutex
+  std::atomic<std::uint32_t> name_version{0};  ///< bumped under name_mutex
+  std::uint64_t os_tid = 0;                    ///< set before the ring is published
+  /// Set (release) by the owning thread's exit hook; once the flusher sees
   /// it (acquire) the owner never touches the ring again.
   std::atomic<bool> retired{false};
-  std::size_t mapping_size = 0;                 ///< for munmap
-  thread_ring* next_free = nullptr;             ///< pool link, pool mutex
+  std::size_t mapping_size = 0;      ///< for munmap
+  thread_ring* next_free = nullptr;  ///< pool link, under the pool mutex
 
-  std::uint64_t capacity() const noexcept { return mask + 1; }
+  std::size_t slot_count() const noexcept { return static_cast<std::size_t>(end - begin); }
+
+  /// Makes the ring empty and ready for a (new) owner. Not concurrent.
+  void reset(record* slots, std::size_t count) noexcept {
+    begin = slots;
+    end = slots + count;
+    write_pos.store(slots, std::memory_order_relaxed);
+    read_pos.store(slots, std::memory_order_relaxed);
+    write_limit = end - 1;
+  }
 };
 
-/// The ring every thread starts with: full (head == limit == 0), so the
-/// first push takes the slow path, which installs a real ring. Never written.
+/// The ring every thread starts with: write_pos == write_limit (both null),
+/// so the first push takes the slow path, which installs a real ring. Never
+/// written.
 inline thread_ring sentinel_ring;
 
 /// The one thread_local the hot path touches. Constant-initialised and
 /// trivially destructible, so access is a plain TLS load (no wrapper call).
 inline thread_local thread_ring* current_ring EDGETRACE_DETAIL_TLS_MODEL = &sentinel_ring;
 
-/// Slow path of push: first use on a thread, ring full, or a pending loss.
-/// Defined in detail/runtime.hpp.
-// A template (not `inline`) so it can be noinline without a GCC warning.
+/// Slow path of push: first use on a thread, ring wrap, ring full, or a
+/// pending loss. Defined in detail/runtime.hpp. A template (not `inline`) so
+/// it can be noinline without a GCC warning.
 template <class = void>
 EDGETRACE_DETAIL_NOINLINE void push_slow(std::uint64_t word, std::uint64_t a, std::uint64_t b) noexcept;
 
 /// Appends one record to the calling thread's ring.
-/// Cost (fast path): 1 TLS load, 3 loads (head, limit, slots/mask), 1
-/// compare-and-branch, 3 stores of the record, 1 release store of head (a
-/// plain store on x86-64 and a stlr on aarch64). No RMW, no lock, no call.
+/// Cost (fast path, x86-64): TLS pointer (2 instructions), load write_pos,
+/// compare with write_limit and branch, 3 stores (the compiler often pairs
+/// two into one 16-byte store), lea + plain store to publish (release is
+/// free on x86-64; a stlr on aarch64). No RMW, no lock, no call.
 EDGETRACE_DETAIL_ALWAYS_INLINE void push(std::uint64_t word, std::uint64_t a, std::uint64_t b) noexcept {
   thread_ring* ring = current_ring;
-  const std::uint64_t head = ring->head.load(std::memory_order_relaxed);
-  if (EDGETRACE_DETAIL_UNLIKELY(head == ring->limit)) {
+  record* slot = ring->write_pos.load(std::memory_order_relaxed);
+  if (EDGETRACE_DETAIL_UNLIKELY(slot == ring->write_limit)) {
     push_slow(word, a, b);
     return;
   }
-  record& slot = ring->slots[head & ring->mask];
-  slot.word = word;
-  slot.t_begin = a;
-  slot.t_end = b;
-  ring->head.store(head + 1, std::memory_order_release);
+  slot->word = word;
+  slot->t_begin = a;
+  slot->t_end = b;
+  ring->write_pos.store(slot + 1, std::memory_order_release);
+}
+
+/// Producer side of the slow path: recomputes write_limit from the
+/// consumer's position, wrapping write_pos to begin if it reached end.
+/// Returns how many records fit now. Owner thread only.
+inline std::size_t refresh_room(thread_ring& ring) noexcept {
+  record* pos = ring.write_pos.load(std::memory_order_relaxed);
+  // Acquire pairs with the consumer's release: it is done reading every
+  // slot before its position, so those may be overwritten.
+  record* read = ring.read_pos.load(std::memory_order_acquire);
+  if (pos == ring.end) {
+    pos = ring.begin;  // wrap; for the consumer `end` and `begin` are the same position
+    ring.write_pos.store(pos, std::memory_order_release);
+  }
+  std::size_t room;
+  if (read > pos) {
+    ring.write_limit = read - 1;
+    room = static_cast<std::size_t>(read - 1 - pos);
+  } else {
+    ring.write_limit = read == ring.begin ? ring.end - 1 : ring.end;
+    room = static_cast<std::size_t>(ring.write_limit - pos) + static_cast<std::size_t>(read - ring.begin) -
+           (read == ring.begin ? 0 : 1);
+  }
+  return room;
+}
+
+/// Consumer side: calls `visit(const record&)` for every published record
+/// in order, then releases their slots. Flusher thread only. Returns the
+/// number of records visited.
+template <class Visit>
+std::size_t consume(thread_ring& ring, Visit&& visit) {
+  // Acquire pairs with the producer's release store of write_pos.
+  record* pos = ring.write_pos.load(std::memory_order_acquire);
+  record* read = ring.read_pos.load(std::memory_order_relaxed);  // our own field
+  if (pos == ring.end) pos = ring.begin;
+  std::size_t count = 0;
+  if (read > pos) {
+    for (; read != ring.end; ++read, ++count) visit(*read);
+    read = ring.begin;
+  }
+  for (; read != pos; ++read, ++count) visit(*read);
+  // Release: our reads of these slots happen before the producer reuses them.
+  ring.read_pos.store(pos, std::memory_order_release);
+  return count;
+}
+
+/// Records waiting in the ring (consumer's view; for statistics).
+inline std::size_t unread(const thread_ring& ring) noexcept {
+  const record* pos = ring.write_pos.load(std::memory_order_acquire);
+  const record* read = ring.read_pos.load(std::memory_order_relaxed);
+  if (pos == ring.end) pos = ring.begin;
+  return read <= pos ? static_cast<std::size_t>(pos - read)
+                     : static_cast<std::size_t>(ring.end - read) + static_cast<std::size_t>(pos - ring.begin);
 }
 
 }  // namespace detail

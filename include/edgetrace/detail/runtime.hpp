@@ -84,8 +84,8 @@ inline thread_ring* map_ring(std::uint64_t records) noexcept {
   void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (memory == MAP_FAILED) return nullptr;
   auto* ring = new (memory) thread_ring;
-  ring->slots = reinterpret_cast<record*>(static_cast<unsigned char*>(memory) + header);
-  ring->mask = records - 1;
+  ring->reset(reinterpret_cast<record*>(static_cast<unsigned char*>(memory) + header),
+              static_cast<std::size_t>(records));
   ring->mapping_size = bytes;
   return ring;
 }
@@ -359,7 +359,10 @@ class runtime {
   }
 
   void finish_events_chunk() {
-    if (chunk_.size() <= format::chunk_header_size) return;
+    if (chunk_.size() <= format::chunk_header_size) {
+      chunk_.clear();
+      return;
+    }
     // Definitions first: a reader meets every site before its first use.
     if (!defs_.empty()) {
       emit_chunk(defs_, format::chunk_type::definitions);
@@ -427,28 +430,15 @@ class runtime {
 
   /// Drains everything published in `ring`. Returns the number of records.
   std::uint64_t drain(thread_ring& ring) {
-    // Acquire pairs with the owner's release store of head: the records
-    // below head are fully written.
-    const std::uint64_t head = ring.head.load(std::memory_order_acquire);
-    std::uint64_t tail = ring.tail.load(std::memory_order_relaxed);  // flusher's own field
-    if (failed_.load(std::memory_order_relaxed)) {
-      ring.tail.store(head, std::memory_order_release);
-      return 0;
-    }
+    if (failed_.load(std::memory_order_relaxed)) return consume(ring, [](const record&) {});
     announce_thread(ring);
-    const std::uint64_t count = head - tail;
-    if (count == 0) return 0;
-    start_events_chunk(ring, reference_tick(ring.slots[tail & ring.mask]));
-    for (; tail != head; ++tail) {
-      if (chunk_.size() > format::target_event_payload) {
-        finish_events_chunk();
-        start_events_chunk(ring, reference_tick(ring.slots[tail & ring.mask]));
-      }
-      encode(ring, ring.slots[tail & ring.mask]);
-    }
+    chunk_.clear();
+    const std::size_t count = consume(ring, [&](const record& r) {
+      if (chunk_.size() > format::target_event_payload) finish_events_chunk();
+      if (chunk_.empty()) start_events_chunk(ring, reference_tick(r));
+      encode(ring, r);
+    });
     finish_events_chunk();
-    // Release: our reads of the slots happen before the owner reuses them.
-    ring.tail.store(head, std::memory_order_release);
     return count;
   }
 
@@ -469,12 +459,11 @@ class runtime {
       return;
     }
     const std::size_t bytes = ring->mapping_size;
-    record* slots = ring->slots;
-    const std::uint64_t mask = ring->mask;
+    record* slots = ring->begin;
+    const std::size_t count = ring->slot_count();
     ring->~thread_ring();
     ring = new (ring) thread_ring;
-    ring->slots = slots;
-    ring->mask = mask;
+    ring->reset(slots, count);
     ring->mapping_size = bytes;
     ring->next_free = pool_;
     pool_ = ring;
@@ -495,7 +484,7 @@ class runtime {
       // the owner's last records and loss fields are visible.
       const bool retired = ring->retired.load(std::memory_order_acquire);
       const std::uint64_t drained = drain(*ring);
-      fullest = std::max(fullest, static_cast<double>(drained) / static_cast<double>(ring->capacity()));
+      fullest = std::max(fullest, static_cast<double>(drained) / static_cast<double>(ring->slot_count()));
       if (retired) {
         drain(*ring);  // anything pushed between the two loads
         drain_pending_loss(*ring);
@@ -621,7 +610,6 @@ inline thread_ring* attach_thread() noexcept {
   if (ring == nullptr) return nullptr;
   ring->os_tid = static_cast<std::uint64_t>(::syscall(SYS_gettid));
   pthread_getname_np(pthread_self(), ring->name, sizeof ring->name);
-  ring->limit = ring->capacity();
   {
     std::lock_guard<std::mutex> lock(rt->ring_mutex_);
     rt->rings_.push_back(ring);
@@ -645,39 +633,25 @@ EDGETRACE_DETAIL_NOINLINE void push_slow(std::uint64_t word, std::uint64_t a, st
     ring = attach_thread();
     if (ring == nullptr) return;
   }
-  std::uint64_t head = ring->head.load(std::memory_order_relaxed);
-  // Acquire pairs with the flusher's release of tail: it is done reading
-  // the slots we are about to overwrite.
-  const std::uint64_t tail = ring->tail.load(std::memory_order_acquire);
-  std::uint64_t room = ring->capacity() - (head - tail);
+  std::size_t room = refresh_room(*ring);
   const bool is_span = (word & 3) == tag_named ||
                        ((word & 3) == tag_site &&
                         reinterpret_cast<const site*>(static_cast<std::uintptr_t>(word))->kind == format::site_kind::span);
   const std::uint64_t tick = is_span ? b : a;
-  if (ring->pending_loss != 0) {
-    if (room < 2) {
-      note_drop(*ring, tick);
-      ring->limit = head;  // keep taking the slow path until the loss is written
-      return;
-    }
-    record& loss = ring->slots[head & ring->mask];
-    loss.word = (ring->pending_loss << 2) | tag_loss;
-    loss.t_begin = ring->loss_first;
-    loss.t_end = ring->loss_last;
-    ring->pending_loss = 0;
-    ++head;
-    --room;
-  } else if (room == 0) {
+  record* pos = ring->write_pos.load(std::memory_order_relaxed);
+  if (room < (ring->pending_loss != 0 ? 2u : 1u)) {
     note_drop(*ring, tick);
-    ring->limit = head;
+    ring->write_limit = pos;  // keep taking the slow path until there is room
     return;
   }
-  record& slot = ring->slots[head & ring->mask];
-  slot.word = word;
-  slot.t_begin = a;
-  slot.t_end = b;
-  ring->head.store(head + 1, std::memory_order_release);
-  ring->limit = tail + ring->capacity();
+  if (ring->pending_loss != 0) {
+    *pos = record{(ring->pending_loss << 2) | tag_loss, ring->loss_first, ring->loss_last};
+    ring->pending_loss = 0;
+    if (++pos == ring->end) pos = ring->begin;
+  }
+  *pos = record{word, a, b};
+  ring->write_pos.store(pos + 1, std::memory_order_release);
+  refresh_room(*ring);
 }
 
 // ------------------------------------------------------------ start / stop
