@@ -42,11 +42,11 @@ inline constexpr const char* known_variables[] = {
 struct settings {
   const char* output = nullptr;      ///< EDGETRACE_OUTPUT, unexpanded
   const char* categories = nullptr;  ///< EDGETRACE_CATEGORIES or nullptr (all)
-  std::uint64_t ring_records = 32768;  ///< slots of 24 bytes (one stays free)
+  std::uint64_t ring_records = 43690;  ///< slots of 24 bytes (one stays free): 1 MiB
   std::uint32_t flush_ms = 10;
 };
 
-inline constexpr std::uint64_t default_buffer_kb = 768;
+inline constexpr std::uint64_t default_buffer_kb = 1024;  // 43690 records per thread
 inline constexpr std::uint64_t min_buffer_kb = 4;
 inline constexpr std::uint64_t max_buffer_kb = 1u << 20;  // 1 GiB per thread
 inline constexpr std::uint32_t default_flush_ms = 10;

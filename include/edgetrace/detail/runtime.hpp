@@ -153,6 +153,7 @@ class runtime {
   struct site_cache_entry {
     const site* key;
     std::uint32_t id;
+    format::site_kind kind;
   };
   site_cache_entry site_cache_[256] = {};
   std::uint64_t last_calibration_ns_ = 0;
@@ -292,7 +293,7 @@ class runtime {
       define_category(s->category->index, s->category->name);
       define_site(id, s->kind, s->category->index, s->name, std::strlen(s->name), s->file, s->line);
     }
-    slot = {s, id};
+    slot = {s, id, s->kind};
     return id;
   }
 
@@ -348,75 +349,94 @@ class runtime {
     emit_chunk(b, format::chunk_type::thread_stats);
   }
 
-  /// Events chunk state while draining one ring.
+  // ---- events chunk being built (flusher only). The buffer is sized once
+  // to hold a full chunk plus one worst-case event, so encoding writes
+  // through a raw cursor with no per-byte capacity checks.
   std::uint64_t ref_ = 0;
+  unsigned char* cursor_ = nullptr;  ///< next byte of the events payload; null = no chunk open
+  static constexpr std::size_t max_event_size = 1 + 3 * format::max_varint_size + 8;
 
   void start_events_chunk(const thread_ring& ring, std::uint64_t base) {
-    begin_chunk(chunk_);
-    put_varint(chunk_, ring.thread_id);
-    put_varint(chunk_, base);
+    if (chunk_.size() != format::chunk_header_size + format::target_event_payload + 2 * max_event_size +
+                             format::chunk_trailer_size)
+      chunk_.assign(format::chunk_header_size + format::target_event_payload + 2 * max_event_size +
+                        format::chunk_trailer_size,
+                    0);
+    cursor_ = chunk_.data() + format::chunk_header_size;
+    cursor_ = format::put_varint(cursor_, ring.thread_id);
+    cursor_ = format::put_varint(cursor_, base);
     ref_ = base;
   }
 
   void finish_events_chunk() {
-    if (chunk_.size() <= format::chunk_header_size) {
-      chunk_.clear();
-      return;
-    }
+    if (cursor_ == nullptr) return;
+    const auto payload = static_cast<std::uint32_t>(cursor_ - chunk_.data() - format::chunk_header_size);
+    cursor_ = nullptr;
     // Definitions first: a reader meets every site before its first use.
     if (!defs_.empty()) {
       emit_chunk(defs_, format::chunk_type::definitions);
       defs_.clear();
     }
-    emit_chunk(chunk_, format::chunk_type::events);
-    chunk_.clear();
+    const std::size_t size = format::seal_chunk(chunk_.data(), format::chunk_type::events, writer_id_, payload);
+    out_.insert(out_.end(), chunk_.data(), chunk_.data() + size);
+    if (out_.size() >= (256u << 10)) flush_output();
   }
 
-  /// Makes `t` the new reference, with a rebase event if ticks went back.
-  void advance(std::uint64_t t) {
-    if (t < ref_) {
-      put_varint(chunk_, (std::uint64_t{static_cast<std::uint8_t>(format::special_type::rebase)} << 2) | 3);
-      put_varint(chunk_, t);
+  static constexpr std::uint64_t special_code(format::special_type type) noexcept {
+    return (std::uint64_t{static_cast<std::uint8_t>(type)} << 2) | 3;
+  }
+
+  /// Makes `t` the new reference, with a rebase event if ticks went back
+  /// (another core's clock, a signal handler recording mid-push).
+  EDGETRACE_DETAIL_ALWAYS_INLINE void advance(std::uint64_t t) {
+    if (EDGETRACE_DETAIL_UNLIKELY(t < ref_)) {
+      cursor_ = format::put_varint(cursor_, special_code(format::special_type::rebase));
+      cursor_ = format::put_varint(cursor_, t);
       ref_ = t;
     }
   }
 
-  void encode(thread_ring& ring, const record& r) {
+  /// Encodes one record at cursor_ (at most max_event_size bytes).
+  EDGETRACE_DETAIL_ALWAYS_INLINE void encode(thread_ring& ring, const record& r) {
     const std::uint64_t tag = r.word & 3;
-    if (tag == tag_loss) {
+    std::uint32_t id;
+    format::site_kind kind = format::site_kind::span;
+    if (EDGETRACE_DETAIL_LIKELY(tag == tag_site)) {
+      const site* s = reinterpret_cast<const site*>(static_cast<std::uintptr_t>(r.word));
+      const site_cache_entry& slot = site_cache_[(r.word >> 3) & 255];
+      if (EDGETRACE_DETAIL_LIKELY(slot.key == s)) {
+        id = slot.id;
+        kind = slot.kind;
+      } else {
+        id = site_id(s);
+        kind = s->kind;
+      }
+    } else if (tag == tag_named) {
+      id = named_site_id(r.word);
+    } else {
       advance(r.t_begin);
-      put_varint(chunk_, (std::uint64_t{static_cast<std::uint8_t>(format::special_type::loss)} << 2) | 3);
-      put_varint(chunk_, r.t_begin - ref_);
-      put_varint(chunk_, r.t_end >= r.t_begin ? r.t_end - r.t_begin : 0);
-      put_varint(chunk_, r.word >> 2);
+      cursor_ = format::put_varint(cursor_, special_code(format::special_type::loss));
+      cursor_ = format::put_varint(cursor_, r.t_begin - ref_);
+      cursor_ = format::put_varint(cursor_, r.t_end >= r.t_begin ? r.t_end - r.t_begin : 0);
+      cursor_ = format::put_varint(cursor_, r.word >> 2);
       ref_ = r.t_end >= r.t_begin ? r.t_end : r.t_begin;
       return;
     }
     ++ring.written;
-    format::site_kind kind = format::site_kind::span;
-    std::uint32_t id;
-    if (tag == tag_named) {
-      id = named_site_id(r.word);
-    } else {
-      const site* s = reinterpret_cast<const site*>(static_cast<std::uintptr_t>(r.word));
-      id = site_id(s);
-      kind = s->kind;
-    }
-    if (kind == format::site_kind::span) {
+    if (EDGETRACE_DETAIL_LIKELY(kind == format::site_kind::span)) {
       advance(r.t_end);
-      put_varint(chunk_, std::uint64_t{id} << 2);
-      put_varint(chunk_, r.t_end - ref_);
-      put_varint(chunk_, r.t_end >= r.t_begin ? r.t_end - r.t_begin : 0);
+      cursor_ = format::put_varint(cursor_, std::uint64_t{id} << 2);
+      cursor_ = format::put_varint(cursor_, r.t_end - ref_);
+      cursor_ = format::put_varint(cursor_, r.t_end >= r.t_begin ? r.t_end - r.t_begin : 0);
       ref_ = r.t_end;
     } else {
       advance(r.t_begin);
-      put_varint(chunk_, (std::uint64_t{id} << 2) | static_cast<std::uint8_t>(kind));
-      put_varint(chunk_, r.t_begin - ref_);
+      cursor_ = format::put_varint(cursor_, (std::uint64_t{id} << 2) | static_cast<std::uint8_t>(kind));
+      cursor_ = format::put_varint(cursor_, r.t_begin - ref_);
       ref_ = r.t_begin;
       if (kind == format::site_kind::counter) {
-        const std::size_t at = chunk_.size();
-        chunk_.resize(at + 8);
-        format::put_u64(chunk_.data() + at, r.t_end);
+        format::put_u64(cursor_, r.t_end);
+        cursor_ += 8;
       }
     }
   }
@@ -432,10 +452,14 @@ class runtime {
   std::uint64_t drain(thread_ring& ring) {
     if (failed_.load(std::memory_order_relaxed)) return consume(ring, [](const record&) {});
     announce_thread(ring);
-    chunk_.clear();
     const std::size_t count = consume(ring, [&](const record& r) {
-      if (chunk_.size() > format::target_event_payload) finish_events_chunk();
-      if (chunk_.empty()) start_events_chunk(ring, reference_tick(r));
+      if (cursor_ == nullptr) {
+        start_events_chunk(ring, reference_tick(r));
+      } else if (EDGETRACE_DETAIL_UNLIKELY(static_cast<std::size_t>(cursor_ - chunk_.data()) >
+                                           format::chunk_header_size + format::target_event_payload)) {
+        finish_events_chunk();
+        start_events_chunk(ring, reference_tick(r));
+      }
       encode(ring, r);
     });
     finish_events_chunk();
@@ -533,8 +557,11 @@ class runtime {
 
   void flusher_loop() {
     using namespace std::chrono;
-    auto wait = milliseconds(config_.flush_ms);
+    const std::uint64_t period_ns = std::uint64_t{config_.flush_ms} * 1000000u;
+    std::uint64_t wait_ns = period_ns;
+    std::uint64_t last_drain_ns = clock_ns(CLOCK_MONOTONIC);
     for (;;) {
+      const auto wait = nanoseconds(wait_ns);
       std::uint64_t serving;
       {
         std::unique_lock<std::mutex> lock(control_mutex_);
@@ -542,10 +569,19 @@ class runtime {
         if (stop_) break;
         serving = flush_requested_;
       }
+      const std::uint64_t drain_start_ns = clock_ns(CLOCK_MONOTONIC);
       const double fullest = drain_all(false);
-      // A ring that filled a quarter in one period risks dropping: poll faster
-      // until the producer calms down.
-      wait = fullest > 0.25 ? milliseconds(1) : milliseconds(config_.flush_ms);
+      // Adapt the period to the busiest ring: come back before it can fill
+      // a quarter at the rate just seen (never sooner than 50 µs, never
+      // later than EDGETRACE_FLUSH_MS), so bursts are not dropped.
+      const double elapsed_ns = static_cast<double>(drain_start_ns - last_drain_ns) + 1.0;
+      last_drain_ns = drain_start_ns;
+      wait_ns = period_ns;
+      if (fullest > 0) {
+        const double quarter_ns = 0.25 * elapsed_ns / fullest;
+        if (quarter_ns < static_cast<double>(period_ns))
+          wait_ns = quarter_ns < 50000.0 ? 50000u : static_cast<std::uint64_t>(quarter_ns);
+      }
       const std::uint64_t now = clock_ns(CLOCK_MONOTONIC);
       if (!failed_.load() && (calibrations_ < 2 ? now - last_calibration_ns_ > 20000000u
                                                 : now - last_calibration_ns_ > 1000000000u))
@@ -561,9 +597,9 @@ class runtime {
     drain_all(true);
     if (!failed_.load()) {
       write_calibration();
-      begin_chunk(chunk_);
-      emit_chunk(chunk_, format::chunk_type::end);
-      chunk_.clear();
+      std::vector<unsigned char> end_chunk;
+      begin_chunk(end_chunk);
+      emit_chunk(end_chunk, format::chunk_type::end);
     }
     flush_output();
     ::close(fd_);
