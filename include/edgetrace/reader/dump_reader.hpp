@@ -1,0 +1,938 @@
+// SPDX-License-Identifier: MIT
+// Streaming two-pass reader of .etr dumps: metadata first, then resolved events handed to a sink.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../format.hpp"
+#include "clock_model.hpp"
+
+namespace edgetrace {
+inline namespace v1 {
+namespace reader {
+
+/// Version of the edgetrace tools, printed by `--version` and in outputs.
+inline constexpr char tool_version[] = "0.1.0";
+
+/// One thing the reader noticed about the input.
+struct diagnostic {
+  enum class severity : std::uint8_t {
+    note,    ///< worth saying, nothing lost (clock guesses, skipped NaN counters)
+    damage,  ///< data was lost: corrupt bytes, truncation, undecodable events, missing end
+  };
+  severity level = severity::damage;
+  std::uint64_t offset = 0;  ///< byte offset in the file the message is about
+  std::string message;       ///< one line, no trailing newline
+};
+
+struct writer_info;
+
+/// A call site (or interned runtime name) of one writer.
+struct site_info {
+  std::uint64_t id = 0;
+  format::site_kind kind = format::site_kind::span;
+  std::uint64_t category_id = 0;
+  std::string category;  ///< resolved after pass 1 ("category <id>" when undefined)
+  std::string name;
+  std::string file;
+  std::uint64_t line = 0;
+};
+
+/// One traced thread of one writer, and what was decoded for it.
+struct thread_info {
+  const writer_info* writer = nullptr;
+  std::uint64_t thread_id = 0;  ///< writer-scoped id (>= 1)
+  std::uint64_t os_tid = 0;
+  std::string name;             ///< may be empty
+  bool has_record = false;      ///< a thread chunk was seen (else only stats)
+  std::size_t order = 0;        ///< order of first appearance in the file, over all writers
+
+  bool has_stats = false;  ///< thread_stats seen (last one wins)
+  std::uint64_t stats_written = 0;
+  std::uint64_t stats_dropped = 0;
+
+  // Filled by read_events (pass 2).
+  std::uint64_t spans = 0;
+  std::uint64_t instants = 0;
+  std::uint64_t counters = 0;
+  std::uint64_t loss_records = 0;
+  std::uint64_t lost = 0;  ///< sum of loss record counts
+  std::uint64_t events_chunks = 0;
+
+  /// Records decoded (spans, instants, counters), comparable to stats_written.
+  std::uint64_t decoded() const noexcept { return spans + instants + counters; }
+  /// Best known drop count: loss records, or thread_stats if larger.
+  std::uint64_t dropped() const noexcept { return stats_dropped > lost ? stats_dropped : lost; }
+
+ private:
+  friend class dump_reader;
+  std::uint32_t last_events_crc_ = 0;  // duplicate-chunk detection (pass 2)
+  std::uint32_t last_events_size_ = 0;
+  bool has_last_events_ = false;
+};
+
+/// Everything known about one writer (a process, or one copy of the library).
+struct writer_info {
+  std::uint32_t id = 0;
+  std::size_t order = 0;  ///< order of first appearance in the file
+
+  bool has_process = false;
+  std::uint64_t pid = 0;
+  std::uint8_t clock_source = 0;  ///< format::clock_source value
+  std::uint8_t clock_flags = 0;
+  std::uint64_t nominal_tick_rate = 0;  ///< Hz, 0 when unknown
+  std::uint64_t ring_capacity = 0;
+  std::uint64_t flush_period_us = 0;
+  std::string process_name;
+
+  std::vector<calibration_pair> calibration;
+  clock_model clock;
+  bool has_end = false;
+
+  std::map<std::uint64_t, std::string> categories;
+  std::map<std::uint64_t, site_info> sites;
+  std::map<std::uint64_t, thread_info> threads;
+
+  /// Tick and ns range of all events (from pass 1); valid when has_events.
+  bool has_events = false;
+  std::uint64_t min_tick = 0;
+  std::uint64_t max_tick = 0;
+  std::int64_t first_ns = 0;
+  std::int64_t last_ns = 0;
+
+  /// "pid 1234", or "writer 0x1a2b3c4d" when the process chunk is missing.
+  std::string label() const {
+    char text[48];
+    if (has_process)
+      std::snprintf(text, sizeof text, "pid %llu", static_cast<unsigned long long>(pid));
+    else
+      std::snprintf(text, sizeof text, "writer 0x%08x", static_cast<unsigned>(id));
+    return text;
+  }
+};
+
+enum class event_kind : std::uint8_t { span, instant, counter, loss };
+
+/// One decoded, resolved event handed to a sink. Pointers stay valid as long
+/// as the dump_reader lives.
+struct event {
+  event_kind kind = event_kind::span;
+  const writer_info* writer = nullptr;
+  const thread_info* thread = nullptr;
+  const site_info* site = nullptr;  ///< null for loss records
+  std::int64_t begin_ns = 0;  ///< span begin; instant/counter time; first lost record
+  std::int64_t end_ns = 0;    ///< span end; == begin_ns for instants/counters; last lost record
+  std::uint64_t begin_tick = 0;
+  std::uint64_t end_tick = 0;
+  double value = 0;         ///< counters
+  std::uint64_t count = 0;  ///< loss records: records dropped
+};
+
+/// Counters about the file as a whole (pass 1).
+struct read_stats {
+  std::uint64_t file_size = 0;
+  std::uint64_t chunks_read = 0;      ///< chunks that validated
+  std::uint64_t chunks_unknown = 0;   ///< of which of an unknown type (skipped)
+  std::uint64_t bytes_skipped = 0;    ///< corrupt bytes stepped over
+  std::uint64_t skipped_regions = 0;
+  std::uint64_t bytes_truncated = 0;  ///< bytes of a partial last chunk
+  std::uint64_t events_chunks = 0;
+  std::uint64_t events_chunks_damaged = 0;  ///< pass 2: events chunks not fully decoded
+  std::uint64_t events_bytes_undecoded = 0;
+};
+
+namespace detail {
+
+/// Bounds-checked cursor over a payload; every get fails softly.
+struct payload_cursor {
+  const unsigned char* pos;
+  const unsigned char* end;
+
+  std::size_t left() const noexcept { return static_cast<std::size_t>(end - pos); }
+  bool varint(std::uint64_t& v) noexcept { return format::get_varint(pos, end, v); }
+  bool u8(std::uint8_t& v) noexcept {
+    if (pos == end) return false;
+    v = *pos++;
+    return true;
+  }
+  bool u64(std::uint64_t& v) noexcept {
+    if (left() < 8) return false;
+    v = format::get_u64(pos);
+    pos += 8;
+    return true;
+  }
+  bool f64(double& v) noexcept {
+    std::uint64_t bits;
+    if (!u64(bits)) return false;
+    std::memcpy(&v, &bits, sizeof v);
+    return true;
+  }
+  /// A length-prefixed string; the length is checked against both the
+  /// format's limit and the bytes left, so garbage never allocates much.
+  bool string(std::string& s) {
+    std::uint64_t size;
+    if (!varint(size) || size > format::max_string_size || size > left()) return false;
+    s.assign(reinterpret_cast<const char*>(pos), static_cast<std::size_t>(size));
+    pos += size;
+    return true;
+  }
+};
+
+/// An event of an events chunk before resolution.
+struct raw_event {
+  format::event_type type = format::event_type::span;
+  std::uint64_t id = 0;  ///< site id, or special subtype
+  std::uint64_t begin = 0;
+  std::uint64_t end = 0;
+  double value = 0;
+  std::uint64_t count = 0;
+};
+
+enum class decode_error : std::uint8_t { none, bad_varint, truncated, bad_span, bad_loss, unknown_special, rejected };
+
+inline const char* decode_error_text(decode_error e) noexcept {
+  switch (e) {
+    case decode_error::none: return "no error";
+    case decode_error::bad_varint: return "malformed varint";
+    case decode_error::truncated: return "record cut by the end of the chunk";
+    case decode_error::bad_span: return "span longer than its end tick";
+    case decode_error::bad_loss: return "loss record range overflows";
+    case decode_error::unknown_special: return "unknown special record";
+    case decode_error::rejected: return "rejected";
+  }
+  return "?";
+}
+
+/// Decodes the events after the (thread id, base tick) header, calling
+/// `on_event(const raw_event&) -> bool` for each; a false return stops with
+/// decode_error::rejected. Rebase records update the reference silently.
+/// `cursor.pos` is left at the start of the record that failed.
+template <class OnEvent>
+decode_error decode_events(payload_cursor& cursor, std::uint64_t base_tick, OnEvent&& on_event) {
+  std::uint64_t ref = base_tick;
+  while (cursor.pos != cursor.end) {
+    const unsigned char* record = cursor.pos;
+    std::uint64_t code;
+    if (!cursor.varint(code)) {
+      cursor.pos = record;
+      return decode_error::bad_varint;
+    }
+    raw_event e;
+    e.type = static_cast<format::event_type>(code & 3);
+    e.id = code >> 2;
+    std::uint64_t a = 0, b = 0;
+    decode_error failure = decode_error::none;
+    switch (e.type) {
+      case format::event_type::span:
+        if (!cursor.varint(a) || !cursor.varint(b)) failure = decode_error::bad_varint;
+        else if (b > ref + a) failure = decode_error::bad_span;
+        else {
+          e.end = ref + a;
+          e.begin = e.end - b;
+          ref = e.end;
+        }
+        break;
+      case format::event_type::instant:
+        if (!cursor.varint(a)) failure = decode_error::bad_varint;
+        else e.begin = e.end = ref = ref + a;
+        break;
+      case format::event_type::counter:
+        if (!cursor.varint(a)) failure = decode_error::bad_varint;
+        else if (!cursor.f64(e.value)) failure = decode_error::truncated;
+        else e.begin = e.end = ref = ref + a;
+        break;
+      case format::event_type::special:
+        if (e.id == static_cast<std::uint64_t>(format::special_type::loss)) {
+          std::uint64_t count;
+          if (!cursor.varint(a) || !cursor.varint(b) || !cursor.varint(count)) failure = decode_error::bad_varint;
+          else if (ref + a + b < ref + a) failure = decode_error::bad_loss;
+          else {
+            e.begin = ref + a;
+            e.end = e.begin + b;
+            e.count = count;
+            ref = e.end;
+          }
+        } else if (e.id == static_cast<std::uint64_t>(format::special_type::rebase)) {
+          if (!cursor.varint(a)) failure = decode_error::bad_varint;
+          else ref = a;
+          continue;
+        } else {
+          failure = decode_error::unknown_special;  // its length is unknown: cannot step over it
+        }
+        break;
+    }
+    if (failure != decode_error::none) {
+      cursor.pos = record;
+      return failure;
+    }
+    if (!on_event(static_cast<const raw_event&>(e))) {
+      cursor.pos = record;
+      return decode_error::rejected;
+    }
+  }
+  return decode_error::none;
+}
+
+/// Owns a file descriptor; closes it on destruction.
+class file_handle {
+ public:
+  file_handle() = default;
+  file_handle(const file_handle&) = delete;
+  file_handle& operator=(const file_handle&) = delete;
+  ~file_handle() { reset(); }
+  void reset(int fd = -1) noexcept {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+  }
+  int get() const noexcept { return fd_; }
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace detail
+
+/// Streaming reader of one dump file. Usage:
+///
+///     dump_reader r;
+///     if (!r.open(path) || !r.read_metadata()) fail(r.error());
+///     r.read_events([&](const event& e) { ... });
+///     for (auto& d : r.diagnostics()) ...
+///
+/// Memory: one chunk buffer (<= 4 MiB), a 64 KiB scan window, and the
+/// per-writer metadata (sites, threads, calibration pairs); never the file.
+/// Errors are return values; nothing throws.
+class dump_reader {
+ public:
+  /// Diagnostics beyond this many are counted, not stored.
+  static constexpr std::size_t max_stored_diagnostics = 200;
+
+  /// Opens `path` and checks its header. On failure returns false and
+  /// error() says why, in words fit for "edgetrace: error: <file>: <what>".
+  bool open(const std::string& path) {
+    path_ = path;
+    error_.clear();
+    opened_ = metadata_read_ = false;
+    writers_.clear();
+    threads_.clear();
+    diagnostics_.clear();
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return fail(std::strerror(errno));
+    file_.reset(fd);
+    struct stat st;
+    if (::fstat(fd, &st) != 0) return fail(std::strerror(errno));
+    if (S_ISDIR(st.st_mode)) return fail("is a directory");
+    if (!S_ISREG(st.st_mode)) return fail("not a regular file (the reader needs a seekable dump)");
+    stats_ = read_stats{};
+    stats_.file_size = static_cast<std::uint64_t>(st.st_size);
+    if (stats_.file_size == 0) return fail("empty file (0 bytes)");
+    unsigned char header[format::file_header_size];
+    const std::size_t got = read_at(0, header, sizeof header);
+    if (!error_.empty()) return false;
+    if (got < sizeof format::file_magic || std::memcmp(header, format::file_magic, sizeof format::file_magic) != 0)
+      return fail("not an edgetrace dump (bad magic)");
+    if (got < sizeof header) {
+      char text[96];
+      std::snprintf(text, sizeof text, "too short to be an edgetrace dump (%zu bytes; the header alone is %zu)", got,
+                    format::file_header_size);
+      return fail(text);
+    }
+    major_ = format::get_u16(header + 8);
+    minor_ = format::get_u16(header + 10);
+    if (major_ != format::version_major) {
+      char text[160];
+      if (major_ > format::version_major)
+        std::snprintf(text, sizeof text, "dump format version %u.%u is newer than this reader (%u.x); update edgetrace",
+                      major_, minor_, format::version_major);
+      else
+        std::snprintf(text, sizeof text, "dump format version %u.%u is not supported by this reader (%u.x)", major_,
+                      minor_, format::version_major);
+      return fail(text);
+    }
+    opened_ = true;
+    return true;
+  }
+
+  /// Pass 1: reads every chunk, keeps metadata, validates the chunk stream
+  /// and records layout diagnostics; builds each writer's clock model.
+  /// Returns false only on an I/O error (see error()).
+  bool read_metadata() {
+    if (!opened_) return fail("not open");
+    writers_.clear();
+    threads_.clear();
+    diagnostics_.clear();
+    diagnostics_dropped_ = 0;
+    damage_count_ = 0;
+    next_thread_order_ = 0;
+    const std::uint64_t size = stats_.file_size;
+    stats_ = read_stats{};
+    stats_.file_size = size;
+
+    report_layout_ = true;
+    crc_spent_ = 0;
+    std::uint64_t pos = format::file_header_size;
+    chunk c;
+    while (next_chunk(pos, c)) {
+      ++stats_.chunks_read;
+      writer_info& w = writer(c.writer);
+      detail::payload_cursor in{c.payload, c.payload + c.size};
+      switch (c.type) {
+        case format::chunk_type::process: read_process(w, in, c.offset); break;
+        case format::chunk_type::calibration:
+          // Trailing bytes (a future field, or < 24 bytes) are ignored.
+          while (in.left() >= 24) {
+            calibration_pair p;
+            in.u64(p.tick);
+            in.u64(p.monotonic_ns);
+            in.u64(p.realtime_ns);
+            w.calibration.push_back(p);
+          }
+          break;
+        case format::chunk_type::definitions: read_definitions(w, in, c.offset); break;
+        case format::chunk_type::thread: read_thread(w, in, c.offset); break;
+        case format::chunk_type::events: scan_event_ticks(w, in); break;
+        case format::chunk_type::thread_stats: read_thread_stats(w, in, c.offset); break;
+        case format::chunk_type::end: w.has_end = true; break;
+        default: ++stats_.chunks_unknown; break;  // a newer minor's chunk: skipped silently
+      }
+    }
+    if (!error_.empty()) return false;
+    finish_metadata();
+    pass1_diagnostics_ = diagnostics_.size();
+    pass1_dropped_ = diagnostics_dropped_;
+    pass1_damage_ = damage_count_;
+    metadata_read_ = true;
+    return true;
+  }
+
+  /// Pass 2: decodes every events chunk and calls `sink(const event&)` for
+  /// each span, instant, counter and loss record, in file order (per thread:
+  /// the order the thread recorded them; spans by end time). Resets the
+  /// per-thread counts and pass-2 diagnostics first, so it may run again.
+  /// Returns false only on an I/O error.
+  template <class Sink>
+  bool read_events(Sink&& sink) {
+    if (!metadata_read_ && !read_metadata()) return false;
+    diagnostics_.resize(pass1_diagnostics_);
+    diagnostics_dropped_ = pass1_dropped_;
+    damage_count_ = pass1_damage_;
+    stats_.events_chunks_damaged = 0;
+    stats_.events_bytes_undecoded = 0;
+    for (auto& w : writers_)
+      for (auto& t : w.second.threads) {
+        thread_info& ti = t.second;
+        ti.spans = ti.instants = ti.counters = ti.loss_records = ti.lost = ti.events_chunks = 0;
+        ti.has_last_events_ = false;
+      }
+
+    report_layout_ = false;
+    crc_spent_ = 0;
+    std::uint64_t pos = format::file_header_size;
+    chunk c;
+    while (next_chunk(pos, c)) {
+      if (c.type != format::chunk_type::events) continue;
+      decode_chunk(c, sink);
+    }
+    return error_.empty();
+  }
+
+  /// Adds a diagnostic (sinks use it for what they skip, e.g. NaN counters).
+  void add_diagnostic(diagnostic::severity level, std::uint64_t offset, std::string message) {
+    if (level == diagnostic::severity::damage) ++damage_count_;
+    if (diagnostics_.size() >= max_stored_diagnostics) {
+      ++diagnostics_dropped_;
+      return;
+    }
+    diagnostics_.push_back(diagnostic{level, offset, std::move(message)});
+  }
+
+  const std::string& path() const noexcept { return path_; }
+  /// True once read_metadata succeeded.
+  bool metadata_read() const noexcept { return metadata_read_; }
+  /// Why open/read failed (empty if it did not).
+  const std::string& error() const noexcept { return error_; }
+  std::uint16_t version_major() const noexcept { return major_; }
+  std::uint16_t version_minor() const noexcept { return minor_; }
+  const read_stats& stats() const noexcept { return stats_; }
+
+  /// Writers by id; iterate writers_in_order() for file order.
+  const std::map<std::uint32_t, writer_info>& writers() const noexcept { return writers_; }
+  std::vector<const writer_info*> writers_in_order() const {
+    std::vector<const writer_info*> out(writers_.size());
+    for (const auto& w : writers_) out[w.second.order] = &w.second;
+    return out;
+  }
+  /// Every thread of every writer, in order of first appearance.
+  const std::vector<const thread_info*>& threads_in_order() const noexcept { return threads_; }
+  /// Looks up a thread; null when unknown.
+  const thread_info* find_thread(std::uint32_t writer_id, std::uint64_t thread_id) const {
+    const auto w = writers_.find(writer_id);
+    if (w == writers_.end()) return nullptr;
+    const auto t = w->second.threads.find(thread_id);
+    return t == w->second.threads.end() ? nullptr : &t->second;
+  }
+
+  const std::vector<diagnostic>& diagnostics() const noexcept { return diagnostics_; }
+  /// Diagnostics not stored because of max_stored_diagnostics.
+  std::uint64_t diagnostics_dropped() const noexcept { return diagnostics_dropped_; }
+  /// Number of damage diagnostics (stored or not).
+  std::uint64_t damage_count() const noexcept { return damage_count_; }
+  /// True when data was lost: corruption, truncation, undecodable events, or
+  /// a writer without an end record.
+  bool damaged() const noexcept { return damage_count_ != 0; }
+  /// True when every writer wrote its end record.
+  bool complete() const noexcept {
+    for (const auto& w : writers_)
+      if (!w.second.has_end) return false;
+    return true;
+  }
+
+  /// Earliest and latest event time over all writers (ns, CLOCK_MONOTONIC);
+  /// valid when has_events().
+  bool has_events() const noexcept { return has_events_; }
+  std::int64_t first_ns() const noexcept { return first_ns_; }
+  std::int64_t last_ns() const noexcept { return last_ns_; }
+
+ private:
+  struct chunk {
+    std::uint64_t offset = 0;
+    format::chunk_type type = format::chunk_type::end;
+    std::uint32_t writer = 0;
+    const unsigned char* payload = nullptr;
+    std::uint32_t size = 0;
+    std::uint32_t crc = 0;
+  };
+  enum class probe_result : std::uint8_t { ok, bad, cut };
+
+  bool fail(const char* what) {
+    error_ = what;
+    return false;
+  }
+
+  /// pread until `size` bytes or end of file; returns the bytes read. Sets
+  /// error_ on an I/O error.
+  std::size_t read_at(std::uint64_t offset, void* dst, std::size_t size) {
+    std::size_t done = 0;
+    while (done < size) {
+      const ssize_t n = ::pread(file_.get(), static_cast<unsigned char*>(dst) + done, size - done,
+                                static_cast<off_t>(offset + done));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        error_ = std::string("read error: ") + std::strerror(errno);
+        return done;
+      }
+      if (n == 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    return done;
+  }
+
+  /// Checks for a whole valid chunk at `pos`; on success `c` points into
+  /// buffer_. `cut`: a plausible header whose chunk runs past the end of
+  /// the file.
+  ///
+  /// CRC work is budgeted: at most 64 MiB plus 8 bytes per byte of file
+  /// before `pos`. A normal file uses about 1 byte per byte; a file forged
+  /// with fake headers claiming 4 MiB every few bytes would otherwise cost
+  /// quadratic time. Past the budget a candidate counts as invalid.
+  /// `known_header`, when given, holds the 12 bytes at `pos` (saves a read).
+  probe_result probe_at(std::uint64_t pos, chunk& c, const unsigned char* known_header = nullptr) {
+    const std::uint64_t size = stats_.file_size;
+    unsigned char buffer[format::chunk_header_size];
+    const std::size_t avail = pos < size ? static_cast<std::size_t>(std::min<std::uint64_t>(size - pos, sizeof buffer)) : 0;
+    const unsigned char* header = buffer;
+    if (known_header && avail == sizeof buffer) header = known_header;
+    else if (read_at(pos, buffer, avail) != avail) return probe_result::bad;
+    if (avail < 1 || header[0] != format::chunk_sync0) return probe_result::bad;
+    if (avail >= 2 && header[1] != format::chunk_sync1) return probe_result::bad;
+    if (avail < sizeof buffer) return probe_result::cut;
+    const std::uint32_t payload = format::get_u32(header + 4);
+    if (payload > format::max_chunk_payload) return probe_result::bad;
+    const std::uint64_t total = format::chunk_header_size + std::uint64_t{payload} + format::chunk_trailer_size;
+    if (size - pos < total) return probe_result::cut;
+    if (crc_spent_ + total > (std::uint64_t{64} << 20) + 8 * pos) return probe_result::bad;
+    crc_spent_ += total;
+    if (buffer_.size() < total) buffer_.resize(static_cast<std::size_t>(total));
+    if (read_at(pos, buffer_.data(), static_cast<std::size_t>(total)) != total) return probe_result::bad;
+    const std::size_t body = format::chunk_header_size + payload;
+    const std::uint32_t crc = format::get_u32(buffer_.data() + body);
+    if (format::crc32(buffer_.data(), body) != crc) return probe_result::bad;
+    c.offset = pos;
+    c.type = static_cast<format::chunk_type>(header[2]);
+    c.writer = format::get_u32(header + 8);
+    c.payload = buffer_.data() + format::chunk_header_size;
+    c.size = payload;
+    c.crc = crc;
+    return probe_result::ok;
+  }
+
+  /// Finds the next position after `from` where a whole chunk validates;
+  /// returns the file size if none. `cut_pos` receives the first plausible
+  /// chunk start that runs past the end of the file, if any.
+  std::uint64_t scan(std::uint64_t from, chunk& c, std::uint64_t& cut_pos) {
+    const std::uint64_t size = stats_.file_size;
+    // The window starts small (most damage is a few bytes: the next chunk
+    // is near) and doubles, so a resync costs about what it skips.
+    constexpr std::size_t max_window = 64u << 10;
+    if (window_.size() < max_window) window_.resize(max_window);
+    std::size_t window_size = 256;
+    std::uint64_t base = from;
+    std::uint64_t found = size;
+    while (base < size && found == size && error_.empty()) {
+      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(window_size, size - base));
+      if (read_at(base, window_.data(), n) != n) break;
+      const bool last_window = base + n == size;
+      std::size_t i = 0;
+      for (; i < n; ++i) {
+        // Leave candidates whose header straddles the window to the next one.
+        if (!last_window && i + format::chunk_header_size > n) break;
+        if (window_[i] != format::chunk_sync0) continue;
+        if (i + 1 < n && window_[i + 1] != format::chunk_sync1) continue;
+        if (i + 8 <= n && format::get_u32(window_.data() + i + 4) > format::max_chunk_payload) continue;
+        const probe_result r =
+            probe_at(base + i, c, i + format::chunk_header_size <= n ? window_.data() + i : nullptr);
+        if (r == probe_result::ok) {
+          found = base + i;
+          break;
+        }
+        if (r == probe_result::cut && cut_pos == no_position) cut_pos = base + i;
+      }
+      if (found == size) base += i == 0 ? 1 : i;
+      window_size = std::min(window_size * 2, max_window);
+    }
+    return found;
+  }
+
+  /// Steps to the next valid chunk from `pos`, stepping over (and, in pass
+  /// 1, reporting) corrupt bytes and a truncated tail.
+  bool next_chunk(std::uint64_t& pos, chunk& c) {
+    const std::uint64_t size = stats_.file_size;
+    if (pos >= size || !error_.empty()) return false;
+    const probe_result first = probe_at(pos, c);
+    if (first == probe_result::ok) {
+      pos += format::chunk_header_size + std::uint64_t{c.size} + format::chunk_trailer_size;
+      return true;
+    }
+    std::uint64_t cut_pos = first == probe_result::cut ? pos : no_position;
+    const std::uint64_t found = scan(pos + 1, c, cut_pos);
+    if (found < size) {
+      report_skip(pos, found - pos, false);
+      pos = found + format::chunk_header_size + std::uint64_t{c.size} + format::chunk_trailer_size;
+      return true;
+    }
+    if (cut_pos != no_position) {
+      if (cut_pos > pos) report_skip(pos, cut_pos - pos, false);
+      if (report_layout_) {
+        stats_.bytes_truncated += size - cut_pos;
+        char text[200];
+        std::snprintf(text, sizeof text,
+                      "truncated: the last chunk, at offset %llu, is cut by the end of the file (%llu bytes lost)",
+                      static_cast<unsigned long long>(cut_pos), static_cast<unsigned long long>(size - cut_pos));
+        add_diagnostic(diagnostic::severity::damage, cut_pos, text);
+      }
+    } else {
+      report_skip(pos, size - pos, true);
+    }
+    pos = size;
+    return false;
+  }
+
+  void report_skip(std::uint64_t at, std::uint64_t count, bool to_end) {
+    if (!report_layout_) return;
+    stats_.bytes_skipped += count;
+    ++stats_.skipped_regions;
+    char text[200];
+    std::snprintf(text, sizeof text, "corrupt data: skipped %llu bytes at offset %llu%s",
+                  static_cast<unsigned long long>(count), static_cast<unsigned long long>(at),
+                  to_end ? " (no valid chunk up to the end of the file)" : " (bad sync, length or CRC)");
+    add_diagnostic(diagnostic::severity::damage, at, text);
+  }
+
+  void malformed(const char* what, std::uint64_t offset, const writer_info& w) {
+    char text[200];
+    std::snprintf(text, sizeof text, "malformed %s chunk at offset %llu (%s); ignored", what,
+                  static_cast<unsigned long long>(offset), w.label().c_str());
+    add_diagnostic(diagnostic::severity::damage, offset, text);
+  }
+
+  writer_info& writer(std::uint32_t id) {
+    auto it = writers_.find(id);
+    if (it == writers_.end()) {
+      it = writers_.emplace(id, writer_info{}).first;
+      it->second.id = id;
+      it->second.order = writers_.size() - 1;
+    }
+    return it->second;
+  }
+
+  thread_info& thread(writer_info& w, std::uint64_t id) {
+    auto it = w.threads.find(id);
+    if (it == w.threads.end()) {
+      it = w.threads.emplace(id, thread_info{}).first;
+      it->second.writer = &w;
+      it->second.thread_id = id;
+      it->second.order = next_thread_order_++;
+    }
+    return it->second;
+  }
+
+  void read_process(writer_info& w, detail::payload_cursor& in, std::uint64_t offset) {
+    std::uint64_t pid, rate, ring, flush;
+    std::uint8_t source, flags;
+    std::string name;
+    if (!in.varint(pid) || !in.u8(source) || !in.u8(flags) || !in.varint(rate) || !in.varint(ring) ||
+        !in.varint(flush) || !in.string(name))
+      return malformed("process", offset, w);
+    w.has_process = true;
+    w.pid = pid;
+    w.clock_source = source;
+    w.clock_flags = flags;
+    w.nominal_tick_rate = rate;
+    w.ring_capacity = ring;
+    w.flush_period_us = flush;
+    w.process_name = std::move(name);
+  }
+
+  void read_definitions(writer_info& w, detail::payload_cursor& in, std::uint64_t offset) {
+    while (in.left() != 0) {
+      std::uint8_t tag;
+      in.u8(tag);
+      if (tag == static_cast<std::uint8_t>(format::definition_tag::category)) {
+        std::uint64_t id;
+        std::string name;
+        if (!in.varint(id) || !in.string(name)) return malformed("definitions", offset, w);
+        w.categories[id] = std::move(name);
+      } else if (tag == static_cast<std::uint8_t>(format::definition_tag::site)) {
+        site_info s;
+        std::uint8_t kind;
+        if (!in.varint(s.id) || !in.u8(kind) || !in.varint(s.category_id) || !in.string(s.name) ||
+            !in.string(s.file) || !in.varint(s.line))
+          return malformed("definitions", offset, w);
+        s.kind = static_cast<format::site_kind>(kind);
+        const std::uint64_t id = s.id;
+        w.sites[id] = std::move(s);
+      } else {
+        // An entry of a newer minor: entries carry no length, so nothing
+        // after it can be found. The entries before it are kept.
+        return;
+      }
+    }
+  }
+
+  void read_thread(writer_info& w, detail::payload_cursor& in, std::uint64_t offset) {
+    std::uint64_t id, tid;
+    std::string name;
+    if (!in.varint(id) || id == 0 || !in.varint(tid) || !in.string(name)) return malformed("thread", offset, w);
+    thread_info& t = thread(w, id);
+    t.has_record = true;
+    t.os_tid = tid;
+    t.name = std::move(name);  // the last one wins (renames)
+  }
+
+  void read_thread_stats(writer_info& w, detail::payload_cursor& in, std::uint64_t offset) {
+    std::uint64_t id, written, dropped;
+    if (!in.varint(id) || id == 0 || !in.varint(written) || !in.varint(dropped))
+      return malformed("thread stats", offset, w);
+    thread_info& t = thread(w, id);
+    t.has_stats = true;
+    t.stats_written = written;
+    t.stats_dropped = dropped;
+  }
+
+  /// Pass 1 look at an events chunk: only the tick range (for the output's
+  /// time origin and `info`); sites are not needed to walk the records.
+  void scan_event_ticks(writer_info& w, detail::payload_cursor& in) {
+    ++stats_.events_chunks;
+    std::uint64_t thread_id, base;
+    if (!in.varint(thread_id) || !in.varint(base)) return;  // reported in pass 2
+    detail::decode_events(in, base, [&w](const detail::raw_event& e) {
+      if (!w.has_events) {
+        w.has_events = true;
+        w.min_tick = e.begin;
+        w.max_tick = e.end;
+      }
+      if (e.begin < w.min_tick) w.min_tick = e.begin;
+      if (e.end > w.max_tick) w.max_tick = e.end;
+      return true;
+    });
+  }
+
+  void finish_metadata() {
+    has_events_ = false;
+    for (auto& entry : writers_) {
+      writer_info& w = entry.second;
+      w.clock.build(w.calibration, w.clock_source, w.nominal_tick_rate);
+      if (!w.clock.warning().empty())
+        add_diagnostic(diagnostic::severity::note, 0, w.label() + ": " + w.clock.warning());
+      for (auto& s : w.sites) {
+        const auto cat = w.categories.find(s.second.category_id);
+        if (cat != w.categories.end()) {
+          s.second.category = cat->second;
+        } else {
+          char text[48];
+          std::snprintf(text, sizeof text, "category %llu", static_cast<unsigned long long>(s.second.category_id));
+          s.second.category = text;
+        }
+      }
+      if (w.has_events) {
+        w.first_ns = w.clock.to_ns(w.min_tick);
+        w.last_ns = w.clock.to_ns(w.max_tick);
+        if (!has_events_ || w.first_ns < first_ns_) first_ns_ = w.first_ns;
+        if (!has_events_ || w.last_ns > last_ns_) last_ns_ = w.last_ns;
+        has_events_ = true;
+      }
+    }
+    for (const writer_info* w : writers_in_order()) {
+      if (!w->has_process) {
+        char text[160];
+        std::snprintf(text, sizeof text, "writer 0x%08x has no process record: pid, clock and name unknown",
+                      static_cast<unsigned>(w->id));
+        add_diagnostic(diagnostic::severity::damage, 0, text);
+      }
+      if (!w->has_end)
+        add_diagnostic(diagnostic::severity::damage, stats_.file_size,
+                       "incomplete: writer " + w->label() +
+                           " has no end record (process killed or crashed?); events after its last flush are missing");
+    }
+    threads_.assign(next_thread_order_, nullptr);
+    for (const auto& w : writers_)
+      for (const auto& t : w.second.threads) threads_[t.second.order] = &t.second;
+  }
+
+  template <class Sink>
+  void decode_chunk(const chunk& c, Sink& sink) {
+    writer_info& w = writers_[c.writer];  // exists: pass 1 saw the same chunk
+    detail::payload_cursor in{c.payload, c.payload + c.size};
+    std::uint64_t thread_id, base;
+    char text[320];
+    if (!in.varint(thread_id) || !in.varint(base)) {
+      std::snprintf(text, sizeof text, "events chunk at offset %llu (%s): malformed header; %u bytes of events lost",
+                    static_cast<unsigned long long>(c.offset), w.label().c_str(), static_cast<unsigned>(c.size));
+      return events_damage(c.offset, c.size, text);
+    }
+    const auto found = w.threads.find(thread_id);
+    if (found == w.threads.end() || !found->second.has_record) {
+      std::snprintf(text, sizeof text,
+                    "events chunk at offset %llu (%s): unknown thread id %llu (no thread record); %u bytes of "
+                    "events lost",
+                    static_cast<unsigned long long>(c.offset), w.label().c_str(),
+                    static_cast<unsigned long long>(thread_id), static_cast<unsigned>(c.size));
+      return events_damage(c.offset, c.size, text);
+    }
+    thread_info& t = found->second;
+    if (t.has_last_events_ && t.last_events_crc_ == c.crc && t.last_events_size_ == c.size) {
+      // Identical bytes twice in a row for one thread cannot happen (the base
+      // tick moves on); it is a duplicated write. Counting it twice would lie.
+      std::snprintf(text, sizeof text, "duplicate events chunk at offset %llu (%s, tid %llu) skipped",
+                    static_cast<unsigned long long>(c.offset), w.label().c_str(),
+                    static_cast<unsigned long long>(t.os_tid));
+      add_diagnostic(diagnostic::severity::damage, c.offset, text);
+      return;
+    }
+    t.has_last_events_ = true;
+    t.last_events_crc_ = c.crc;
+    t.last_events_size_ = c.size;
+    ++t.events_chunks;
+
+    std::uint64_t unknown_site = 0;
+    event e;
+    e.writer = &w;
+    e.thread = &t;
+    const detail::decode_error err = detail::decode_events(in, base, [&](const detail::raw_event& r) {
+      e.begin_tick = r.begin;
+      e.end_tick = r.end;
+      e.begin_ns = w.clock.to_ns(r.begin);
+      e.end_ns = r.end == r.begin ? e.begin_ns : w.clock.to_ns(r.end);
+      e.value = r.value;
+      e.count = r.count;
+      if (r.type == format::event_type::special) {
+        e.kind = event_kind::loss;
+        e.site = nullptr;
+        ++t.loss_records;
+        t.lost += r.count;
+      } else {
+        const auto s = w.sites.find(r.id);
+        if (s == w.sites.end()) {
+          unknown_site = r.id;
+          return false;
+        }
+        e.site = &s->second;
+        switch (r.type) {
+          case format::event_type::span: e.kind = event_kind::span; ++t.spans; break;
+          case format::event_type::instant: e.kind = event_kind::instant; ++t.instants; break;
+          default: e.kind = event_kind::counter; ++t.counters; break;
+        }
+      }
+      sink(static_cast<const event&>(e));
+      return true;
+    });
+    if (err == detail::decode_error::none) return;
+    const auto at = static_cast<unsigned long long>(in.pos - c.payload);
+    const auto lost = static_cast<unsigned>(in.left());
+    if (err == detail::decode_error::rejected)
+      std::snprintf(text, sizeof text,
+                    "events chunk at offset %llu (%s, tid %llu): unknown site id %llu at payload byte %llu; the "
+                    "remaining %u bytes of events lost",
+                    static_cast<unsigned long long>(c.offset), w.label().c_str(),
+                    static_cast<unsigned long long>(t.os_tid), static_cast<unsigned long long>(unknown_site), at,
+                    lost);
+    else
+      std::snprintf(text, sizeof text,
+                    "events chunk at offset %llu (%s, tid %llu): %s at payload byte %llu; the remaining %u bytes of "
+                    "events lost",
+                    static_cast<unsigned long long>(c.offset), w.label().c_str(),
+                    static_cast<unsigned long long>(t.os_tid), detail::decode_error_text(err), at, lost);
+    events_damage(c.offset, lost, text);
+  }
+
+  void events_damage(std::uint64_t offset, std::uint64_t bytes, const char* text) {
+    ++stats_.events_chunks_damaged;
+    stats_.events_bytes_undecoded += bytes;
+    add_diagnostic(diagnostic::severity::damage, offset, text);
+  }
+
+  static constexpr std::uint64_t no_position = ~std::uint64_t{0};
+
+  std::string path_;
+  std::string error_;
+  detail::file_handle file_;
+  bool opened_ = false;
+  bool metadata_read_ = false;
+  std::uint16_t major_ = 0;
+  std::uint16_t minor_ = 0;
+  read_stats stats_;
+
+  std::vector<unsigned char> buffer_;  // one chunk, reused; grows to <= 4 MiB + 16
+  std::vector<unsigned char> window_;  // resync scan window
+  std::uint64_t crc_spent_ = 0;  // CRC bytes computed in this pass (see probe_at)
+  bool report_layout_ = true;
+
+  std::map<std::uint32_t, writer_info> writers_;
+  std::vector<const thread_info*> threads_;
+  std::size_t next_thread_order_ = 0;
+  bool has_events_ = false;
+  std::int64_t first_ns_ = 0;
+  std::int64_t last_ns_ = 0;
+
+  std::vector<diagnostic> diagnostics_;
+  std::uint64_t diagnostics_dropped_ = 0;
+  std::uint64_t damage_count_ = 0;
+  std::size_t pass1_diagnostics_ = 0;
+  std::uint64_t pass1_dropped_ = 0;
+  std::uint64_t pass1_damage_ = 0;
+};
+
+}  // namespace reader
+}  // namespace v1
+}  // namespace edgetrace

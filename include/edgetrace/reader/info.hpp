@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: MIT
+// Human-readable description of a dump (`edgetrace info`): writers, clocks, threads, counts, damage.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "dump_reader.hpp"
+
+namespace edgetrace {
+inline namespace v1 {
+namespace reader {
+
+/// Options of write_info.
+struct info_options {
+  /// Name shown on the "file" line (defaults to the reader's path).
+  std::string display_name;
+};
+
+namespace detail {
+
+inline std::string format_text(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+inline std::string format_text(const char* fmt, ...) {
+  char text[512];
+  va_list args;
+  va_start(args, fmt);
+  const int n = std::vsnprintf(text, sizeof text, fmt, args);
+  va_end(args);
+  return std::string(text, n < 0 ? 0 : std::min<std::size_t>(static_cast<std::size_t>(n), sizeof text - 1));
+}
+
+/// "1.234567 s", "12.345 ms", "250 ns": three significant decimals at most.
+inline std::string format_duration(std::uint64_t ns) {
+  using ull = unsigned long long;
+  if (ns >= 1000000000ull) return format_text("%llu.%06llu s", ull(ns / 1000000000ull), ull(ns % 1000000000ull / 1000));
+  if (ns >= 1000000ull) return format_text("%llu.%03llu ms", ull(ns / 1000000ull), ull(ns % 1000000ull / 1000));
+  if (ns >= 1000ull) return format_text("%llu.%03llu us", ull(ns / 1000ull), ull(ns % 1000ull));
+  return format_text("%llu ns", ull(ns));
+}
+
+}  // namespace detail
+
+/// Writes the `info` report of an opened dump to `out`. Runs pass 2 to
+/// count events (so the numbers are what a conversion would produce).
+/// Returns false when reading or writing failed; `error` says why.
+inline bool write_info(dump_reader& r, std::FILE* out, const info_options& options = {},
+                       std::string* error = nullptr) {
+  using detail::format_text;
+  using ull = unsigned long long;
+  if (!r.metadata_read() && !r.read_metadata()) {
+    if (error) *error = r.error();
+    return false;
+  }
+  if (!r.read_events([](const event&) {})) {
+    if (error) *error = r.error();
+    return false;
+  }
+  const read_stats& s = r.stats();
+  std::string text;
+  auto field = [&text](const char* indent, const char* label, const std::string& value) {
+    std::string padded = label;
+    padded.resize(std::max<std::size_t>(padded.size() + 1, 15), ' ');
+    text += indent + padded + value + '\n';
+  };
+
+  field("", "file", options.display_name.empty() ? r.path() : options.display_name);
+  field("", "size", format_text("%llu bytes, format %u.%u", ull(s.file_size), r.version_major(), r.version_minor()));
+  field("", "chunks",
+        format_text("%llu read (%llu of unknown type skipped), %llu bytes skipped, %llu bytes truncated",
+                    ull(s.chunks_read), ull(s.chunks_unknown), ull(s.bytes_skipped), ull(s.bytes_truncated)));
+  field("", "status",
+        r.complete() && !r.damaged()
+            ? std::string("complete")
+            : format_text("%s, %llu problem(s) (see diagnostics)", r.complete() ? "damaged" : "incomplete",
+                          ull(r.damage_count())));
+  field("", "writers", std::to_string(r.writers().size()));
+
+  std::uint64_t spans = 0, instants = 0, counters = 0, dropped = 0, threads = 0;
+  for (const writer_info* w : r.writers_in_order()) {
+    text += format_text("\nwriter 0x%08x\n", static_cast<unsigned>(w->id));
+    if (w->has_process) {
+      field("  ", "process", format_text("%s (pid %llu)", w->process_name.c_str(), ull(w->pid)));
+      std::string clock = clock_source_name(w->clock_source);
+      if (w->clock_source == static_cast<std::uint8_t>(format::clock_source::x86_tsc))
+        clock += (w->clock_flags & 1) ? " (invariant)" : " (not reported invariant)";
+      const double mhz = w->clock.ticks_per_second() / 1e6;
+      switch (w->clock.kind()) {
+        case clock_model::fit::calibrated:
+          clock += format_text(", %.3f MHz fitted from %zu calibration pairs", mhz, w->clock.pairs_used());
+          break;
+        case clock_model::fit::single_pair: clock += format_text(", %.3f MHz nominal (1 calibration pair)", mhz); break;
+        case clock_model::fit::nominal: clock += format_text(", %.3f MHz nominal (no calibration pair)", mhz); break;
+      }
+      if (w->clock.pairs_given() != w->clock.pairs_used())
+        clock += format_text("; %zu pairs out of order or repeated, ignored",
+                             w->clock.pairs_given() - w->clock.pairs_used());
+      field("  ", "clock", clock);
+      field("  ", "ring capacity", format_text("%llu records per thread", ull(w->ring_capacity)));
+      field("  ", "flush period", format_text("%llu us", ull(w->flush_period_us)));
+    } else {
+      field("  ", "process", "unknown (no process record)");
+    }
+    field("  ", "duration",
+          w->has_events ? detail::format_duration(static_cast<std::uint64_t>(w->last_ns - w->first_ns))
+                        : std::string("no events"));
+    field("  ", "end record", w->has_end ? "yes (clean shutdown)" : "missing (killed or crashed?)");
+
+    // Thread table, columns sized to their content.
+    using row = std::array<std::string, 8>;
+    std::vector<row> rows;
+    rows.push_back(row{"tid", "name", "spans", "instants", "counters", "dropped", "written", "check"});
+    for (const auto& entry : w->threads) {
+      const thread_info& t = entry.second;
+      ++threads;
+      spans += t.spans;
+      instants += t.instants;
+      counters += t.counters;
+      dropped += t.dropped();
+      std::string check;
+      if (!t.has_stats) check = "no stats record";
+      else if (t.stats_written == t.decoded()) check = "ok";
+      else if (t.stats_written > t.decoded()) check = format_text("missing %llu", ull(t.stats_written - t.decoded()));
+      else check = format_text("%llu more than written (stats older than the data)", ull(t.decoded() - t.stats_written));
+      rows.push_back(row{t.has_record ? std::to_string(t.os_tid) : "?",
+                         t.has_record ? (t.name.empty() ? "(unnamed)" : t.name) : "(no thread record)",
+                         std::to_string(t.spans), std::to_string(t.instants), std::to_string(t.counters),
+                         std::to_string(t.dropped()), t.has_stats ? std::to_string(t.stats_written) : "-", check});
+    }
+    if (rows.size() == 1) {
+      text += "  (no threads)\n";
+      continue;
+    }
+    std::array<std::size_t, 8> width{};
+    for (const row& rw : rows)
+      for (std::size_t c = 0; c < rw.size(); ++c) width[c] = std::max(width[c], rw[c].size());
+    text += '\n';
+    for (const row& rw : rows) {
+      std::string line = "  ";
+      for (std::size_t c = 0; c < rw.size(); ++c) {
+        const std::size_t pad = width[c] - rw[c].size();
+        const bool left = c <= 1 || c == 7;  // text columns left, numbers right
+        if (!left) line.append(pad, ' ');
+        line += rw[c];
+        if (left && c != 7) line.append(pad, ' ');
+        if (c != 7) line += "  ";
+      }
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      text += line + '\n';
+    }
+  }
+
+  text += '\n';
+  field("", "totals",
+        format_text("%llu spans, %llu instants, %llu counters, %llu dropped in %llu threads", ull(spans),
+                    ull(instants), ull(counters), ull(dropped), ull(threads)));
+  const auto& diags = r.diagnostics();
+  text += format_text("\ndiagnostics (%llu)\n", ull(diags.size() + r.diagnostics_dropped()));
+  if (diags.empty()) text += "  none\n";
+  for (const diagnostic& d : diags)
+    text += std::string(d.level == diagnostic::severity::damage ? "  warning: " : "  note: ") + d.message + '\n';
+  if (r.diagnostics_dropped() != 0) text += format_text("  ... and %llu more\n", ull(r.diagnostics_dropped()));
+
+  if (std::fwrite(text.data(), 1, text.size(), out) != text.size() || std::fflush(out) != 0) {
+    if (error) *error = std::string("write error: ") + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace reader
+}  // namespace v1
+}  // namespace edgetrace
