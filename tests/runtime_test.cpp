@@ -71,6 +71,7 @@ TEST_CASE("runtime: round trip of spans, runtime names, instants, counters and t
       EDGETRACE_SCOPE(rt, "rt_inner \"quoted\"");
     }
     EDGETRACE_INSTANT(rt, "rt_instant");
+    EDGETRACE_MARK(rt, "rt_mark");
     for (double v : samples) EDGETRACE_COUNTER(rt, "rt_counter", v);
     EDGETRACE_SCOPE(muted, "rt_muted");
   }
@@ -94,6 +95,10 @@ TEST_CASE("runtime: round trip of spans, runtime names, instants, counters and t
   const auto instants = dump.named("rt_instant");
   REQUIRE(instants.size() == 1);
   CHECK(instants[0].kind == edgetrace::reader::event_kind::instant);
+  const auto marks = dump.named("rt_mark");
+  REQUIRE(marks.size() == 1);
+  CHECK(marks[0].kind == edgetrace::reader::event_kind::instant);  // a mark is laid out as an instant
+  CHECK(marks[0].site_kind == edgetrace::format::site_kind::mark);
   const auto counters = dump.named("rt_counter");
   REQUIRE(counters.size() == std::size(samples));
   for (std::size_t i = 0; i < counters.size(); ++i) {
@@ -229,6 +234,7 @@ TEST_CASE("runtime (compiled out): macros type-check, evaluate nothing, trace no
     EDGETRACE_SCOPE(rt, "never");
     EDGETRACE_SCOPE_NAMED(rt, edgetrace::intern("never"));
     EDGETRACE_INSTANT(rt, "never");
+    EDGETRACE_MARK(rt, "never");
     EDGETRACE_COUNTER(rt, "never", side_effect());
     EDGETRACE_THREAD_NAME("never");
   }

@@ -10,6 +10,7 @@
 //   auto h = edgetrace::intern("conv2d_17");   // run-time name, interned once
 //   { EDGETRACE_SCOPE_NAMED(infer, h); }       // same hot-path cost as a literal
 //   EDGETRACE_INSTANT(infer, "batch_ready");
+//   EDGETRACE_MARK(infer, "frame");            // iteration boundary (summary latency)
 //   EDGETRACE_COUNTER(infer, "queue_depth", n);
 //   EDGETRACE_THREAD_NAME("preprocess");
 //   edgetrace::flush();                        // optional
@@ -176,6 +177,12 @@ inline bool tracing_active() noexcept { return false; }
   ::edgetrace::detail::instant<EDGETRACE_DETAIL_CATEGORY_TYPE(cat)>( \
       EDGETRACE_DETAIL_SITE(cat, name, ::edgetrace::format::site_kind::instant))
 
+/// Marks an iteration (frame, request, batch) boundary: an instant that
+/// `edgetrace summary` uses for end-to-end latency per iteration.
+#define EDGETRACE_MARK(cat, name)                                 \
+  ::edgetrace::detail::instant<EDGETRACE_DETAIL_CATEGORY_TYPE(cat)>( \
+      EDGETRACE_DETAIL_SITE(cat, name, ::edgetrace::format::site_kind::mark))
+
 /// Records a counter sample; `value` (any arithmetic expression, stored as
 /// a double) is evaluated only when recorded. No lambda captures `value`'s
 /// variables, so a compiled-out counter leaves the optimiser's view of the
@@ -201,6 +208,7 @@ inline bool tracing_active() noexcept { return false; }
   EDGETRACE_DETAIL_CHECK_CATEGORY(cat), static_cast<void>(sizeof(::edgetrace::detail::check_handle(handle)))
 #define EDGETRACE_INSTANT(cat, name) \
   EDGETRACE_DETAIL_CHECK_CATEGORY(cat), static_cast<void>(sizeof(::edgetrace::detail::check_name(name)))
+#define EDGETRACE_MARK(cat, name) EDGETRACE_INSTANT(cat, name)
 #define EDGETRACE_COUNTER(cat, name, value)                                                 \
   EDGETRACE_DETAIL_CHECK_CATEGORY(cat), static_cast<void>(sizeof(::edgetrace::detail::check_name(name))), \
       static_cast<void>(sizeof(::edgetrace::detail::check_value(static_cast<double>(value))))

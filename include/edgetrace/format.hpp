@@ -17,7 +17,7 @@ namespace format {
 /// transfers and files that are not edgetrace dumps at all.
 inline constexpr unsigned char file_magic[8] = {0x89, 'E', 'T', 'R', '\r', '\n', 0x1A, '\n'};
 inline constexpr std::uint16_t version_major = 1;
-inline constexpr std::uint16_t version_minor = 0;
+inline constexpr std::uint16_t version_minor = 1;
 inline constexpr std::size_t file_header_size = 16;
 
 /// Chunk framing: sync0 sync1 type flags | u32 payload_size | u32 writer_id |
@@ -49,7 +49,9 @@ enum class clock_source : std::uint8_t {
   arm_cntvct = 2,    ///< cntvct_el0
 };
 
-enum class site_kind : std::uint8_t { span = 0, instant = 1, counter = 2 };
+/// What a site records. A mark is an iteration/frame boundary (1.1); it is
+/// encoded as an instant event, so a 1.0 reader shows it as an instant.
+enum class site_kind : std::uint8_t { span = 0, instant = 1, counter = 2, mark = 3 };
 
 /// Low two bits of an event code; the rest is the site id (or the subtype
 /// of a special event).

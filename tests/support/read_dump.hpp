@@ -13,6 +13,7 @@ namespace edgetrace_test {
 
 struct loaded_event {
   edgetrace::reader::event_kind kind;
+  edgetrace::format::site_kind site_kind = edgetrace::format::site_kind::span;
   std::string name;
   std::string category;
   std::string thread_name;
@@ -59,6 +60,7 @@ inline loaded_dump load_dump(const std::string& path) {
     if (e.site != nullptr) {
       out.name = e.site->name;
       out.category = e.site->category;
+      out.site_kind = e.site->kind;
     }
     out.thread_name = e.thread->name;
     out.os_tid = e.thread->os_tid;

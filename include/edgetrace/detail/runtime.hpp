@@ -431,7 +431,8 @@ class runtime {
       ref_ = r.t_end;
     } else {
       advance(r.t_begin);
-      cursor_ = format::put_varint(cursor_, (std::uint64_t{id} << 2) | static_cast<std::uint8_t>(kind));
+      const auto type = kind == format::site_kind::counter ? format::event_type::counter : format::event_type::instant;
+      cursor_ = format::put_varint(cursor_, (std::uint64_t{id} << 2) | static_cast<std::uint8_t>(type));
       cursor_ = format::put_varint(cursor_, r.t_begin - ref_);
       ref_ = r.t_begin;
       if (kind == format::site_kind::counter) {
@@ -560,6 +561,7 @@ class runtime {
     const std::uint64_t period_ns = std::uint64_t{config_.flush_ms} * 1000000u;
     std::uint64_t wait_ns = period_ns;
     std::uint64_t last_drain_ns = clock_ns(CLOCK_MONOTONIC);
+    refill_pool();  // here, not in start-up: page faults stay off the app's start
     for (;;) {
       const auto wait = nanoseconds(wait_ns);
       std::uint64_t serving;
@@ -777,7 +779,6 @@ inline bool start_from_environment() noexcept {
     ::close(rt->fd_);
     return false;
   }
-  rt->refill_pool();
   // The flusher blocks every signal: the app's handlers must run on the
   // app's threads, and SIGINT/SIGTERM must not land on ours.
   sigset_t all, previous;
