@@ -7,6 +7,7 @@
 #include <support/process.hpp>
 #include <support/read_dump.hpp>
 
+#include <csignal>
 #include <dirent.h>
 #include <string>
 
@@ -121,4 +122,78 @@ TEST_CASE("lifecycle: fork while tracing: the child does not trace or hang, the 
   CHECK_FALSE(dump.damaged);
   CHECK(dump.named("child_name").empty());
   CHECK(dump.named("app_span").size() >= 100);
+}
+
+TEST_CASE("lifecycle: EDGETRACE_SIGNAL_FLUSH=1 completes the dump when SIGTERM kills the app") {
+  const std::string dump_path = fresh("sigterm.etr");
+  const auto r = run({app, "signal-term"}, {"EDGETRACE_OUTPUT=" + dump_path, "EDGETRACE_SIGNAL_FLUSH=1"});
+  CHECK(r.exit_code == 128 + SIGTERM);  // the default action still happens
+  const auto dump = load_dump(dump_path);
+  REQUIRE(dump.opened);
+  CHECK(dump.complete);
+  CHECK_FALSE(dump.damaged);
+  CHECK(dump.named("app_span").size() == 1000);
+}
+
+TEST_CASE("lifecycle: without signal flush a SIGTERM leaves a readable but incomplete dump") {
+  const std::string dump_path = fresh("sigterm-plain.etr");
+  const auto r = run({app, "signal-term"}, {"EDGETRACE_OUTPUT=" + dump_path});
+  CHECK(r.exit_code == 128 + SIGTERM);
+  const auto dump = load_dump(dump_path);
+  REQUIRE(dump.opened);
+  CHECK_FALSE(dump.complete);
+  CHECK(dump.named("app_span").size() <= 1000);
+}
+
+TEST_CASE("lifecycle: signal flush chains to the app's own handler") {
+  const std::string dump_path = fresh("sigchain.etr");
+  const auto r =
+      run({app, "signal-chain"}, {"EDGETRACE_OUTPUT=" + dump_path, "EDGETRACE_SIGNAL_FLUSH=1", "TRACE_APP_HANDLER=1"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "app_handler=1 installed=1\n");
+  const auto dump = load_dump(dump_path);
+  CHECK(dump.complete);
+  CHECK(dump.named("app_span").size() == 1000);
+}
+
+TEST_CASE("lifecycle: EDGETRACE_FORK=follow gives the child a dump of its own") {
+  const std::string dump_path = fresh("follow.etr");
+  const auto r = run({app, "fork-follow"}, {"EDGETRACE_OUTPUT=" + dump_path, "EDGETRACE_FORK=follow"});
+  CHECK(r.exit_code == 0);
+  REQUIRE(r.out.rfind("child=", 0) == 0);
+  const std::string child_pid = r.out.substr(6, r.out.find(' ') - 6);
+  CHECK(r.out.find("status=0") != std::string::npos);
+  const auto parent = load_dump(dump_path);
+  CHECK(parent.complete);
+  CHECK(parent.named("app_span").size() == 200);
+  CHECK(parent.named("child_span").empty());
+  const std::string child_path = tmp + "/follow." + child_pid + ".etr";
+  const auto child = load_dump(child_path);
+  REQUIRE(child.opened);
+  CHECK(child.complete);
+  CHECK(child.named("child_span").size() == 300);
+  CHECK(child.named("app_span").empty());
+  CHECK(child.thread_named("child-main") != nullptr);
+  ::unlink(child_path.c_str());
+}
+
+TEST_CASE("lifecycle: a dump deleted while the app runs gets one line and tracing stops") {
+  const std::string dump_path = fresh("deleted.etr");
+  const auto r = run({app, "delete-output"}, {"EDGETRACE_OUTPUT=" + dump_path});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "active=0\n");
+  CHECK(line_count(r.err) == 1);
+  CHECK(r.err.find("was deleted while tracing; tracing is off") != std::string::npos);
+}
+
+TEST_CASE("lifecycle: a file-size limit (disk full alike) gets one line and the app finishes") {
+  const std::string dump_path = fresh("fsize.etr");
+  const auto r = run({app, "file-size-limit"}, {"EDGETRACE_OUTPUT=" + dump_path});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "active=0\n");
+  CHECK(line_count(r.err) == 1);
+  CHECK(r.err.find("failed: File too large; tracing is off") != std::string::npos);
+  const auto dump = load_dump(dump_path);  // what fit is still readable
+  REQUIRE(dump.opened);
+  CHECK(dump.named("app_span").size() > 0);
 }

@@ -1,6 +1,19 @@
 // SPDX-License-Identifier: MIT
 // A small traced program the lifecycle tests run as a child process, one
 // behaviour per mode (argv[1]); see tests/lifecycle_test.cpp.
+#include <csignal>
+#include <cstdlib>
+
+// "signal-chain" needs an app handler installed before edgetrace starts (in
+// static initialisation, which runs in order of appearance in this file), to
+// check that EDGETRACE_SIGNAL_FLUSH chains to it.
+namespace {
+volatile std::sig_atomic_t app_handler_calls = 0;
+void app_handler(int) { app_handler_calls = app_handler_calls + 1; }
+const bool app_handler_installed = std::getenv("TRACE_APP_HANDLER") != nullptr &&
+                                   std::signal(SIGTERM, app_handler) != SIG_ERR;
+}  // namespace
+
 #include <edgetrace/edgetrace.hpp>
 
 #include <atomic>
@@ -10,6 +23,7 @@
 #include <cstring>
 #include <dirent.h>
 #include <new>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -109,6 +123,60 @@ int main(int argc, char** argv) {
     stop = true;
     busy.join();
     std::printf("child=%d\n", WIFEXITED(child_status) ? WEXITSTATUS(child_status) : -1);
+    return 0;
+  }
+  if (std::strcmp(mode, "signal-term") == 0) {
+    // SIGTERM with its default action: with EDGETRACE_SIGNAL_FLUSH=1 the
+    // dump is complete although no exit handler runs.
+    spans(1000);
+    std::raise(SIGTERM);
+    for (;;) pause();
+  }
+  if (std::strcmp(mode, "signal-chain") == 0) {
+    spans(1000);
+    std::raise(SIGTERM);
+    std::printf("app_handler=%d installed=%d\n", static_cast<int>(app_handler_calls), app_handler_installed ? 1 : 0);
+    return 0;
+  }
+  if (std::strcmp(mode, "fork-follow") == 0) {
+    // With EDGETRACE_FORK=follow the child writes its own dump.
+    spans(100);
+    const pid_t child = fork();
+    if (child == 0) {
+      EDGETRACE_THREAD_NAME("child-main");
+      for (int i = 0; i < 300; ++i) {
+        EDGETRACE_SCOPE(app, "child_span");
+      }
+      std::exit(0);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    spans(100);
+    std::printf("child=%ld status=%d\n", static_cast<long>(child), WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return 0;
+  }
+  if (std::strcmp(mode, "delete-output") == 0) {
+    // The dump disappears under the app: one line, then the app goes on.
+    spans(100);
+    edgetrace::flush();
+    if (const char* path = std::getenv("EDGETRACE_OUTPUT")) unlink(path);
+    for (int i = 0; i < 50; ++i) {
+      spans(100);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    std::printf("active=%d\n", edgetrace::tracing_active() ? 1 : 0);
+    return 0;
+  }
+  if (std::strcmp(mode, "file-size-limit") == 0) {
+    // A 64 KiB file-size limit: writes fail with EFBIG (SIGXFSZ is blocked
+    // on the flusher), one line, and the app finishes normally.
+    rlimit limit{65536, 65536};
+    setrlimit(RLIMIT_FSIZE, &limit);
+    for (int i = 0; i < 100; ++i) {
+      spans(1000);
+      edgetrace::flush();
+    }
+    std::printf("active=%d\n", edgetrace::tracing_active() ? 1 : 0);
     return 0;
   }
   if (std::strcmp(mode, "exit-code") == 0) {

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <unistd.h>
 
 extern char** environ;
@@ -37,6 +38,7 @@ inline void report(const char* fmt, ...) noexcept {
 /// The variables edgetrace reads; anything else named EDGETRACE_* is reported.
 inline constexpr const char* known_variables[] = {
     "EDGETRACE_OUTPUT", "EDGETRACE_CATEGORIES", "EDGETRACE_BUFFER_KB", "EDGETRACE_FLUSH_MS",
+    "EDGETRACE_SIGNAL_FLUSH", "EDGETRACE_FORK",
 };
 
 struct settings {
@@ -44,6 +46,8 @@ struct settings {
   const char* categories = nullptr;  ///< EDGETRACE_CATEGORIES or nullptr (all)
   std::uint64_t ring_records = 43690;  ///< slots of 24 bytes (one stays free): 1 MiB
   std::uint32_t flush_ms = 10;
+  bool signal_flush = false;  ///< EDGETRACE_SIGNAL_FLUSH=1: flush on SIGINT/SIGTERM
+  bool fork_follow = false;   ///< EDGETRACE_FORK=follow: forked children trace to their own dump
 };
 
 inline constexpr std::uint64_t default_buffer_kb = 1024;  // 43690 records per thread
@@ -128,8 +132,27 @@ inline void check_unknown_variables() noexcept {
       report("unknown variable %s (did you mean %s?); ignored", name, closest);
     else
       report("unknown variable %s; ignored (known: EDGETRACE_OUTPUT, EDGETRACE_CATEGORIES, "
-             "EDGETRACE_BUFFER_KB, EDGETRACE_FLUSH_MS)", name);
+             "EDGETRACE_BUFFER_KB, EDGETRACE_FLUSH_MS, EDGETRACE_SIGNAL_FLUSH, EDGETRACE_FORK)", name);
   }
+}
+
+/// Parses a choice among `names` (first = default); on anything else reports
+/// one line with the allowed values and returns the default's index.
+inline int env_choice(const char* name, std::initializer_list<const char*> names) noexcept {
+  const char* text = std::getenv(name);
+  if (text == nullptr) return 0;
+  int index = 0;
+  for (const char* candidate : names) {
+    if (std::strcmp(candidate, text) == 0) return index;
+    ++index;
+  }
+  char allowed[128] = "";
+  for (const char* candidate : names) {
+    if (allowed[0] != '\0') std::strncat(allowed, ", ", sizeof allowed - std::strlen(allowed) - 1);
+    std::strncat(allowed, candidate, sizeof allowed - std::strlen(allowed) - 1);
+  }
+  report("%s='%.64s' is not one of %s; using the default %s", name, text, allowed, *names.begin());
+  return 0;
 }
 
 /// Reads the settings. Only called when EDGETRACE_OUTPUT is set.
@@ -141,6 +164,8 @@ inline settings read_settings() noexcept {
   const std::uint64_t kb = env_unsigned("EDGETRACE_BUFFER_KB", min_buffer_kb, max_buffer_kb, default_buffer_kb);
   s.ring_records = kb * 1024 / 24;
   s.flush_ms = static_cast<std::uint32_t>(env_unsigned("EDGETRACE_FLUSH_MS", 1, max_flush_ms, default_flush_ms));
+  s.signal_flush = env_choice("EDGETRACE_SIGNAL_FLUSH", {"0", "1"}) == 1;
+  s.fork_follow = env_choice("EDGETRACE_FORK", {"off", "follow"}) == 1;
   return s;
 }
 

@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -140,6 +141,15 @@ class runtime {
   std::atomic<bool> failed_{false};
   /// Set by shutdown before the flusher's final pass.
   std::atomic<bool> stopping_{false};
+  /// Signal flush hand-off (EDGETRACE_SIGNAL_FLUSH): the handler stores the
+  /// signal number (release) and waits; the flusher (acquire) drains
+  /// everything, ends the stream if the process is about to die, and
+  /// stores signal_done_ (release). Only atomics: the handler may not lock.
+  std::atomic<int> signal_pending_{0};
+  std::atomic<bool> signal_terminates_{false};
+  std::atomic<bool> signal_done_{false};
+  /// Flusher only: the end chunk was written; nothing more may follow.
+  bool ended_ = false;
 
   // ---- flusher-only state (no lock: one thread)
   std::vector<unsigned char> out_;      ///< sealed chunks waiting for write()
@@ -451,7 +461,7 @@ class runtime {
 
   /// Drains everything published in `ring`. Returns the number of records.
   std::uint64_t drain(thread_ring& ring) {
-    if (failed_.load(std::memory_order_relaxed)) return consume(ring, [](const record&) {});
+    if (failed_.load(std::memory_order_relaxed) || ended_) return consume(ring, [](const record&) {});
     announce_thread(ring);
     const std::size_t count = consume(ring, [&](const record& r) {
       if (cursor_ == nullptr) {
@@ -469,7 +479,7 @@ class runtime {
 
   /// Writes the in-band loss a retired thread could not write itself.
   void drain_pending_loss(thread_ring& ring) {
-    if (ring.pending_loss == 0 || failed_.load(std::memory_order_relaxed)) return;
+    if (ring.pending_loss == 0 || failed_.load(std::memory_order_relaxed) || ended_) return;
     const record loss{(ring.pending_loss << 2) | tag_loss, ring.loss_first, ring.loss_last};
     start_events_chunk(ring, loss.t_begin);
     encode(ring, loss);
@@ -513,13 +523,13 @@ class runtime {
       if (retired) {
         drain(*ring);  // anything pushed between the two loads
         drain_pending_loss(*ring);
-        if (ring->announced && !failed_.load(std::memory_order_relaxed)) write_thread_stats(*ring);
+        if (ring->announced && !failed_.load(std::memory_order_relaxed) && !ended_) write_thread_stats(*ring);
         {
           std::lock_guard<std::mutex> lock(ring_mutex_);
           rings_.erase(std::find(rings_.begin(), rings_.end(), ring));
         }
         recycle(ring);
-      } else if (final_pass && ring->announced && !failed_.load(std::memory_order_relaxed)) {
+      } else if (final_pass && ring->announced && !failed_.load(std::memory_order_relaxed) && !ended_) {
         write_thread_stats(*ring);
       }
     }
@@ -528,6 +538,7 @@ class runtime {
 
   void refill_pool() noexcept {
     for (;;) {
+      if (stopping_.load(std::memory_order_relaxed)) return;  // exit must not wait on page faults
       {
         std::lock_guard<std::mutex> lock(ring_mutex_);
         if (pool_size_ >= pool_target) return;
@@ -585,9 +596,11 @@ class runtime {
           wait_ns = quarter_ns < 50000.0 ? 50000u : static_cast<std::uint64_t>(quarter_ns);
       }
       const std::uint64_t now = clock_ns(CLOCK_MONOTONIC);
-      if (!failed_.load() && (calibrations_ < 2 ? now - last_calibration_ns_ > 20000000u
-                                                : now - last_calibration_ns_ > 1000000000u))
+      if (!failed_.load() && !ended_ &&
+          (calibrations_ < 2 ? now - last_calibration_ns_ > 20000000u : now - last_calibration_ns_ > 1000000000u))
         write_calibration();
+      if (!failed_.load() && !ended_) check_output_still_there();  // one fstat per cycle
+      if (signal_pending_.load(std::memory_order_acquire) != 0) serve_signal();
       flush_output();
       refill_pool();
       {
@@ -596,6 +609,19 @@ class runtime {
       }
       flushed_.notify_all();
     }
+    if (!ended_) end_stream();
+    ::close(fd_);
+    {
+      std::lock_guard<std::mutex> lock(control_mutex_);
+      flusher_done_ = true;
+      flush_completed_ = flush_requested_;
+    }
+    flushed_.notify_all();
+  }
+
+  /// Final pass: everything drained, thread totals, a last calibration
+  /// pair and the end chunk, written out.
+  void end_stream() {
     drain_all(true);
     if (!failed_.load()) {
       write_calibration();
@@ -604,13 +630,36 @@ class runtime {
       emit_chunk(end_chunk, format::chunk_type::end);
     }
     flush_output();
-    ::close(fd_);
-    {
-      std::lock_guard<std::mutex> lock(control_mutex_);
-      flusher_done_ = true;
-      flush_completed_ = flush_requested_;
+    ended_ = true;
+  }
+
+  /// Answers a signal handler waiting in signal_flush(): if the signal will
+  /// end the process, end the stream now; else just drain and write.
+  void serve_signal() {
+    if (!ended_) {
+      if (signal_terminates_.load(std::memory_order_relaxed)) {
+        end_stream();
+      } else {
+        drain_all(false);
+        flush_output();
+      }
     }
-    flushed_.notify_all();
+    signal_pending_.store(0, std::memory_order_relaxed);
+    signal_done_.store(true, std::memory_order_release);
+  }
+
+  /// A dump deleted (or replaced) while the app runs would swallow every
+  /// later write silently: say so once and stop.
+  void check_output_still_there() {
+    struct stat st;
+    if (::fstat(fd_, &st) == 0 && st.st_nlink == 0) fail_deleted();
+  }
+  void fail_deleted() noexcept {
+    if (failed_.exchange(true)) return;
+    report("output '%s' was deleted while tracing; tracing is off", path_);
+    std::lock_guard<std::mutex> lock(category_mutex);
+    tracing_on = false;
+    apply_category_flags_locked(false);
   }
 
   static void* flusher_main(void* self) {
@@ -637,7 +686,10 @@ inline void on_thread_exit(void* ring_pointer) noexcept {
 }
 
 /// Gives the calling thread its ring (first traced event on the thread).
+inline void restart_if_forked() noexcept;
+
 inline thread_ring* attach_thread() noexcept {
+  restart_if_forked();
   runtime* rt = the_runtime.load(std::memory_order_acquire);
   if (!owns_runtime(rt) || rt->failed_.load(std::memory_order_relaxed)) return nullptr;
   {
@@ -712,7 +764,63 @@ inline void shutdown() noexcept {
   pthread_join(rt->flusher_, nullptr);
 }
 
+// ------------------------------------------------------------ signals
+
+/// Dispositions that were in place before EDGETRACE_SIGNAL_FLUSH installed
+/// its handler (written once at start-up, before the handler can run).
+inline struct sigaction previous_sigint;
+inline struct sigaction previous_sigterm;
+
+/// SIGINT/SIGTERM handler: asks the flusher to write everything (it polls
+/// the request at least every EDGETRACE_FLUSH_MS), waits at most 2 s, then
+/// lets the previous disposition happen: the app's own handler is called,
+/// or the default action (termination) proceeds via re-raise.
+/// Async-signal-safe: atomics, nanosleep, sigaction, raise only.
+inline void signal_flush_handler(int signo, siginfo_t* info, void* context) noexcept {
+  const int saved_errno = errno;
+  struct sigaction& previous = signo == SIGINT ? previous_sigint : previous_sigterm;
+  const bool has_action = (previous.sa_flags & SA_SIGINFO) != 0;
+  const bool is_default = !has_action && previous.sa_handler == SIG_DFL;
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  if (owns_runtime(rt) && rt->flusher_started_ && !rt->failed_.load(std::memory_order_relaxed)) {
+    rt->signal_done_.store(false, std::memory_order_relaxed);
+    rt->signal_terminates_.store(is_default, std::memory_order_relaxed);
+    rt->signal_pending_.store(signo, std::memory_order_release);
+    for (int waited_ms = 0; waited_ms < 2000 && !rt->signal_done_.load(std::memory_order_acquire); ++waited_ms) {
+      timespec pause{0, 1000000};
+      nanosleep(&pause, nullptr);
+    }
+  }
+  if (has_action) {
+    previous.sa_sigaction(signo, info, context);
+  } else if (is_default) {
+    sigaction(signo, &previous, nullptr);
+    raise(signo);  // pending until this handler returns, then the default action
+  } else if (previous.sa_handler != SIG_IGN) {
+    previous.sa_handler(signo);
+  }
+  errno = saved_errno;
+}
+
+inline void install_signal_flush() noexcept {
+  struct sigaction action;
+  std::memset(&action, 0, sizeof action);
+  action.sa_sigaction = &signal_flush_handler;
+  action.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, &previous_sigint);
+  sigaction(SIGTERM, &action, &previous_sigterm);
+}
+
+// ------------------------------------------------------------ fork
+
+/// Set in a forked child when EDGETRACE_FORK=follow: the next traced event,
+/// intern() or flush() in the child starts a runtime of its own.
+inline std::atomic<bool> restart_pending{false};
+inline std::mutex restart_mutex;
+
 inline void fork_prepare() noexcept {
+  restart_mutex.lock();
   category_mutex.lock();
   if (runtime* rt = the_runtime.load(std::memory_order_acquire)) {
     rt->intern_mutex_.lock();
@@ -725,19 +833,95 @@ inline void fork_parent() noexcept {
     rt->intern_mutex_.unlock();
   }
   category_mutex.unlock();
+  restart_mutex.unlock();
 }
-/// The child does not trace: its copy of the flusher thread does not exist,
-/// and the parent owns the file. owner_pid_ no longer matches, which turns
-/// flush(), shutdown and new threads into no-ops.
+/// The child never writes to the parent's file: its copy of the flusher
+/// thread does not exist and owner_pid_ no longer matches, which turns
+/// flush(), shutdown and thread attach into no-ops. With EDGETRACE_FORK=
+/// follow its flags stay on and its first event starts its own dump.
 inline void fork_child() noexcept {
+  bool follow = false;
   if (runtime* rt = the_runtime.load(std::memory_order_acquire)) {
     rt->ring_mutex_.unlock();
     rt->intern_mutex_.unlock();
     if (rt->fd_ >= 0) ::close(rt->fd_);
+    follow = rt->config_.fork_follow && !rt->failed_.load(std::memory_order_relaxed);
   }
+  current_ring = &sentinel_ring;  // the parent's ring copy is never drained here
+  if (follow) {
+    restart_pending.store(true, std::memory_order_release);
+  } else {
+    tracing_on = false;
+    apply_category_flags_locked(false);
+  }
+  category_mutex.unlock();
+  restart_mutex.unlock();
+}
+
+// ------------------------------------------------------------ start-up
+
+/// Child dump name under EDGETRACE_FORK=follow when EDGETRACE_OUTPUT has no
+/// %p: "run.etr" becomes "run.<pid>.etr" (or "<path>.<pid>").
+inline bool child_output_path(const char* parent_path, long pid, char* out, std::size_t size) noexcept {
+  const std::size_t length = std::strlen(parent_path);
+  int written;
+  if (length > 4 && std::strcmp(parent_path + length - 4, ".etr") == 0)
+    written = std::snprintf(out, size, "%.*s.%ld.etr", static_cast<int>(length - 4), parent_path, pid);
+  else
+    written = std::snprintf(out, size, "%s.%ld", parent_path, pid);
+  return written > 0 && static_cast<std::size_t>(written) < size;
+}
+
+/// Opens rt->path_, writes header, process chunk and first calibration, and
+/// starts the flusher. On failure: one stderr line, false.
+inline bool open_and_launch(runtime* rt) noexcept {
+  rt->fd_ = ::open(rt->path_, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (rt->fd_ < 0) {
+    report("cannot open EDGETRACE_OUTPUT='%s': %s; tracing is off", rt->path_, std::strerror(errno));
+    return false;
+  }
+  const std::uint64_t seed = clock_ns(CLOCK_MONOTONIC) ^ (static_cast<std::uint64_t>(rt->owner_pid_) << 32) ^
+                             reinterpret_cast<std::uintptr_t>(rt);
+  rt->writer_id_ = static_cast<std::uint32_t>((seed * 0x9E3779B97F4A7C15ull) >> 32) | 1u;
+  unsigned char header[format::file_header_size];
+  format::write_file_header(header);
+  rt->out_.insert(rt->out_.end(), header, header + sizeof header);
+  rt->write_process_chunk();
+  rt->write_calibration();
+  rt->flush_output();
+  if (rt->failed_.load()) return false;
+  // The flusher blocks every signal: the app's handlers must run on the
+  // app's threads, SIGINT/SIGTERM must not land on ours, and a SIGXFSZ from
+  // a file-size limit must turn into EFBIG (reported) rather than a kill.
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  const int error = pthread_create(&rt->flusher_, nullptr, &runtime::flusher_main, rt);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  if (error != 0) {
+    report("cannot start the flusher thread: %s; tracing is off", std::strerror(error));
+    ::close(rt->fd_);
+    return false;
+  }
+#if defined(__linux__)
+  pthread_setname_np(rt->flusher_, "edgetrace");
+#endif
+  rt->flusher_started_ = true;
+  the_runtime.store(rt, std::memory_order_release);
+  return true;
+}
+
+inline void switch_flags_on(const settings& config) noexcept {
+  std::lock_guard<std::mutex> lock(category_mutex);
+  category_filter = config.categories;
+  tracing_on = true;
+  apply_category_flags_locked(true);
+}
+
+inline void switch_flags_off() noexcept {
+  std::lock_guard<std::mutex> lock(category_mutex);
   tracing_on = false;
   apply_category_flags_locked(false);
-  category_mutex.unlock();
 }
 
 /// Reads the environment and, if EDGETRACE_OUTPUT is set, opens the dump,
@@ -759,53 +943,47 @@ inline bool start_from_environment() noexcept {
     report("EDGETRACE_OUTPUT is longer than %zu bytes; tracing is off", sizeof rt->path_ - 1);
     return false;
   }
-  rt->fd_ = ::open(rt->path_, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-  if (rt->fd_ < 0) {
-    report("cannot open EDGETRACE_OUTPUT='%s': %s; tracing is off", rt->path_, std::strerror(errno));
-    return false;
-  }
-  const std::uint64_t seed = clock_ns(CLOCK_MONOTONIC) ^ (static_cast<std::uint64_t>(rt->owner_pid_) << 32) ^
-                             reinterpret_cast<std::uintptr_t>(rt);
-  rt->writer_id_ = static_cast<std::uint32_t>((seed * 0x9E3779B97F4A7C15ull) >> 32) | 1u;
-  unsigned char header[format::file_header_size];
-  format::write_file_header(header);
-  rt->out_.insert(rt->out_.end(), header, header + sizeof header);
-  rt->write_process_chunk();
-  rt->write_calibration();
-  rt->flush_output();
-  if (rt->failed_.load()) return false;
   if (pthread_key_create(&rt->exit_key_, on_thread_exit) != 0) {
     report("cannot create a thread-exit key; tracing is off");
-    ::close(rt->fd_);
     return false;
   }
-  // The flusher blocks every signal: the app's handlers must run on the
-  // app's threads, and SIGINT/SIGTERM must not land on ours.
-  sigset_t all, previous;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &previous);
-  const int error = pthread_create(&rt->flusher_, nullptr, &runtime::flusher_main, rt);
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  if (error != 0) {
-    report("cannot start the flusher thread: %s; tracing is off", std::strerror(error));
-    ::close(rt->fd_);
-    return false;
-  }
-#if defined(__linux__)
-  pthread_setname_np(rt->flusher_, "edgetrace");
-#endif
-  rt->flusher_started_ = true;
-  the_runtime.store(rt, std::memory_order_release);
+  if (!open_and_launch(rt)) return false;
   pthread_atfork(&fork_prepare, &fork_parent, &fork_child);
   std::atexit(&shutdown);
-  {
-    std::lock_guard<std::mutex> lock(category_mutex);
-    category_filter = config.categories;
-    tracing_on = true;
-    apply_category_flags_locked(true);
-  }
+  if (config.signal_flush) install_signal_flush();
+  switch_flags_on(config);
   attach_thread();  // the starting thread (usually main) gets a ring now
   return true;
+}
+
+/// EDGETRACE_FORK=follow: builds a fresh runtime in the child (the parent's
+/// is left as it was copied: destroying it could wait on the parent's
+/// threads, which do not exist here). The atexit and atfork handlers and
+/// the thread-exit key were inherited.
+inline void restart_in_child() noexcept {
+  std::lock_guard<std::mutex> lock(restart_mutex);
+  if (!restart_pending.load(std::memory_order_acquire)) return;
+  restart_pending.store(false, std::memory_order_relaxed);
+  runtime* parent = the_runtime.load(std::memory_order_acquire);
+  const settings config = parent->config_;
+  const pthread_key_t exit_key = parent->exit_key_;
+  char parent_path[sizeof parent->path_];
+  std::memcpy(parent_path, parent->path_, sizeof parent_path);
+  auto* rt = new (runtime_storage) runtime(config);
+  rt->owner_pid_ = ::getpid();
+  rt->exit_key_ = exit_key;
+  const bool has_pid = std::strstr(config.output, "%p") != nullptr;
+  const bool fits = has_pid ? expand_output_path(config.output, rt->path_, sizeof rt->path_,
+                                                 static_cast<long>(rt->owner_pid_),
+                                                 static_cast<long long>(std::time(nullptr)))
+                            : child_output_path(parent_path, static_cast<long>(rt->owner_pid_), rt->path_,
+                                                sizeof rt->path_);
+  if (!fits) report("the forked child's dump path is too long; tracing is off in pid %ld", static_cast<long>(rt->owner_pid_));
+  if (!fits || !open_and_launch(rt)) switch_flags_off();
+}
+
+inline void restart_if_forked() noexcept {
+  if (EDGETRACE_DETAIL_UNLIKELY(restart_pending.load(std::memory_order_acquire))) restart_in_child();
 }
 
 /// Starts tracing once per process; every later call is a guard check.
@@ -822,6 +1000,7 @@ inline const bool initialized_at_startup = (ensure_initialized(), true);
 
 inline name_handle intern(std::string_view name) {
   ensure_initialized();
+  restart_if_forked();
   runtime* rt = the_runtime.load(std::memory_order_acquire);
   if (!owns_runtime(rt)) return {};
   std::lock_guard<std::mutex> lock(rt->intern_mutex_);
@@ -845,6 +1024,7 @@ inline void set_thread_name(const char* name) noexcept {
 }
 
 inline void flush() noexcept {
+  restart_if_forked();
   runtime* rt = the_runtime.load(std::memory_order_acquire);
   if (!owns_runtime(rt)) return;
   std::unique_lock<std::mutex> lock(rt->control_mutex_);
