@@ -1,0 +1,70 @@
+# SPDX-License-Identifier: MIT
+# cmake -P driver for the packaging tests: installs the build tree and builds a consumer with find_package, or builds an add_subdirectory consumer.
+#
+# Inputs (-D): MODE (find_package | add_subdirectory), BUILD_DIR (the edgetrace
+# build tree), SOURCE_DIR (the checkout), WORK_DIR (scratch), COMPILER,
+# GENERATOR, BUILD_TYPE (may be empty).
+foreach(var MODE BUILD_DIR SOURCE_DIR WORK_DIR COMPILER GENERATOR)
+  if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
+    message(FATAL_ERROR "run_consumer.cmake: -D${var}=... is required")
+  endif()
+endforeach()
+if(NOT BUILD_TYPE)
+  set(BUILD_TYPE Release)
+endif()
+
+function(run)
+  string(REPLACE ";" " " text "${ARGN}")
+  message(STATUS "$ ${text}")
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE result OUTPUT_VARIABLE output ERROR_VARIABLE output)
+  if(NOT result EQUAL 0)
+    message(FATAL_ERROR "failed (${result}):\n${output}")
+  endif()
+  set(last_output "${output}" PARENT_SCOPE)
+endfunction()
+
+file(REMOVE_RECURSE ${WORK_DIR})
+set(consumer_build ${WORK_DIR}/build)
+set(configure_args -G "${GENERATOR}" -DCMAKE_CXX_COMPILER=${COMPILER} -DCMAKE_BUILD_TYPE=${BUILD_TYPE})
+
+if(MODE STREQUAL "find_package")
+  set(prefix ${WORK_DIR}/prefix)
+  run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+  # GNUInstallDirs may pick lib or lib64; look the config up instead of assuming.
+  file(GLOB_RECURSE configs ${prefix}/*/edgetraceConfig.cmake)
+  file(GLOB_RECURSE versions ${prefix}/*/edgetraceConfigVersion.cmake)
+  file(GLOB_RECURSE targets ${prefix}/*/edgetraceTargets.cmake)
+  foreach(required
+          ${prefix}/bin/edgetrace
+          ${prefix}/include/edgetrace/edgetrace.hpp
+          ${prefix}/include/edgetrace/config.hpp
+          ${prefix}/include/edgetrace/detail/runtime.hpp
+          ${prefix}/include/edgetrace/reader/dump_reader.hpp)
+    if(NOT EXISTS ${required})
+      message(FATAL_ERROR "not installed: ${required}")
+    endif()
+  endforeach()
+  if(NOT configs OR NOT versions OR NOT targets)
+    message(FATAL_ERROR "edgetraceConfig.cmake / ConfigVersion / Targets missing under ${prefix}")
+  endif()
+  message(STATUS "installed: ${configs}")
+  run(${prefix}/bin/edgetrace help)
+
+  run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/consumer/find_package -B ${consumer_build} ${configure_args}
+      -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+  # The package must come from the prefix, not from the build tree.
+  file(STRINGS ${consumer_build}/CMakeCache.txt dir_line REGEX "^edgetrace_DIR:")
+  string(FIND "${dir_line}" "${prefix}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "edgetrace was not found in the install prefix: ${dir_line}")
+  endif()
+elseif(MODE STREQUAL "add_subdirectory")
+  run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/consumer/add_subdirectory -B ${consumer_build} ${configure_args}
+      -DEDGETRACE_SOURCE_DIR=${SOURCE_DIR})
+else()
+  message(FATAL_ERROR "MODE must be find_package or add_subdirectory, not '${MODE}'")
+endif()
+
+run(${CMAKE_COMMAND} --build ${consumer_build} --parallel 2)
+run(${consumer_build}/consumer)
+message(STATUS "${last_output}")

@@ -1,0 +1,117 @@
+# SPDX-License-Identifier: MIT
+# Tests beyond the doctest glob: compile-fail, codegen identity, packaging consumers, README sync, and the pipeline end-to-end wiring.
+# Included at the end of tests/CMakeLists.txt.
+
+# The doctest main is linked into every test: give it the sanitizers too.
+edgetrace_project_sanitizers(edgetrace_doctest_main)
+
+set(edgetrace_include_dir ${PROJECT_SOURCE_DIR}/include)
+set(edgetrace_std_flag "${CMAKE_CXX17_STANDARD_COMPILE_OPTION}")
+if(NOT edgetrace_std_flag)
+  set(edgetrace_std_flag -std=c++17)
+endif()
+
+# --- Compile-fail: an undeclared category is a compile error ----------------
+# Each failing entry has a control entry (same file, category declared) that
+# must compile, so the failure is proven to be the category, not the setup.
+# check_compile.cmake also insists the diagnostics name the missing category.
+set(edgetrace_compile_fail_configs
+  "enabled"                   ""
+  "disabled"                  "EDGETRACE_ENABLED=0"
+  "excluded"                  "EDGETRACE_EXCLUDED_CATEGORIES=\"typo\"")
+while(edgetrace_compile_fail_configs)
+  list(POP_FRONT edgetrace_compile_fail_configs config defines)
+  foreach(expect fail pass)
+    set(name compile_fail_undeclared_category_${config})
+    set(all_defines ${defines})
+    if(expect STREQUAL "pass")
+      set(name ${name}_control)
+      list(APPEND all_defines DECLARE_IT)
+    endif()
+    add_test(NAME ${name}
+      COMMAND ${CMAKE_COMMAND}
+        -DCOMPILER=${CMAKE_CXX_COMPILER} -DSTD_FLAG=${edgetrace_std_flag} -DINCLUDE_DIR=${edgetrace_include_dir}
+        -DSOURCE=${CMAKE_CURRENT_SOURCE_DIR}/compile_fail/undeclared_category.cpp
+        "-DDEFINES=${all_defines}" -DEXPECT=${expect} -DEXPECT_IN_ERROR=edgetrace_category_typo
+        -P ${CMAKE_CURRENT_SOURCE_DIR}/compile_fail/check_compile.cmake)
+    set_tests_properties(${name} PROPERTIES LABELS compile_fail)
+    if(expect STREQUAL "fail")
+      set_tests_properties(${name} PROPERTIES WILL_FAIL TRUE)
+    endif()
+  endforeach()
+endwhile()
+
+# --- Codegen: compiled-out macros leave byte-identical machine code ---------
+# One entry per macro kind, so a failure names the macro that left code
+# (define lists use | here, as the cases themselves form a ;-list).
+find_program(EDGETRACE_OBJCOPY NAMES ${CMAKE_OBJCOPY} objcopy llvm-objcopy)
+set(edgetrace_codegen_cases
+  "excluded_scope_instant"  "EDGETRACE_PROBE_SCOPE=1|EDGETRACE_PROBE_INSTANT=1|EDGETRACE_EXCLUDED_CATEGORIES=\"cold_cat\""
+  "excluded_counter"        "EDGETRACE_PROBE_COUNTER=1|EDGETRACE_EXCLUDED_CATEGORIES=\"cold_cat\""
+  "disabled_all"            "EDGETRACE_PROBE_SCOPE=1|EDGETRACE_PROBE_INSTANT=1|EDGETRACE_PROBE_COUNTER=1|EDGETRACE_ENABLED=0")
+if(EDGETRACE_OBJCOPY AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+  while(edgetrace_codegen_cases)
+    list(POP_FRONT edgetrace_codegen_cases case defines)
+    string(REPLACE "|" ";" defines "${defines}")
+    add_test(NAME codegen_identical_${case}
+      COMMAND ${CMAKE_COMMAND}
+        -DCOMPILER=${CMAKE_CXX_COMPILER} -DSTD_FLAG=${edgetrace_std_flag} -DOBJCOPY=${EDGETRACE_OBJCOPY}
+        -DINCLUDE_DIR=${edgetrace_include_dir} -DSOURCE=${CMAKE_CURRENT_SOURCE_DIR}/codegen/probe.cpp
+        -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/codegen/${case} "-DDEFINES=${defines}"
+        -P ${CMAKE_CURRENT_SOURCE_DIR}/codegen/check_codegen.cmake)
+    set_tests_properties(codegen_identical_${case} PROPERTIES LABELS codegen)
+  endwhile()
+else()
+  message(STATUS "edgetrace: no objcopy found; the codegen identity tests are not registered")
+endif()
+
+# The compiled-out scope type is empty (static_assert) and evaluates nothing.
+foreach(config IN ITEMS excluded disabled)
+  set(name codegen_compiled_out_${config}_test)
+  add_executable(${name} codegen/compiled_out_test.cpp)
+  target_link_libraries(${name} PRIVATE edgetrace_doctest_main)
+  target_compile_definitions(${name} PRIVATE EDGETRACE_EXCLUDED_CATEGORIES="cold_cat")
+  if(config STREQUAL "disabled")
+    target_compile_definitions(${name} PRIVATE EDGETRACE_ENABLED=0)
+  endif()
+  edgetrace_project_warnings(${name})
+  add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES LABELS codegen)
+endforeach()
+
+# --- Packaging: install + find_package, and add_subdirectory ---------------
+if(EDGETRACE_INSTALL AND EDGETRACE_BUILD_TOOLS)
+  set(edgetrace_packaging_modes find_package add_subdirectory)
+else()
+  set(edgetrace_packaging_modes add_subdirectory)
+endif()
+foreach(mode IN LISTS edgetrace_packaging_modes)
+  add_test(NAME packaging_${mode}
+    COMMAND ${CMAKE_COMMAND}
+      -DMODE=${mode} -DBUILD_DIR=${PROJECT_BINARY_DIR} -DSOURCE_DIR=${PROJECT_SOURCE_DIR}
+      -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/consumer/${mode}
+      -DCOMPILER=${CMAKE_CXX_COMPILER} "-DGENERATOR=${CMAKE_GENERATOR}" -DBUILD_TYPE=${CMAKE_BUILD_TYPE}
+      -P ${CMAKE_CURRENT_SOURCE_DIR}/consumer/run_consumer.cmake)
+  set_tests_properties(packaging_${mode} PROPERTIES LABELS packaging TIMEOUT 600)
+endforeach()
+
+# --- README: its quick start is examples/minimal.cpp, verbatim -------------
+add_test(NAME readme_quick_start_matches_example
+  COMMAND ${CMAKE_COMMAND} -DREADME=${PROJECT_SOURCE_DIR}/README.md
+    -DEXAMPLE=${PROJECT_SOURCE_DIR}/examples/minimal.cpp -P ${PROJECT_SOURCE_DIR}/cmake/check_readme.cmake)
+set_tests_properties(readme_quick_start_matches_example PROPERTIES LABELS docs)
+
+# --- The pipeline end-to-end test runs the real examples -------------------
+if(TARGET pipeline_e2e_test)
+  if(TARGET pipeline)
+    target_compile_definitions(pipeline_e2e_test PRIVATE
+      EDGETRACE_TEST_PIPELINE="$<TARGET_FILE:pipeline>"
+      EDGETRACE_TEST_PIPELINE_DISABLED="$<TARGET_FILE:pipeline_disabled>"
+      EDGETRACE_TEST_MINIMAL="$<TARGET_FILE:minimal>")
+    add_dependencies(pipeline_e2e_test pipeline pipeline_disabled minimal)
+  else()
+    # Examples not built: the test reports itself skipped.
+    target_compile_definitions(pipeline_e2e_test PRIVATE EDGETRACE_TEST_PIPELINE="")
+  endif()
+  set_tests_properties(pipeline_e2e_test PROPERTIES LABELS e2e)
+endif()

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The demo: on a fresh Debian 12 box, builds the traced example pipeline and the CLI, records a trace, converts it to JSON.
+#
+# Usage: bash tools/demo.sh     (as root, or with sudo available for apt-get)
+# Output: build/demo/pipeline.etr (the dump) and build/demo/pipeline.json.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# 1. Tools: a compiler, make and cmake (only what is missing is installed).
+missing=()
+for p in cmake make g++; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "== installing: ${missing[*]}"
+  sudo=()
+  [[ $(id -u) -eq 0 ]] || sudo=(sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# 2. Configure with the release preset (tests off: they need doctest) and build
+#    just the example and the converter.
+echo "== configure + build (preset release)"
+cmake --preset release -DEDGETRACE_BUILD_TESTS=OFF >/dev/null
+cmake --build --preset release --target pipeline edgetrace_cli
+bin=build/release
+
+# 3. Record: EDGETRACE_OUTPUT turns tracing on; without it nothing is written.
+mkdir -p build/demo
+rm -f build/demo/pipeline.etr build/demo/pipeline.json
+echo "== run: EDGETRACE_OUTPUT=build/demo/pipeline.etr $bin/examples/pipeline"
+EDGETRACE_OUTPUT=build/demo/pipeline.etr "$bin/examples/pipeline"
+
+# 4. Convert and describe.
+echo "== $bin/tools/edgetrace json build/demo/pipeline.etr -o build/demo/pipeline.json"
+"$bin/tools/edgetrace" json build/demo/pipeline.etr -o build/demo/pipeline.json
+echo "== $bin/tools/edgetrace info build/demo/pipeline.etr"
+"$bin/tools/edgetrace" info build/demo/pipeline.etr
+
+json="$(pwd)/build/demo/pipeline.json"
+cat <<MSG
+
+Trace written: $json
+Open it in https://ui.perfetto.dev ("Open trace file"), in chrome://tracing ("Load"),
+or in https://www.speedscope.app. Each pipeline thread is a track; the
+"inference" spans hold one span per model layer.
+MSG
