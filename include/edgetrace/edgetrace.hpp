@@ -157,7 +157,7 @@ inline bool tracing_active() noexcept { return false; }
 /// Records a span named by the string literal `name` until the end of the
 /// enclosing scope.
 #define EDGETRACE_SCOPE(cat, name)                                                            \
-  const ::edgetrace::detail::scope_t<EDGETRACE_DETAIL_CATEGORY_TYPE(cat)> EDGETRACE_DETAIL_UNIQUE( \
+  [[maybe_unused]] const ::edgetrace::detail::scope_t<EDGETRACE_DETAIL_CATEGORY_TYPE(cat)> EDGETRACE_DETAIL_UNIQUE( \
       edgetrace_scope_) {                                                                     \
     EDGETRACE_DETAIL_SITE(cat, name, ::edgetrace::format::site_kind::span)                     \
   }
@@ -166,7 +166,7 @@ inline bool tracing_active() noexcept { return false; }
 /// The handle expression is evaluated once (keep it a variable or a cheap
 /// lookup), and not at all when the category is compiled out.
 #define EDGETRACE_SCOPE_NAMED(cat, handle)                                                                \
-  const ::edgetrace::detail::scope_t<EDGETRACE_DETAIL_CATEGORY_TYPE(cat)> EDGETRACE_DETAIL_UNIQUE(             \
+  [[maybe_unused]] const ::edgetrace::detail::scope_t<EDGETRACE_DETAIL_CATEGORY_TYPE(cat)> EDGETRACE_DETAIL_UNIQUE(             \
       edgetrace_scope_) {                                                                                 \
     ::edgetrace::detail::named_tag{},                                                                     \
         EDGETRACE_DETAIL_CATEGORY_TYPE(cat)::compiled_in ? ::edgetrace::name_handle(handle) : ::edgetrace::name_handle{} \

@@ -3,6 +3,8 @@
 // its exit status, stdout and stderr (fork/exec, no shell).
 #pragma once
 
+#include <support/sanitizers.hpp>
+
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>

@@ -155,6 +155,12 @@ class runtime {
   std::vector<unsigned char> out_;      ///< sealed chunks waiting for write()
   std::vector<unsigned char> chunk_;    ///< events chunk being built
   std::vector<unsigned char> defs_;     ///< definitions chunk being built
+  // Scratch space reused by the flusher. Members rather than locals: a
+  // fork() can snapshot the flusher mid-cycle, and memory reachable only
+  // from its stack would look leaked in the child.
+  std::vector<unsigned char> scratch_;
+  std::vector<thread_ring*> snapshot_;
+  std::string name_scratch_;
   std::unordered_map<const site*, std::uint32_t> site_ids_;
   std::unordered_map<std::uint64_t, std::uint32_t> named_ids_;
   std::vector<bool> category_defined_;
@@ -229,7 +235,7 @@ class runtime {
   }
 
   void write_process_chunk() {
-    std::vector<unsigned char> b;
+    std::vector<unsigned char>& b = scratch_;
     begin_chunk(b);
     put_varint(b, static_cast<std::uint64_t>(owner_pid_));
     b.push_back(static_cast<unsigned char>(tick_source()));
@@ -253,7 +259,7 @@ class runtime {
 
   void write_calibration() {
     const calibration_pair pair = calibrate();
-    std::vector<unsigned char> b;
+    std::vector<unsigned char>& b = scratch_;
     begin_chunk(b);
     b.resize(b.size() + 24);
     format::put_u64(b.data() + format::chunk_header_size, pair.tick);
@@ -322,7 +328,8 @@ class runtime {
       if (const category_state* c = find_category_locked(category_index)) category_name = c->name;
     }
     define_category(category_index, category_name);
-    std::string name = "(unnamed)";
+    std::string& name = name_scratch_;
+    name = "(unnamed)";
     {
       std::lock_guard<std::mutex> lock(intern_mutex_);
       if (name_id >= 1 && name_id <= intern_names_.size()) name = *intern_names_[name_id - 1];
@@ -337,7 +344,7 @@ class runtime {
     const std::uint32_t version = ring.name_version.load(std::memory_order_acquire);
     if (ring.announced && version == ring.name_version_seen) return;
     if (!ring.announced) ring.thread_id = next_thread_id_++;
-    std::vector<unsigned char> b;
+    std::vector<unsigned char>& b = scratch_;
     begin_chunk(b);
     put_varint(b, ring.thread_id);
     put_varint(b, ring.os_tid);
@@ -351,7 +358,7 @@ class runtime {
   }
 
   void write_thread_stats(const thread_ring& ring) {
-    std::vector<unsigned char> b;
+    std::vector<unsigned char>& b = scratch_;
     begin_chunk(b);
     put_varint(b, ring.thread_id);
     put_varint(b, ring.written);
@@ -508,7 +515,7 @@ class runtime {
   /// One flusher cycle: drain every ring, retire those whose thread exited.
   /// Returns the fullest fill fraction seen (to adapt the period).
   double drain_all(bool final_pass) {
-    std::vector<thread_ring*> snapshot;
+    std::vector<thread_ring*>& snapshot = snapshot_;
     {
       std::lock_guard<std::mutex> lock(ring_mutex_);
       snapshot = rings_;
@@ -625,9 +632,8 @@ class runtime {
     drain_all(true);
     if (!failed_.load()) {
       write_calibration();
-      std::vector<unsigned char> end_chunk;
-      begin_chunk(end_chunk);
-      emit_chunk(end_chunk, format::chunk_type::end);
+      begin_chunk(scratch_);
+      emit_chunk(scratch_, format::chunk_type::end);
     }
     flush_output();
     ended_ = true;
