@@ -17,7 +17,7 @@ step_done() {  # records how long the step named $1 took
 }
 
 # --- 1. Dependencies (only what is missing) ---------------------------------
-packages=(cmake make g++ clang binutils doctest-dev)
+packages=(cmake make g++ clang binutils doctest-dev libbenchmark-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
