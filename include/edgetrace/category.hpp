@@ -49,10 +49,12 @@ constexpr bool category_compiled_in(const char* name) noexcept {
 /// Run-time state of one category; one per process (an inline variable, so
 /// every shared object that includes the header shares it).
 struct category_state {
-  /// The flag every scope of this category loads (relaxed: it only gates
-  /// whether to record; a scope racing with a change records or not, both
-  /// fine). Written by the runtime at start, on failure and after fork.
-  std::atomic<bool> enabled{false};
+  /// The flag every scope of this category loads: 0 = not recording, else
+  /// the clock_mode to record with (clock.hpp), so one load answers both
+  /// questions. Relaxed: it only gates recording; a scope racing with a
+  /// change records or not, both fine. Written by the runtime at start, on
+  /// failure and after fork.
+  std::atomic<std::uint8_t> enabled{0};
   /// Dense id ≥ 1, assigned at registration (static init); 0 = unregistered.
   std::uint32_t index = 0;
   const char* name;

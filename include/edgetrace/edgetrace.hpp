@@ -61,19 +61,23 @@ class span_scope {
  public:
   template <class SiteFn>
   EDGETRACE_DETAIL_ALWAYS_INLINE explicit span_scope(SiteFn site_fn) noexcept {
-    if (Category::state.enabled.load(std::memory_order_relaxed)) {
+    const std::uint8_t mode = Category::state.enabled.load(std::memory_order_relaxed);
+    if (mode != clock_off) {
       word_ = reinterpret_cast<std::uintptr_t>(&site_fn());
-      begin_ = ticks();
+      mode_ = mode;
+      begin_ = ticks(mode);
     }
   }
   EDGETRACE_DETAIL_ALWAYS_INLINE span_scope(named_tag, name_handle handle) noexcept {
-    if (Category::state.enabled.load(std::memory_order_relaxed)) {
+    const std::uint8_t mode = Category::state.enabled.load(std::memory_order_relaxed);
+    if (mode != clock_off) {
       word_ = (std::uint64_t{handle.id} << 32) | (std::uint64_t{Category::state.index} << 2) | tag_named;
-      begin_ = ticks();
+      mode_ = mode;
+      begin_ = ticks(mode);
     }
   }
   EDGETRACE_DETAIL_ALWAYS_INLINE ~span_scope() {
-    if (word_ != 0) push(word_, begin_, ticks());
+    if (word_ != 0) push(word_, begin_, ticks(mode_));
   }
   span_scope(const span_scope&) = delete;
   span_scope& operator=(const span_scope&) = delete;
@@ -81,26 +85,28 @@ class span_scope {
  private:
   std::uint64_t word_ = 0;  ///< 0 = not recording
   std::uint64_t begin_ = 0;
+  std::uint8_t mode_ = clock_off;
 };
 
 template <class Category, class SiteFn>
 EDGETRACE_DETAIL_ALWAYS_INLINE void instant(SiteFn site_fn) noexcept {
   if constexpr (Category::compiled_in) {
-    if (Category::state.enabled.load(std::memory_order_relaxed))
-      push(reinterpret_cast<std::uintptr_t>(&site_fn()), ticks(), 0);
+    const std::uint8_t mode = Category::state.enabled.load(std::memory_order_relaxed);
+    if (mode != clock_off) push(reinterpret_cast<std::uintptr_t>(&site_fn()), ticks(mode), 0);
   }
 }
 
-/// Records a counter sample; the caller has checked the category flag.
+/// Records a counter sample; the caller has loaded the category's mode.
 template <class SiteFn>
-EDGETRACE_DETAIL_ALWAYS_INLINE void counter(SiteFn site_fn, double value) noexcept {
+EDGETRACE_DETAIL_ALWAYS_INLINE void counter(SiteFn site_fn, double value, std::uint8_t mode) noexcept {
   std::uint64_t bits;
   std::memcpy(&bits, &value, sizeof bits);
-  push(reinterpret_cast<std::uintptr_t>(&site_fn()), ticks(), bits);
+  push(reinterpret_cast<std::uintptr_t>(&site_fn()), ticks(mode), bits);
 }
 
+/// The category's clock mode, 0 when not recording.
 template <class Category>
-EDGETRACE_DETAIL_ALWAYS_INLINE bool recording() noexcept {
+EDGETRACE_DETAIL_ALWAYS_INLINE std::uint8_t recording() noexcept {
   return Category::state.enabled.load(std::memory_order_relaxed);
 }
 
@@ -190,9 +196,9 @@ inline bool tracing_active() noexcept { return false; }
 #define EDGETRACE_COUNTER(cat, name, value)                                                                 \
   do {                                                                                                      \
     if constexpr (EDGETRACE_DETAIL_CATEGORY_TYPE(cat)::compiled_in) {                                         \
-      if (::edgetrace::detail::recording<EDGETRACE_DETAIL_CATEGORY_TYPE(cat)>())                              \
+      if (const std::uint8_t edgetrace_mode = ::edgetrace::detail::recording<EDGETRACE_DETAIL_CATEGORY_TYPE(cat)>()) \
         ::edgetrace::detail::counter(EDGETRACE_DETAIL_SITE(cat, name, ::edgetrace::format::site_kind::counter), \
-                                     static_cast<double>(value));                                            \
+                                     static_cast<double>(value), edgetrace_mode);                            \
     }                                                                                                       \
   } while (false)
 

@@ -38,7 +38,7 @@ inline void report(const char* fmt, ...) noexcept {
 /// The variables edgetrace reads; anything else named EDGETRACE_* is reported.
 inline constexpr const char* known_variables[] = {
     "EDGETRACE_OUTPUT", "EDGETRACE_CATEGORIES", "EDGETRACE_BUFFER_KB", "EDGETRACE_FLUSH_MS",
-    "EDGETRACE_SIGNAL_FLUSH", "EDGETRACE_FORK",
+    "EDGETRACE_SIGNAL_FLUSH", "EDGETRACE_FORK", "EDGETRACE_CLOCK", "EDGETRACE_ASSUME_UNSTABLE_COUNTER",
 };
 
 struct settings {
@@ -48,6 +48,13 @@ struct settings {
   std::uint32_t flush_ms = 10;
   bool signal_flush = false;  ///< EDGETRACE_SIGNAL_FLUSH=1: flush on SIGINT/SIGTERM
   bool fork_follow = false;   ///< EDGETRACE_FORK=follow: forked children trace to their own dump
+  enum clock_choice_t : std::uint8_t { clock_auto, clock_force_counter, clock_force_monotonic };
+  clock_choice_t clock_choice = clock_auto;  ///< EDGETRACE_CLOCK=auto|counter|monotonic
+  /// EDGETRACE_ASSUME_UNSTABLE_COUNTER=1: behave as if the CPU reported no
+  /// invariant counter (to test or demonstrate the automatic fallback).
+  bool assume_unstable_counter = false;
+  std::uint8_t clock = 1;          ///< chosen clock_mode (runtime.hpp: choose_clock)
+  bool clock_fell_back = false;    ///< auto found the counter unreliable
 };
 
 inline constexpr std::uint64_t default_buffer_kb = 1024;  // 43690 records per thread
@@ -132,7 +139,7 @@ inline void check_unknown_variables() noexcept {
       report("unknown variable %s (did you mean %s?); ignored", name, closest);
     else
       report("unknown variable %s; ignored (known: EDGETRACE_OUTPUT, EDGETRACE_CATEGORIES, "
-             "EDGETRACE_BUFFER_KB, EDGETRACE_FLUSH_MS, EDGETRACE_SIGNAL_FLUSH, EDGETRACE_FORK)", name);
+             "EDGETRACE_BUFFER_KB, EDGETRACE_FLUSH_MS, EDGETRACE_SIGNAL_FLUSH, EDGETRACE_FORK, EDGETRACE_CLOCK)", name);
   }
 }
 
@@ -166,6 +173,8 @@ inline settings read_settings() noexcept {
   s.flush_ms = static_cast<std::uint32_t>(env_unsigned("EDGETRACE_FLUSH_MS", 1, max_flush_ms, default_flush_ms));
   s.signal_flush = env_choice("EDGETRACE_SIGNAL_FLUSH", {"0", "1"}) == 1;
   s.fork_follow = env_choice("EDGETRACE_FORK", {"off", "follow"}) == 1;
+  s.clock_choice = static_cast<settings::clock_choice_t>(env_choice("EDGETRACE_CLOCK", {"auto", "counter", "monotonic"}));
+  s.assume_unstable_counter = env_choice("EDGETRACE_ASSUME_UNSTABLE_COUNTER", {"0", "1"}) == 1;
   return s;
 }
 
