@@ -21,10 +21,11 @@ if ((${#missing[@]})); then
   "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# 2. Configure with the release preset (tests off: they need doctest) and build
+# 2. Configure with the release preset (tests and benchmarks off: they need
+#    doctest and Google Benchmark) and build
 #    just the example and the converter.
 echo "== configure + build (preset release)"
-cmake --preset release -DEDGETRACE_BUILD_TESTS=OFF >/dev/null
+cmake --preset release -DEDGETRACE_BUILD_TESTS=OFF -DEDGETRACE_BUILD_BENCH=OFF >/dev/null
 cmake --build --preset release --target pipeline edgetrace_cli
 bin=build/release
 
