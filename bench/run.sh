@@ -63,7 +63,7 @@ if [ "$converter" = 1 ]; then
   echo "== converter throughput on a ${spans}-span dump"
   EDGETRACE_OUTPUT="$build/big.etr" EDGETRACE_BUFFER_KB=65536 "$build/bench/edgetrace_make_dump" "$spans"
   "$build/tools/edgetrace" info "$build/big.etr" | grep -E '^(size|totals)'
-  for cmd in json; do
+  for cmd in json summary; do
     /usr/bin/time -f "%e s %M KiB" -o "$build/time.txt" "$build/tools/edgetrace" "$cmd" "$build/big.etr" -o /dev/null
     read -r seconds _ rss _ < "$build/time.txt"
     size=$(stat -c %s "$build/big.etr")

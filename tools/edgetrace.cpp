@@ -2,9 +2,14 @@
 // The `edgetrace` command line: a thin, table-driven main over the header-only reader and its outputs.
 #include <edgetrace/reader.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -33,15 +38,71 @@ struct command {
 
 int run_json(const char* name, const arguments& args);
 int run_info(const char* name, const arguments& args);
+int run_summary(const char* name, const arguments& args);
+int run_csv(const char* name, const arguments& args);
+int run_merge(const char* name, const arguments& args);
+int run_diff(const char* name, const arguments& args);
+int run_report(const char* name, const arguments& args);
 int run_help(const char* name, const arguments& args);
 
 const command commands[] = {
-    {"json", "DUMP [-o OUT]", "convert a dump to Chrome trace JSON (Perfetto UI, chrome://tracing, speedscope)",
+    {"json", "DUMP [-o OUT] [--split-mb N] [--min-dur T] [--filter REGEX]",
+     "convert a dump to Chrome trace JSON (Perfetto UI, chrome://tracing, speedscope)",
      "Writes OUT (default: DUMP with .etr replaced by .json; '-' for stdout).\n"
      "Every intact chunk is converted; damage is reported as warnings on stderr\n"
      "and with exit code 3.\n"
-     "  -o, --output OUT   output file, '-' for standard output\n",
+     "  -o, --output OUT   output file, '-' for standard output\n"
+     "  --split-mb N       write OUT-001.json, OUT-002.json, ... of about N MB each, one\n"
+     "                     time window per file, each loadable on its own\n"
+     "  --min-dur T        leave out spans shorter than T (e.g. 50us, 1ms)\n"
+     "  --filter REGEX     keep only spans, instants and counters whose name matches\n",
      run_json},
+    {"summary", "DUMP... [options]", "per-name table: calls, total, self, mean, min, percentiles, max, share",
+     "One row per span name (or category, or thread) over all DUMPs; iteration\n"
+     "latency from EDGETRACE_MARK marks or --iteration. See docs/ANALYSIS.md.\n"
+     "  --by name|category|thread   what a row stands for (default name)\n"
+     "  --top N                     keep the first N rows after sorting\n"
+     "  --filter REGEX              keep span names matching REGEX (ECMAScript, searched)\n"
+     "  --category LIST             keep these categories (comma list)\n"
+     "  --thread LIST               keep these threads, by name or OS tid (comma list)\n"
+     "  --sort-by COLUMN            total (default), self, calls, mean, min, p50, p90, p95,\n"
+     "                              p99, p99.9, max, share, name; '+COLUMN' ascending\n"
+     "  --min-time T, --max-time T  count only spans whose duration is within [T, T]\n"
+     "  --iteration NAME            a mark or top-level span name that delimits iterations\n"
+     "  --skip-warmup K             leave out the first K iterations, and every span that\n"
+     "                              ended before the (K+1)-th iteration started\n"
+     "  --format table|csv|json     output format (default table)\n"
+     "  -o, --output OUT            write to OUT instead of standard output\n",
+     run_summary},
+    {"csv", "DUMP [-o OUT]", "one CSV line per span (name, category, thread, start, duration, self, depth)",
+     "Writes OUT (default: DUMP with .etr replaced by .csv; '-' for stdout);\n"
+     "loads with pandas.read_csv(OUT). Columns are in docs/ANALYSIS.md.\n"
+     "  -o, --output OUT   output file, '-' for standard output\n",
+     run_csv},
+    {"merge", "DUMP DUMP... -o OUT.etr|OUT.json [--clock auto|monotonic|realtime]",
+     "put several processes' dumps on one timeline",
+     "Writes one .etr (whole validated chunks of every input after one header)\n"
+     "or one Chrome JSON document, chosen by OUT's extension. Processes of one\n"
+     "boot share CLOCK_MONOTONIC; dumps from different boots or machines are\n"
+     "aligned through their CLOCK_REALTIME calibration (auto picks; stderr says\n"
+     "which). Colliding pids and writer ids are renumbered, and said so.\n"
+     "  -o, --output OUT   the merged file (.etr, or .json)\n"
+     "  --clock MODE       auto (default), monotonic or realtime\n",
+     run_merge},
+    {"diff", "BASE NEW [options]", "per-name change between two runs, sorted by impact",
+     "Compares two dumps by span name: calls, mean, p50, p99 and total, with\n"
+     "the change from BASE to NEW, biggest change in total time first.\n"
+     "  --top N, --filter REGEX, --category LIST, --thread LIST, --skip-warmup K,\n"
+     "  --iteration NAME, --min-time T, --max-time T   as for summary (both dumps)\n"
+     "  --format table|csv|json     output format (default table)\n"
+     "  -o, --output OUT            write to OUT instead of standard output\n",
+     run_diff},
+    {"report", "DUMP... -o OUT.html [options]", "self-contained HTML report: table, histograms, thread use",
+     "One HTML file with inline CSS and SVG (no network): the summary table,\n"
+     "a latency histogram for each of the first rows, and per-thread\n"
+     "utilisation. Takes the summary's options (--top defaults to 30).\n"
+     "  -o, --output OUT   output file (default: DUMP with .etr replaced by .html)\n",
+     run_report},
     {"info", "DUMP", "describe a dump: writers, clock, threads, event counts, drops, damage",
      "Prints the file's format version, each writer's process, clock source and\n"
      "fitted tick rate, calibration, duration, ring capacity and flush period,\n"
@@ -211,26 +272,272 @@ std::string base_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+/// Options of the analysis commands: positional arguments, and values of
+/// the options named in `valued` (the rest are unknown).
+struct parsed_options {
+  std::vector<std::string> positional;
+  std::vector<std::pair<std::string, std::string>> values;  // in order; later wins
+  bool help = false;
+
+  const std::string* get(const char* name) const {
+    for (auto it = values.rbegin(); it != values.rend(); ++it)
+      if (it->first == name) return &it->second;
+    return nullptr;
+  }
+};
+
+int parse_options(const command& c, const arguments& args, const std::vector<const char*>& valued, parsed_options& out) {
+  std::vector<const char*> known = valued;
+  known.push_back("--help");
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i];
+    if (a == "-h" || a == "--help") {
+      out.help = true;
+      continue;
+    }
+    if (a == "--") {
+      for (++i; i < args.size(); ++i) out.positional.push_back(args[i]);
+      break;
+    }
+    if (a.size() < 2 || a[0] != '-') {
+      out.positional.push_back(a);
+      continue;
+    }
+    std::string value;
+    bool has_value = false;
+    if (a.rfind("-o", 0) == 0 && a.rfind("--", 0) != 0) {  // -o OUT, -oOUT
+      if (a.size() > 2) {
+        value = a.substr(2);
+        has_value = true;
+      }
+      a = "--output";
+    } else if (const auto eq = a.find('='); eq != std::string::npos && a.rfind("--", 0) == 0) {
+      value = a.substr(eq + 1);
+      a = a.substr(0, eq);
+      has_value = true;
+    }
+    if (std::find_if(valued.begin(), valued.end(), [&](const char* v) { return a == v; }) == valued.end()) {
+      std::string message = "unknown option '" + args[i] + "' for '" + c.name + "'";
+      if (const char* near = nearest(a, known)) message += std::string("; did you mean '") + near + "'?";
+      return usage_error(&c, message);
+    }
+    if (!has_value) {
+      if (i + 1 == args.size())
+        return usage_error(&c, "option '" + args[i] + (a == "--output" ? "' needs a file name" : "' needs a value"));
+      value = args[++i];
+    }
+    out.values.emplace_back(a, value);
+  }
+  return exit_ok;
+}
+
+bool parse_count(const std::string& text, std::uint64_t& value) {
+  if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos) return false;
+  value = std::stoull(text);
+  return true;
+}
+
+/// Compiles a --filter regex once; a usage error (exit 1) when it is bad.
+int compile_regex(const command& c, const std::string& text, std::shared_ptr<const std::regex>& out) {
+  try {
+    out = std::make_shared<const std::regex>(text, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error& e) {
+    return usage_error(&c, "bad --filter regex '" + text + "': " + e.what());
+  }
+  return exit_ok;
+}
+
+const std::vector<const char*> summary_valued = {"--by",       "--top",      "--filter",    "--category",
+                                                 "--thread",   "--sort-by",  "--min-time",  "--max-time",
+                                                 "--iteration", "--skip-warmup", "--format", "--output"};
+
+/// Fills summary_options from parsed flags; a usage error code on a bad value.
+int summary_options_from(const command& c, const parsed_options& p, et::summary_options& o, std::string& format) {
+  if (const std::string* v = p.get("--by")) {
+    if (*v == "name") o.by = et::group_by::name;
+    else if (*v == "category") o.by = et::group_by::category;
+    else if (*v == "thread") o.by = et::group_by::thread;
+    else return usage_error(&c, "--by must be name, category or thread, not '" + *v + "'");
+  }
+  std::uint64_t n = 0;
+  if (const std::string* v = p.get("--top")) {
+    if (!parse_count(*v, n) || n == 0) return usage_error(&c, "--top needs a whole number >= 1, not '" + *v + "'");
+    o.top = static_cast<std::size_t>(n);
+  }
+  if (const std::string* v = p.get("--filter"))
+    if (const int rc = compile_regex(c, *v, o.filter); rc != exit_ok) return rc;
+  if (const std::string* v = p.get("--category")) o.categories = et::split_list(*v);
+  if (const std::string* v = p.get("--thread")) o.threads = et::split_list(*v);
+  if (const std::string* v = p.get("--sort-by"))
+    if (!et::parse_sort_column(*v, o.sort_by, o.ascending))
+      return usage_error(&c, "unknown column '" + *v + "' for --sort-by; columns: " + et::summary_column_names() +
+                                 " ('+' in front for ascending)");
+  if (const std::string* v = p.get("--min-time"))
+    if (!et::parse_duration(*v, o.min_time_ns))
+      return usage_error(&c, "--min-time needs a duration with a unit (ns, us, ms, s), not '" + *v + "'");
+  if (const std::string* v = p.get("--max-time"))
+    if (!et::parse_duration(*v, o.max_time_ns))
+      return usage_error(&c, "--max-time needs a duration with a unit (ns, us, ms, s), not '" + *v + "'");
+  if (o.min_time_ns > o.max_time_ns) return usage_error(&c, "--min-time is larger than --max-time");
+  if (const std::string* v = p.get("--iteration")) {
+    if (v->empty()) return usage_error(&c, "--iteration needs a name");
+    o.iteration = *v;
+  }
+  if (const std::string* v = p.get("--skip-warmup"))
+    if (!parse_count(*v, o.skip_warmup)) return usage_error(&c, "--skip-warmup needs a whole number, not '" + *v + "'");
+  if (const std::string* v = p.get("--format")) {
+    if (*v != "table" && *v != "csv" && *v != "json")
+      return usage_error(&c, "--format must be table, csv or json, not '" + *v + "'");
+    format = *v;
+  }
+  return exit_ok;
+}
+
+/// Writes `text` to `output` ("-" or empty: stdout). Exit code.
+int write_text(const std::string& output, const std::string& text) {
+  const bool to_stdout = output.empty() || output == "-";
+  std::FILE* out = to_stdout ? stdout : std::fopen(output.c_str(), "wb");
+  if (!out) return input_error(output, std::string("cannot write: ") + std::strerror(errno));
+  const bool ok = std::fwrite(text.data(), 1, text.size(), out) == text.size();
+  const bool closed = to_stdout ? std::fflush(out) == 0 : std::fclose(out) == 0;
+  if (!ok || !closed) return input_error(to_stdout ? "stdout" : output, std::string("write error: ") + std::strerror(errno));
+  return exit_ok;
+}
+
+/// "edgetrace: reading X (1.2 GB)" on a terminal, for big inputs only;
+/// cleared by the destructor. Nothing when stderr is a file or a pipe.
+class progress_line {
+ public:
+  progress_line(const std::string& what, const et::dump_reader& r) {
+    if (::isatty(2) != 1 || r.stats().file_size < (std::uint64_t{256} << 20)) return;
+    std::fprintf(stderr, "edgetrace: %s %s (%.1f MB)...\r", what.c_str(), r.path().c_str(),
+                 static_cast<double>(r.stats().file_size) / 1e6);
+    std::fflush(stderr);
+    shown_ = true;
+  }
+  ~progress_line() {
+    if (shown_) std::fprintf(stderr, "\033[2K\r");
+  }
+  progress_line(const progress_line&) = delete;
+  progress_line& operator=(const progress_line&) = delete;
+
+ private:
+  bool shown_ = false;
+};
+
+/// Opens the dumps; on failure prints the error and returns exit_input.
+int open_dumps(const std::vector<std::string>& paths, std::vector<std::unique_ptr<et::dump_reader>>& readers) {
+  for (const std::string& path : paths) {
+    auto r = std::make_unique<et::dump_reader>();
+    if (!r->open(path) || !r->read_metadata()) return input_error(path, r->error());
+    readers.push_back(std::move(r));
+  }
+  return exit_ok;
+}
+
+/// Builds a summary over readers; exit_ok or an error code.
+int build_summary(const std::vector<std::unique_ptr<et::dump_reader>>& readers, const et::summary_options& o,
+                  et::summary_result& result) {
+  et::summary_builder builder(o);
+  for (const auto& r : readers) {
+    progress_line progress("summarising", *r);
+    std::string error;
+    if (!builder.add(*r, error)) {
+      if (!r->error().empty()) return input_error(r->path(), error);
+      std::fprintf(stderr, "edgetrace: error: %s: %s\n", r->path().c_str(), error.c_str());
+      return exit_usage;
+    }
+  }
+  result = builder.finish();
+  return exit_ok;
+}
+
+/// The worst exit code of the readers' damage reports.
+int report_all(const std::vector<std::unique_ptr<et::dump_reader>>& readers, const std::string& outcome) {
+  int rc = exit_ok;
+  for (const auto& r : readers) rc = std::max(rc, report(*r, r->path(), true, outcome));
+  return rc;
+}
+
+std::string with_extension(const std::string& dump, const char* ext) {
+  const std::string etr = ".etr";
+  if (dump.size() > etr.size() && dump.compare(dump.size() - etr.size(), etr.size(), etr) == 0)
+    return dump.substr(0, dump.size() - etr.size()) + ext;
+  return dump + ext;
+}
+
+bool ends_with(const std::string& s, const char* suffix) {
+  const std::size_t n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : ", ") + base_name(i);
+  return out;
+}
+
 int run_json(const char* name, const arguments& args) {
   const command& c = *find_command(name);
-  dump_arguments a;
-  if (const int rc = parse_dump_arguments(c, args, true, a); rc != exit_ok || a.help) {
-    if (a.help && rc == exit_ok) run_help("help", {name});
+  parsed_options p;
+  if (const int rc = parse_options(c, args, {"--output", "--split-mb", "--min-dur", "--filter"}, p); rc != exit_ok)
     return rc;
+  if (p.help) return run_help("help", {name});
+  if (p.positional.empty()) return usage_error(&c, "'json' needs a DUMP file");
+  if (p.positional.size() > 1) return usage_error(&c, "unexpected argument '" + p.positional[1] + "' (one DUMP at a time)");
+  dump_arguments a;
+  a.dump = p.positional[0];
+  if (const std::string* v = p.get("--output")) {
+    if (v->empty()) return usage_error(&c, "empty output file name");
+    a.output = *v;
+    a.has_output = true;
   }
   const std::string output = a.has_output ? a.output : default_json_path(a.dump);
   if (output == a.dump) return usage_error(&c, "the output would overwrite the dump '" + a.dump + "'");
+  et::chrome_json_options options;
+  options.source_name = base_name(a.dump);
+  if (const std::string* v = p.get("--min-dur"))
+    if (!et::parse_duration(*v, options.min_dur_ns))
+      return usage_error(&c, "--min-dur needs a duration with a unit (ns, us, ms, s), not '" + *v + "'");
+  if (const std::string* v = p.get("--filter"))
+    if (const int rc = compile_regex(c, *v, options.filter); rc != exit_ok) return rc;
+  std::uint64_t split_mb = 0;
+  if (const std::string* v = p.get("--split-mb")) {
+    if (!parse_count(*v, split_mb) || split_mb == 0)
+      return usage_error(&c, "--split-mb needs a whole number of MB >= 1, not '" + *v + "'");
+    if (output == "-") return usage_error(&c, "--split-mb writes several files; give -o OUT.json, not '-'");
+  }
 
   et::dump_reader r;
   if (!r.open(a.dump) || !r.read_metadata()) return input_error(a.dump, r.error());
+  if (split_mb != 0) {
+    et::chrome_json_input in;
+    in.reader = &r;
+    std::vector<et::chrome_json_part> parts;
+    std::string error;
+    bool ok;
+    {
+      progress_line progress("converting", r);
+      ok = et::write_chrome_json_split({in}, output, split_mb * 1000000, options, parts, &error);
+    }
+    if (!ok) {
+      for (const auto& part : parts) std::remove(part.path.c_str());
+      return input_error(a.dump, error);
+    }
+    std::string list;
+    for (const auto& part : parts) list += (list.empty() ? "" : ", ") + part.path;
+    return report(r, a.dump, true, std::to_string(parts.size()) + " JSON file(s) written: " + list);
+  }
 
   const bool to_stdout = output == "-";
   std::FILE* out = to_stdout ? stdout : std::fopen(output.c_str(), "wb");
   if (!out) return input_error(output, std::string("cannot write: ") + std::strerror(errno));
-  et::chrome_json_options options;
-  options.source_name = base_name(a.dump);
   std::string error;
-  const bool ok = et::write_chrome_json(r, out, options, nullptr, &error);
+  bool ok;
+  {
+    progress_line progress("converting", r);
+    ok = et::write_chrome_json(r, out, options, nullptr, &error);
+  }
   const bool closed = to_stdout ? std::fflush(out) == 0 : std::fclose(out) == 0;
   if (!ok || !closed) {
     if (!to_stdout) std::remove(output.c_str());  // never leave half a JSON document behind
@@ -238,6 +545,171 @@ int run_json(const char* name, const arguments& args) {
     return input_error(write_failed ? output : a.dump, error.empty() ? "write error" : error);
   }
   return report(r, a.dump, true, to_stdout ? "JSON written to stdout" : "JSON written to " + output);
+}
+
+int run_summary(const char* name, const arguments& args) {
+  const command& c = *find_command(name);
+  parsed_options p;
+  if (const int rc = parse_options(c, args, summary_valued, p); rc != exit_ok) return rc;
+  if (p.help) return run_help("help", {name});
+  if (p.positional.empty()) return usage_error(&c, "'summary' needs at least one DUMP file");
+  et::summary_options o;
+  std::string format = "table";
+  if (const int rc = summary_options_from(c, p, o, format); rc != exit_ok) return rc;
+  std::vector<std::unique_ptr<et::dump_reader>> readers;
+  if (const int rc = open_dumps(p.positional, readers); rc != exit_ok) return rc;
+  et::summary_result result;
+  if (const int rc = build_summary(readers, o, result); rc != exit_ok) return rc;
+  const std::string source = joined(p.positional);
+  const std::string text = format == "csv"    ? et::summary_csv(result)
+                           : format == "json" ? et::summary_json(result, source)
+                                              : et::summary_table(result, source);
+  const std::string* output = p.get("--output");
+  if (const int rc = write_text(output ? *output : "", text); rc != exit_ok) return rc;
+  return report_all(readers, "summary written");
+}
+
+int run_diff(const char* name, const arguments& args) {
+  const command& c = *find_command(name);
+  parsed_options p;
+  std::vector<const char*> valued = summary_valued;
+  if (const int rc = parse_options(c, args, valued, p); rc != exit_ok) return rc;
+  if (p.help) return run_help("help", {name});
+  if (p.positional.size() != 2) return usage_error(&c, "'diff' needs exactly two dumps: BASE NEW");
+  if (p.get("--by") || p.get("--sort-by"))
+    return usage_error(&c, "diff compares by name and sorts by impact; --by and --sort-by do not apply");
+  et::summary_options o;
+  std::string format = "table";
+  if (const int rc = summary_options_from(c, p, o, format); rc != exit_ok) return rc;
+  const std::size_t top = o.top;
+  o.top = 0;
+  std::vector<std::unique_ptr<et::dump_reader>> readers;
+  if (const int rc = open_dumps(p.positional, readers); rc != exit_ok) return rc;
+  if (readers[0]->version_major() != readers[1]->version_major())
+    return input_error(p.positional[1], "format version differs from " + p.positional[0]);
+  et::summary_result base, next;
+  {
+    std::vector<std::unique_ptr<et::dump_reader>> one;
+    one.push_back(std::move(readers[0]));
+    if (const int rc = build_summary(one, o, base); rc != exit_ok) return rc;
+    readers[0] = std::move(one[0]);
+  }
+  {
+    std::vector<std::unique_ptr<et::dump_reader>> one;
+    one.push_back(std::move(readers[1]));
+    if (const int rc = build_summary(one, o, next); rc != exit_ok) return rc;
+    readers[1] = std::move(one[0]);
+  }
+  const auto rows = et::diff_summaries(base, next);
+  const std::string text = format == "csv"    ? et::diff_csv(rows, top)
+                           : format == "json" ? et::diff_json(rows, p.positional[0], p.positional[1], top)
+                                              : et::diff_table(rows, p.positional[0], p.positional[1], top);
+  const std::string* output = p.get("--output");
+  if (const int rc = write_text(output ? *output : "", text); rc != exit_ok) return rc;
+  return report_all(readers, "diff written");
+}
+
+int run_report(const char* name, const arguments& args) {
+  const command& c = *find_command(name);
+  parsed_options p;
+  if (const int rc = parse_options(c, args, summary_valued, p); rc != exit_ok) return rc;
+  if (p.help) return run_help("help", {name});
+  if (p.positional.empty()) return usage_error(&c, "'report' needs at least one DUMP file");
+  if (p.get("--format")) return usage_error(&c, "a report is HTML; --format does not apply");
+  et::summary_options o;
+  o.top = 30;
+  std::string format;
+  if (const int rc = summary_options_from(c, p, o, format); rc != exit_ok) return rc;
+  const std::string* given = p.get("--output");
+  const std::string output = given ? *given : with_extension(p.positional[0], ".html");
+  if (output.empty()) return usage_error(&c, "empty output file name");
+  std::vector<std::unique_ptr<et::dump_reader>> readers;
+  if (const int rc = open_dumps(p.positional, readers); rc != exit_ok) return rc;
+  et::summary_result result;
+  if (const int rc = build_summary(readers, o, result); rc != exit_ok) return rc;
+  et::report_options ro;
+  ro.source = joined(p.positional);
+  ro.title = "edgetrace report: " + ro.source;
+  if (const int rc = write_text(output, et::report_html(result, ro)); rc != exit_ok) return rc;
+  return report_all(readers, "report written to " + output);
+}
+
+int run_csv(const char* name, const arguments& args) {
+  const command& c = *find_command(name);
+  dump_arguments a;
+  if (const int rc = parse_dump_arguments(c, args, true, a); rc != exit_ok || a.help) {
+    if (a.help && rc == exit_ok) run_help("help", {name});
+    return rc;
+  }
+  const std::string output = a.has_output ? a.output : with_extension(a.dump, ".csv");
+  if (output == a.dump) return usage_error(&c, "the output would overwrite the dump '" + a.dump + "'");
+  et::dump_reader r;
+  if (!r.open(a.dump) || !r.read_metadata()) return input_error(a.dump, r.error());
+  const bool to_stdout = output == "-";
+  std::FILE* out = to_stdout ? stdout : std::fopen(output.c_str(), "wb");
+  if (!out) return input_error(output, std::string("cannot write: ") + std::strerror(errno));
+  std::string error;
+  bool ok;
+  {
+    progress_line progress("writing CSV of", r);
+    ok = et::write_spans_csv(r, out, nullptr, &error);
+  }
+  const bool closed = to_stdout ? std::fflush(out) == 0 : std::fclose(out) == 0;
+  if (!ok || !closed) {
+    if (!to_stdout) std::remove(output.c_str());
+    return input_error(ok || error.rfind("write", 0) == 0 ? output : a.dump, error.empty() ? "write error" : error);
+  }
+  return report(r, a.dump, true, to_stdout ? "CSV written to stdout" : "CSV written to " + output);
+}
+
+int run_merge(const char* name, const arguments& args) {
+  const command& c = *find_command(name);
+  parsed_options p;
+  if (const int rc = parse_options(c, args, {"--output", "--clock"}, p); rc != exit_ok) return rc;
+  if (p.help) return run_help("help", {name});
+  if (p.positional.size() < 2) return usage_error(&c, "'merge' needs at least two dumps");
+  const std::string* output = p.get("--output");
+  if (!output || output->empty()) return usage_error(&c, "'merge' needs -o OUT.etr or -o OUT.json");
+  const bool etr = ends_with(*output, ".etr");
+  if (!etr && !ends_with(*output, ".json"))
+    return usage_error(&c, "the output's extension picks the format: .etr or .json, not '" + *output + "'");
+  for (const std::string& in : p.positional)
+    if (in == *output) return usage_error(&c, "the output would overwrite the input '" + in + "'");
+  et::merge_clock clock = et::merge_clock::automatic;
+  if (const std::string* v = p.get("--clock")) {
+    if (*v == "auto") clock = et::merge_clock::automatic;
+    else if (*v == "monotonic") clock = et::merge_clock::monotonic;
+    else if (*v == "realtime") clock = et::merge_clock::realtime;
+    else return usage_error(&c, "--clock must be auto, monotonic or realtime, not '" + *v + "'");
+  }
+  std::vector<std::unique_ptr<et::dump_reader>> readers;
+  if (const int rc = open_dumps(p.positional, readers); rc != exit_ok) return rc;
+  for (std::size_t i = 1; i < readers.size(); ++i)
+    if (readers[i]->version_major() != readers[0]->version_major())
+      return input_error(p.positional[i], "dump format " + std::to_string(readers[i]->version_major()) +
+                                              ".x cannot be merged with " + p.positional[0]);
+  std::vector<et::dump_reader*> inputs;
+  for (auto& r : readers) inputs.push_back(r.get());
+  et::merge_plan plan;
+  std::string error;
+  if (!et::plan_merge(inputs, p.positional, clock, plan, error)) return input_error("merge", error);
+  for (const std::string& note : plan.notes) std::fprintf(stderr, "edgetrace: note: %s\n", note.c_str());
+  std::FILE* out = std::fopen(output->c_str(), "wb");
+  if (!out) return input_error(*output, std::string("cannot write: ") + std::strerror(errno));
+  bool ok;
+  if (etr) {
+    ok = et::write_merged_dump(inputs, plan, out, error);
+  } else {
+    et::chrome_json_options options;
+    options.source_name = joined(p.positional);
+    ok = et::write_chrome_json(et::merged_json_inputs(inputs, plan), out, options, nullptr, &error);
+  }
+  const bool closed = std::fclose(out) == 0;
+  if (!ok || !closed) {
+    std::remove(output->c_str());
+    return input_error(*output, error.empty() ? "write error" : error);
+  }
+  return report_all(readers, "merged into " + *output);
 }
 
 int run_info(const char* name, const arguments& args) {

@@ -1,8 +1,15 @@
 // SPDX-License-Identifier: MIT
-// The offline side in one include: streaming dump reader, clock model, Chrome JSON and info outputs.
+// The offline side in one include: streaming dump reader, clock model, and every output (JSON, info, summary, CSV, diff, merge, report).
 #pragma once
 
 #include "reader/chrome_json.hpp"
 #include "reader/clock_model.hpp"
+#include "reader/csv.hpp"
+#include "reader/diff.hpp"
 #include "reader/dump_reader.hpp"
 #include "reader/info.hpp"
+#include "reader/latency.hpp"
+#include "reader/merge.hpp"
+#include "reader/report.hpp"
+#include "reader/span_walker.hpp"
+#include "reader/summary.hpp"

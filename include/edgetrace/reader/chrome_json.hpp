@@ -8,6 +8,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <regex>
 #include <set>
 #include <string>
 #include <string_view>
@@ -154,6 +157,12 @@ inline void detail::buffered_output::write_string(std::string_view s) {
 struct chrome_json_options {
   /// Shown in otherData.source (usually the dump's file name).
   std::string source_name;
+  /// Spans shorter than this are left out (instants, counters and loss
+  /// markers are kept).
+  std::uint64_t min_dur_ns = 0;
+  /// When set, only spans, instants and counters whose name matches
+  /// (std::regex_search) are written; loss markers are always kept.
+  std::shared_ptr<const std::regex> filter;
 };
 
 /// What write_chrome_json wrote.
@@ -164,20 +173,38 @@ struct chrome_json_result {
   std::uint64_t counters = 0;
   std::uint64_t loss_markers = 0;
   std::uint64_t counters_skipped = 0;  ///< NaN/Inf samples left out
+  std::uint64_t filtered = 0;          ///< events left out by min_dur_ns / filter
   std::int64_t origin_ns = 0;          ///< CLOCK_MONOTONIC ns that ts 0 stands for
+};
+
+/// One dump among the inputs of a (merged) JSON document.
+struct chrome_json_input {
+  dump_reader* reader = nullptr;
+  /// Added to every time of this dump (ns), to put several dumps on one
+  /// timeline (see merge.hpp).
+  std::int64_t shift_ns = 0;
+  /// Pid to show per writer id, when it must differ from the recorded one
+  /// (two dumps with the same pid). Writers not listed keep theirs.
+  std::map<std::uint32_t, std::uint64_t> pid_override;
+
+  std::uint64_t pid(const writer_info& w) const {
+    const auto it = pid_override.find(w.id);
+    return it == pid_override.end() ? w.pid : it->second;
+  }
 };
 
 namespace detail {
 
-inline const char* clock_sources_text(const dump_reader& r, std::string& out) {
+inline const char* clock_sources_text(const std::vector<chrome_json_input>& inputs, std::string& out) {
   out.clear();
-  for (const writer_info* w : r.writers_in_order()) {
-    if (!w->has_process) continue;
-    const char* name = clock_source_name(w->clock_source);
-    if (out.find(name) != std::string::npos) continue;
-    if (!out.empty()) out += ", ";
-    out += name;
-  }
+  for (const chrome_json_input& in : inputs)
+    for (const writer_info* w : in.reader->writers_in_order()) {
+      if (!w->has_process) continue;
+      const char* name = clock_source_name(w->clock_source);
+      if (out.find(name) != std::string::npos) continue;
+      if (!out.empty()) out += ", ";
+      out += name;
+    }
   if (out.empty()) out = "unknown";
   return out.c_str();
 }
@@ -194,7 +221,277 @@ inline std::string diagnostics_summary(const dump_reader& r) {
   return text;
 }
 
+/// Viewers mishandle empty names (speedscope leaves such frames open).
+inline std::string_view json_site_name(const site_info& s) {
+  if (s.name.empty()) return "(unnamed)";
+  return s.name;
+}
+
+/// Earliest event time over the inputs, shifted.
+inline std::int64_t earliest_ns(const std::vector<chrome_json_input>& inputs) {
+  bool any = false;
+  std::int64_t first = 0;
+  for (const chrome_json_input& in : inputs)
+    if (in.reader->has_events() && (!any || in.reader->first_ns() + in.shift_ns < first)) {
+      first = in.reader->first_ns() + in.shift_ns;
+      any = true;
+    }
+  return first;
+}
+
+/// One JSON document being written: header and metadata, events, trailer.
+class chrome_json_document {
+ public:
+  chrome_json_document(std::FILE* out, std::int64_t origin, std::size_t buffer = 1u << 20)
+      : o_(out, buffer), origin_(origin) {
+    result_.origin_ns = origin;
+  }
+
+  void begin(const std::vector<chrome_json_input>& inputs) {
+    o_.write("{\"traceEvents\":[");
+    // Metadata first: pass 1 already knows every process and thread.
+    // The process name alone: every viewer already shows the pid next to it.
+    std::set<std::uint64_t> named_processes;
+    for (const chrome_json_input& in : inputs)
+      for (const writer_info* w : in.reader->writers_in_order()) {
+        if (!named_processes.insert(in.pid(*w)).second) continue;
+        begin_event();
+        o_.write("{\"name\":\"process_name\",\"ph\":\"M\"");
+        write_pid_tid(in.pid(*w), 0);
+        o_.write(",\"args\":{\"name\":");
+        o_.write_string(w->process_name.empty() ? std::string("process") : w->process_name);
+        o_.write("}}");
+      }
+    std::set<std::pair<std::uint64_t, std::uint64_t>> named_threads;
+    std::uint64_t sort_index = 0;
+    for (const chrome_json_input& in : inputs)
+      for (const thread_info* t : in.reader->threads_in_order()) {
+        const std::uint64_t pid = in.pid(*t->writer);
+        if (!t->has_record || !named_threads.insert({pid, t->os_tid}).second) continue;
+        begin_event();
+        o_.write("{\"name\":\"thread_name\",\"ph\":\"M\"");
+        write_pid_tid(pid, t->os_tid);
+        o_.write(",\"args\":{\"name\":");
+        o_.write_string(t->name.empty() ? "thread " + std::to_string(t->os_tid) : t->name);
+        o_.write("}}");
+        begin_event();
+        o_.write("{\"name\":\"thread_sort_index\",\"ph\":\"M\"");
+        write_pid_tid(pid, t->os_tid);
+        o_.write(",\"args\":{\"sort_index\":");
+        o_.write_u64(sort_index++);
+        o_.write("}}");
+      }
+  }
+
+  /// Writes one event (already filtered). `pid` is the pid to show.
+  void write(const event& e, std::uint64_t pid, std::int64_t shift, dump_reader& r) {
+    switch (e.kind) {
+      case event_kind::span: {
+        begin_event();
+        o_.write("{\"name\":");
+        o_.write_string(json_site_name(*e.site));
+        o_.write(",\"cat\":");
+        o_.write_string(e.site->category);
+        o_.write(",\"ph\":\"X\",\"ts\":");
+        o_.write_us(ts(e.begin_ns + shift));
+        o_.write(",\"dur\":");
+        o_.write_us(ts(e.end_ns + shift) - ts(e.begin_ns + shift));
+        write_pid_tid(pid, e.thread->os_tid);
+        o_.put('}');
+        ++result_.spans;
+        break;
+      }
+      case event_kind::instant: {
+        begin_event();
+        o_.write("{\"name\":");
+        o_.write_string(json_site_name(*e.site));
+        o_.write(",\"cat\":");
+        o_.write_string(e.site->category);
+        o_.write(",\"ph\":\"i\",\"s\":\"t\",\"ts\":");
+        o_.write_us(ts(e.begin_ns + shift));
+        write_pid_tid(pid, e.thread->os_tid);
+        o_.put('}');
+        ++result_.instants;
+        break;
+      }
+      case event_kind::counter: {
+        if (!std::isfinite(e.value)) {
+          // JSON cannot hold NaN or Inf: leave the sample out, say so once.
+          if (result_.counters_skipped++ == 0)
+            r.add_diagnostic(diagnostic::severity::note, 0,
+                             "counter \"" + e.site->name + "\" has NaN or infinite samples; left out of the JSON");
+          break;
+        }
+        begin_event();
+        name_json_.clear();
+        append_json_string(name_json_, json_site_name(*e.site));
+        o_.write("{\"name\":");
+        o_.write(name_json_);
+        o_.write(",\"cat\":");
+        o_.write_string(e.site->category);
+        o_.write(",\"ph\":\"C\",\"ts\":");
+        o_.write_us(ts(e.begin_ns + shift));
+        write_pid_tid(pid, e.thread->os_tid);
+        o_.write(",\"args\":{");
+        o_.write(name_json_);
+        o_.put(':');
+        o_.write_double(e.value);
+        o_.write("}}");
+        ++result_.counters;
+        break;
+      }
+      case event_kind::loss: {
+        begin_event();
+        o_.write("{\"name\":\"edgetrace: ");
+        o_.write_u64(e.count);
+        o_.write(" records lost\",\"cat\":\"edgetrace\",\"ph\":\"i\",\"s\":\"t\",\"ts\":");
+        o_.write_us(ts(e.begin_ns + shift));
+        write_pid_tid(pid, e.thread->os_tid);
+        o_.write(",\"args\":{\"lost\":");
+        o_.write_u64(e.count);
+        o_.write(",\"first_us\":");
+        o_.write_us(ts(e.begin_ns + shift));
+        o_.write(",\"last_us\":");
+        o_.write_us(ts(e.end_ns + shift));
+        o_.write("}}");
+        ++result_.loss_markers;
+        break;
+      }
+    }
+  }
+
+  /// Writes the trailer; returns false on a write error.
+  bool end(const std::vector<chrome_json_input>& inputs, const chrome_json_options& options,
+           const std::string& extra_other_data = {}) {
+    std::string clocks;
+    o_.write("\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"edgetrace_version\":");
+    o_.write_string(tool_version);
+    o_.write(",\"source\":");
+    o_.write_string(options.source_name);
+    const dump_reader& r = *inputs.front().reader;
+    o_.write(",\"format_version\":");
+    o_.write_string(std::to_string(r.version_major()) + "." + std::to_string(r.version_minor()));
+    o_.write(",\"clock_source\":");
+    o_.write_string(clock_sources_text(inputs, clocks));
+    bool complete = true;
+    std::string diagnostics;
+    for (const chrome_json_input& in : inputs) {
+      complete = complete && in.reader->complete();
+      if (!diagnostics.empty()) diagnostics += " | ";
+      diagnostics += diagnostics_summary(*in.reader);
+    }
+    o_.write(",\"complete\":");
+    o_.write(complete ? "true" : "false");
+    o_.write(",\"diagnostics\":");
+    o_.write_string(diagnostics);
+    o_.write(extra_other_data);
+    o_.write("}}\n");
+    return o_.flush();
+  }
+
+  chrome_json_result& result() noexcept { return result_; }
+
+ private:
+  void begin_event() {
+    o_.write(first_ ? "\n" : ",\n");
+    first_ = false;
+    ++result_.events;
+  }
+  void write_pid_tid(std::uint64_t pid, std::uint64_t tid) {
+    o_.write(",\"pid\":");
+    o_.write_u64(pid);
+    o_.write(",\"tid\":");
+    o_.write_u64(tid);
+  }
+  std::uint64_t ts(std::int64_t ns) const {
+    // ns >= origin by construction; unsigned difference cannot overflow.
+    return static_cast<std::uint64_t>(ns) - static_cast<std::uint64_t>(origin_);
+  }
+
+  buffered_output o_;
+  std::int64_t origin_;
+  bool first_ = true;
+  chrome_json_result result_;
+  std::string name_json_;
+};
+
+/// Applies chrome_json_options' filters; caches the regex verdict per site.
+class json_event_filter {
+ public:
+  explicit json_event_filter(const chrome_json_options& options) : options_(options) {}
+  bool keep(const event& e) {
+    if (e.kind == event_kind::loss) return true;
+    if (e.kind == event_kind::span && options_.min_dur_ns != 0 &&
+        static_cast<std::uint64_t>(e.end_ns - e.begin_ns) < options_.min_dur_ns)
+      return false;
+    if (!options_.filter) return true;
+    if (e.site == last_site_) return last_verdict_;
+    auto it = verdicts_.find(e.site);
+    if (it == verdicts_.end()) it = verdicts_.emplace(e.site, std::regex_search(e.site->name, *options_.filter)).first;
+    last_site_ = e.site;
+    last_verdict_ = it->second;
+    return it->second;
+  }
+
+ private:
+  const chrome_json_options& options_;
+  std::map<const site_info*, bool> verdicts_;
+  const site_info* last_site_ = nullptr;
+  bool last_verdict_ = true;
+};
+
 }  // namespace detail
+
+/// Converts several opened dumps into one Chrome JSON document on `out`
+/// (each shifted by its input's shift_ns), streaming: memory does not
+/// depend on the number of events. Runs each reader's pass 2. Returns
+/// false when reading or writing failed; then `error` says why.
+inline bool write_chrome_json(const std::vector<chrome_json_input>& inputs, std::FILE* out,
+                              const chrome_json_options& options, chrome_json_result* result = nullptr,
+                              std::string* error = nullptr, const std::string& extra_other_data = {}) {
+  for (const chrome_json_input& in : inputs)
+    if (!in.reader->metadata_read() && !in.reader->read_metadata()) {
+      if (error) *error = in.reader->error();
+      return false;
+    }
+  detail::chrome_json_document doc(out, detail::earliest_ns(inputs) - 1000);
+  doc.begin(inputs);
+  detail::json_event_filter filter(options);
+  bool read_ok = true;
+  for (const chrome_json_input& in : inputs) {
+    dump_reader& r = *in.reader;
+    const writer_info* last_writer = nullptr;
+    std::uint64_t pid = 0;
+    const bool ok = r.read_events([&](const event& e) {
+      if (!filter.keep(e)) {
+        ++doc.result().filtered;
+        return;
+      }
+      if (e.writer != last_writer) {
+        last_writer = e.writer;
+        pid = in.pid(*e.writer);
+      }
+      doc.write(e, pid, in.shift_ns, r);
+    });
+    if (doc.result().counters_skipped > 1)
+      r.add_diagnostic(diagnostic::severity::note, 0,
+                       std::to_string(doc.result().counters_skipped) +
+                           " NaN or infinite counter samples left out in all");
+    if (!ok) {
+      read_ok = false;
+      if (error) *error = r.error();
+      break;
+    }
+  }
+  const bool write_ok = doc.end(inputs, options, extra_other_data);
+  if (result) *result = doc.result();
+  if (!read_ok) return false;
+  if (!write_ok) {
+    if (error) *error = std::string("write error: ") + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
 
 /// Converts an opened dump (read_metadata done or not) to Chrome JSON on
 /// `out`, streaming: memory does not depend on the number of events. Runs
@@ -207,172 +504,140 @@ inline std::string diagnostics_summary(const dump_reader& r) {
 /// a child that nests in ticks nests in the output.
 inline bool write_chrome_json(dump_reader& r, std::FILE* out, const chrome_json_options& options,
                               chrome_json_result* result = nullptr, std::string* error = nullptr) {
-  chrome_json_result res;
-  if (!r.metadata_read() && !r.read_metadata()) {
-    if (error) *error = r.error();
-    return false;
-  }
-  res.origin_ns = (r.has_events() ? r.first_ns() : 0) - 1000;
-  const std::int64_t origin = res.origin_ns;
-  detail::buffered_output o(out);
-  bool first = true;
-  auto begin_event = [&]() {
-    o.write(first ? "\n" : ",\n");
-    first = false;
-    ++res.events;
-  };
-  auto write_pid_tid = [&](std::uint64_t pid, std::uint64_t tid) {
-    o.write(",\"pid\":");
-    o.write_u64(pid);
-    o.write(",\"tid\":");
-    o.write_u64(tid);
-  };
+  chrome_json_input in;
+  in.reader = &r;
+  return write_chrome_json(std::vector<chrome_json_input>{in}, out, options, result, error);
+}
 
-  o.write("{\"traceEvents\":[");
-  // Metadata first: pass 1 already knows every process and thread.
-  // The process name alone: every viewer already shows the pid next to it.
-  std::set<std::uint64_t> named_processes;
-  for (const writer_info* w : r.writers_in_order()) {
-    if (!named_processes.insert(w->pid).second) continue;
-    begin_event();
-    o.write("{\"name\":\"process_name\",\"ph\":\"M\"");
-    write_pid_tid(w->pid, 0);
-    o.write(",\"args\":{\"name\":");
-    o.write_string(w->process_name.empty() ? std::string("process") : w->process_name);
-    o.write("}}");
-  }
-  std::set<std::pair<std::uint64_t, std::uint64_t>> named_threads;
-  std::uint64_t sort_index = 0;
-  for (const thread_info* t : r.threads_in_order()) {
-    if (!t->has_record || !named_threads.insert({t->writer->pid, t->os_tid}).second) continue;
-    begin_event();
-    o.write("{\"name\":\"thread_name\",\"ph\":\"M\"");
-    write_pid_tid(t->writer->pid, t->os_tid);
-    o.write(",\"args\":{\"name\":");
-    o.write_string(t->name.empty() ? "thread " + std::to_string(t->os_tid) : t->name);
-    o.write("}}");
-    begin_event();
-    o.write("{\"name\":\"thread_sort_index\",\"ph\":\"M\"");
-    write_pid_tid(t->writer->pid, t->os_tid);
-    o.write(",\"args\":{\"sort_index\":");
-    o.write_u64(sort_index++);
-    o.write("}}");
-  }
+/// One file of a split conversion.
+struct chrome_json_part {
+  std::string path;
+  std::int64_t from_ns = 0;  ///< window start (CLOCK_MONOTONIC of the first input, shifted)
+  std::int64_t to_ns = 0;    ///< window end (exclusive; the last window includes its end)
+  chrome_json_result result;
+};
 
-  auto ts = [origin](std::int64_t ns) {
-    // ns >= origin by construction; unsigned difference cannot overflow.
-    return static_cast<std::uint64_t>(ns) - static_cast<std::uint64_t>(origin);
+/// Path of part `index` (1-based) of `path`: "run.json" -> "run-001.json".
+inline std::string chrome_json_part_path(const std::string& path, std::size_t index) {
+  char number[32];
+  std::snprintf(number, sizeof number, "-%03zu", index);
+  const std::size_t slash = path.find_last_of('/');
+  const std::size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return path + number;
+  return path.substr(0, dot) + number + path.substr(dot);
+}
+
+/// Writes the dumps as several JSON documents, each covering one time
+/// window (an event goes to the window holding its start) and each about
+/// `max_bytes` or less, every one with all process/thread metadata so it
+/// loads on its own. A first pass estimates the JSON size per 1/4096 of
+/// the time range; windows are whole slices, so a slice denser than
+/// `max_bytes` makes a bigger file. At most `max_parts` files (256) are
+/// open at once; past that the windows grow. Returns false on a read or
+/// write error (files written so far are left for the caller to remove).
+inline bool write_chrome_json_split(const std::vector<chrome_json_input>& inputs, const std::string& path,
+                                    std::uint64_t max_bytes, const chrome_json_options& options,
+                                    std::vector<chrome_json_part>& parts, std::string* error = nullptr,
+                                    std::size_t max_parts = 256) {
+  parts.clear();
+  for (const chrome_json_input& in : inputs)
+    if (!in.reader->metadata_read() && !in.reader->read_metadata()) {
+      if (error) *error = in.reader->error();
+      return false;
+    }
+  const std::int64_t first = detail::earliest_ns(inputs);
+  std::int64_t last = first;
+  for (const chrome_json_input& in : inputs)
+    if (in.reader->has_events()) last = std::max(last, in.reader->last_ns() + in.shift_ns);
+  constexpr std::size_t slices = 4096;
+  const long double span = static_cast<long double>(last - first) + 1;
+  auto slice_of = [&](std::int64_t ns) {
+    const auto i = static_cast<std::size_t>(static_cast<long double>(ns - first) / span * slices);
+    return std::min(i, slices - 1);
   };
-  // Viewers mishandle empty names (speedscope leaves such frames open).
-  auto site_name = [](const site_info& s) -> std::string_view {
-    if (s.name.empty()) return "(unnamed)";
-    return s.name;
+  // Pass A: estimated bytes per slice (name + category + the fixed part).
+  std::vector<std::uint64_t> bytes(slices, 0);
+  {
+    detail::json_event_filter filter(options);
+    for (const chrome_json_input& in : inputs) {
+      const bool ok = in.reader->read_events([&](const event& e) {
+        if (!filter.keep(e)) return;
+        const std::size_t text = e.site ? e.site->name.size() + e.site->category.size() : 20;
+        bytes[slice_of(e.begin_ns + in.shift_ns)] += 84 + text + (e.kind == event_kind::counter ? 24 + text : 0);
+      });
+      if (!ok) {
+        if (error) *error = in.reader->error();
+        return false;
+      }
+    }
+  }
+  std::uint64_t total = 0;
+  for (std::uint64_t b : bytes) total += b;
+  const std::uint64_t target = std::max<std::uint64_t>(max_bytes, (total + max_parts - 1) / max_parts);
+  std::vector<std::size_t> window_of(slices, 0);
+  std::vector<std::size_t> window_start{0};
+  std::uint64_t filled = 0;
+  for (std::size_t i = 0; i < slices; ++i) {
+    if (filled > 0 && filled + bytes[i] > target) {
+      window_start.push_back(i);
+      filled = 0;
+    }
+    filled += bytes[i];
+    window_of[i] = window_start.size() - 1;
+  }
+  const std::size_t count = window_start.size();
+  auto slice_ns = [&](std::size_t i) {
+    return first + static_cast<std::int64_t>(std::ceil(static_cast<long double>(i) * span / slices));
   };
-  std::string name_json;
-  const bool read_ok = r.read_events([&](const event& e) {
-    switch (e.kind) {
-      case event_kind::span: {
-        begin_event();
-        o.write("{\"name\":");
-        o.write_string(site_name(*e.site));
-        o.write(",\"cat\":");
-        o.write_string(e.site->category);
-        o.write(",\"ph\":\"X\",\"ts\":");
-        o.write_us(ts(e.begin_ns));
-        o.write(",\"dur\":");
-        o.write_us(ts(e.end_ns) - ts(e.begin_ns));
-        write_pid_tid(e.writer->pid, e.thread->os_tid);
-        o.put('}');
-        ++res.spans;
-        break;
-      }
-      case event_kind::instant: {
-        begin_event();
-        o.write("{\"name\":");
-        o.write_string(site_name(*e.site));
-        o.write(",\"cat\":");
-        o.write_string(e.site->category);
-        o.write(",\"ph\":\"i\",\"s\":\"t\",\"ts\":");
-        o.write_us(ts(e.begin_ns));
-        write_pid_tid(e.writer->pid, e.thread->os_tid);
-        o.put('}');
-        ++res.instants;
-        break;
-      }
-      case event_kind::counter: {
-        if (!std::isfinite(e.value)) {
-          // JSON cannot hold NaN or Inf: leave the sample out, say so once.
-          if (res.counters_skipped++ == 0)
-            r.add_diagnostic(diagnostic::severity::note, 0,
-                             "counter \"" + e.site->name + "\" has NaN or infinite samples; left out of the JSON");
-          break;
-        }
-        begin_event();
-        name_json.clear();
-        append_json_string(name_json, site_name(*e.site));
-        o.write("{\"name\":");
-        o.write(name_json);
-        o.write(",\"cat\":");
-        o.write_string(e.site->category);
-        o.write(",\"ph\":\"C\",\"ts\":");
-        o.write_us(ts(e.begin_ns));
-        write_pid_tid(e.writer->pid, e.thread->os_tid);
-        o.write(",\"args\":{");
-        o.write(name_json);
-        o.put(':');
-        o.write_double(e.value);
-        o.write("}}");
-        ++res.counters;
-        break;
-      }
-      case event_kind::loss: {
-        begin_event();
-        o.write("{\"name\":\"edgetrace: ");
-        o.write_u64(e.count);
-        o.write(" records lost\",\"cat\":\"edgetrace\",\"ph\":\"i\",\"s\":\"t\",\"ts\":");
-        o.write_us(ts(e.begin_ns));
-        write_pid_tid(e.writer->pid, e.thread->os_tid);
-        o.write(",\"args\":{\"lost\":");
-        o.write_u64(e.count);
-        o.write(",\"first_us\":");
-        o.write_us(ts(e.begin_ns));
-        o.write(",\"last_us\":");
-        o.write_us(ts(e.end_ns));
-        o.write("}}");
-        ++res.loss_markers;
+  std::vector<std::FILE*> files(count, nullptr);
+  std::vector<std::unique_ptr<detail::chrome_json_document>> docs(count);
+  bool ok = true;
+  for (std::size_t w = 0; w < count && ok; ++w) {
+    chrome_json_part part;
+    part.path = chrome_json_part_path(path, w + 1);
+    part.from_ns = slice_ns(window_start[w]);
+    part.to_ns = w + 1 < count ? slice_ns(window_start[w + 1]) : last + 1;
+    parts.push_back(part);
+    files[w] = std::fopen(part.path.c_str(), "wb");
+    if (!files[w]) {
+      if (error) *error = part.path + ": cannot write: " + std::strerror(errno);
+      ok = false;
+      break;
+    }
+    docs[w] = std::make_unique<detail::chrome_json_document>(files[w], first - 1000, 256u << 10);
+    docs[w]->begin(inputs);
+  }
+  if (ok) {
+    detail::json_event_filter filter(options);
+    for (const chrome_json_input& in : inputs) {
+      dump_reader& r = *in.reader;
+      const bool read_ok = r.read_events([&](const event& e) {
+        if (!filter.keep(e)) return;
+        docs[window_of[slice_of(e.begin_ns + in.shift_ns)]]->write(e, in.pid(*e.writer), in.shift_ns, r);
+      });
+      if (!read_ok) {
+        if (error) *error = r.error();
+        ok = false;
         break;
       }
     }
-  });
-  if (res.counters_skipped > 1)
-    r.add_diagnostic(diagnostic::severity::note, 0,
-                     std::to_string(res.counters_skipped) + " NaN or infinite counter samples left out in all");
-
-  std::string clocks;
-  o.write("\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"edgetrace_version\":");
-  o.write_string(tool_version);
-  o.write(",\"source\":");
-  o.write_string(options.source_name);
-  o.write(",\"format_version\":");
-  o.write_string(std::to_string(r.version_major()) + "." + std::to_string(r.version_minor()));
-  o.write(",\"clock_source\":");
-  o.write_string(detail::clock_sources_text(r, clocks));
-  o.write(",\"complete\":");
-  o.write(r.complete() ? "true" : "false");
-  o.write(",\"diagnostics\":");
-  o.write_string(detail::diagnostics_summary(r));
-  o.write("}}\n");
-  const bool write_ok = o.flush();
-  if (result) *result = res;
-  if (!read_ok) {
-    if (error) *error = r.error();
-    return false;
   }
-  if (!write_ok) {
-    if (error) *error = std::string("write error: ") + std::strerror(errno);
-    return false;
+  for (std::size_t w = 0; w < count; ++w) {
+    if (docs[w]) {
+      char extra[160];
+      std::snprintf(extra, sizeof extra, ",\"part\":%zu,\"parts\":%zu", w + 1, count);
+      if (!docs[w]->end(inputs, options, extra) && ok) {
+        if (error) *error = parts[w].path + ": write error: " + std::strerror(errno);
+        ok = false;
+      }
+      parts[w].result = docs[w]->result();
+    }
+    if (files[w] && std::fclose(files[w]) != 0 && ok) {
+      if (error) *error = parts[w].path + ": write error: " + std::strerror(errno);
+      ok = false;
+    }
   }
-  return true;
+  return ok;
 }
 
 }  // namespace reader

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -62,6 +63,7 @@ class clock_model {
     for (std::size_t i = 1; i < points_.size(); ++i)
       slopes_.push_back(static_cast<long double>(points_[i].ns - points_[i - 1].ns) /
                         static_cast<long double>(points_[i].tick - points_[i - 1].tick));
+    fast_slopes_.assign(slopes_.begin(), slopes_.end());
 
     // Nominal slope, used with fewer than two pairs.
     nominal_slope_ = 1.0L;
@@ -93,7 +95,7 @@ class clock_model {
   std::int64_t to_ns(std::uint64_t tick) const noexcept {
     if (points_.size() < 2) {
       const point anchor = points_.empty() ? point{0, 0} : points_.front();
-      return anchor.ns + scaled_offset(tick, anchor.tick, nominal_slope_);
+      return anchor.ns + scaled_offset(tick, anchor.tick, nominal_slope_, static_cast<double>(nominal_slope_));
     }
     const auto it = std::upper_bound(points_.begin(), points_.end(), tick,
                                      [](std::uint64_t t, const point& p) { return t < p.tick; });
@@ -102,7 +104,7 @@ class clock_model {
     if (i > points_.size() - 2) i = points_.size() - 2;
     const point& a = points_[i];
     const point& b = points_[i + 1];
-    std::int64_t ns = a.ns + scaled_offset(tick, a.tick, slopes_[i]);
+    std::int64_t ns = a.ns + scaled_offset(tick, a.tick, slopes_[i], fast_slopes_[i]);
     if (tick < a.tick) return std::min(ns, a.ns);  // before the first pair
     ns = std::max(ns, a.ns);
     return tick < b.tick ? std::min(ns, b.ns) : std::max(ns, b.ns);
@@ -134,21 +136,40 @@ class clock_model {
   // the difference of two results always fits in 64 bits.
   static constexpr std::int64_t ns_limit = std::int64_t{1} << 61;
 
-  static std::int64_t scaled_offset(std::uint64_t tick, std::uint64_t from, long double slope) noexcept {
+  static std::int64_t scaled_offset(std::uint64_t tick, std::uint64_t from, long double slope,
+                                    double fast_slope) noexcept {
+    // Fast path in double (SSE; and no software quad on aarch64), taken
+    // only when it provably rounds like the long double path below: for
+    // |dt| < 2^53 and |offset| < 2^40 ns the double result is within
+    // 2^-11.9 ns of the long double one, so when offset + 1/2 lies more
+    // than 2^-10 from an integer both round to the same value.
+    const std::uint64_t magnitude = tick >= from ? tick - from : from - tick;
+    if (magnitude < (std::uint64_t{1} << 53)) {
+      const double dt = tick >= from ? static_cast<double>(magnitude) : -static_cast<double>(magnitude);
+      const double off = dt * fast_slope + 0.5;
+      if (off < 1099511627776.0 && off > -1099511627776.0) {
+        const double whole = std::floor(off);
+        const double frac = off - whole;
+        if (frac > 0x1p-10 && frac < 1 - 0x1p-10) return static_cast<std::int64_t>(whole);
+      }
+    }
     const long double dt = tick >= from ? static_cast<long double>(tick - from) : -static_cast<long double>(from - tick);
     long double off = dt * slope;
     const auto limit = static_cast<long double>(ns_limit);
     if (off > limit) off = limit;
     if (off < -limit) off = -limit;
-    // Round half up: a monotone function of `off`, so of the tick.
-    long double whole = static_cast<long double>(static_cast<std::int64_t>(off));
-    if (whole > off) whole -= 1;  // floor for negatives
-    const auto result = static_cast<std::int64_t>(whole) + (off - whole >= 0.5L ? 1 : 0);
+    // Round half up: a monotone function of `off`, so of the tick. llrint
+    // rounds to nearest (ties to even) without switching the x87 rounding
+    // mode, which a truncating cast does on every call; a tie it rounded
+    // down is moved up, so the result is exactly floor(off + 1/2).
+    std::int64_t result = static_cast<std::int64_t>(std::llrint(off));
+    if (static_cast<long double>(result) - off == -0.5L) ++result;
     return result;
   }
 
   std::vector<point> points_;
   std::vector<long double> slopes_;  // slopes_[i]: ns per tick between points_[i] and points_[i + 1]
+  std::vector<double> fast_slopes_;  // the same, rounded to double (fast path of scaled_offset)
   long double nominal_slope_ = 1.0L;
   fit fit_ = fit::nominal;
   std::size_t pairs_given_ = 0;

@@ -381,6 +381,7 @@ class dump_reader {
 
     report_layout_ = true;
     crc_spent_ = 0;
+    events_offsets_.clear();
     std::uint64_t pos = format::file_header_size;
     chunk c;
     while (next_chunk(pos, c)) {
@@ -401,7 +402,10 @@ class dump_reader {
           break;
         case format::chunk_type::definitions: read_definitions(w, in, c.offset); break;
         case format::chunk_type::thread: read_thread(w, in, c.offset); break;
-        case format::chunk_type::events: scan_event_ticks(w, in); break;
+        case format::chunk_type::events:
+          events_offsets_.push_back(c.offset);
+          scan_event_ticks(w, in);
+          break;
         case format::chunk_type::thread_stats: read_thread_stats(w, in, c.offset); break;
         case format::chunk_type::end: w.has_end = true; break;
         default: ++stats_.chunks_unknown; break;  // a newer minor's chunk: skipped silently
@@ -424,6 +428,21 @@ class dump_reader {
   template <class Sink>
   bool read_events(Sink&& sink) {
     if (!metadata_read_ && !read_metadata()) return false;
+    begin_events_pass();
+    report_layout_ = false;
+    crc_spent_ = 0;
+    std::uint64_t pos = format::file_header_size;
+    chunk c;
+    while (next_chunk(pos, c)) {
+      if (c.type != format::chunk_type::events) continue;
+      decode_chunk(c, sink);
+    }
+    return error_.empty();
+  }
+
+ private:
+  /// Resets per-thread counts and pass-2 diagnostics before an events pass.
+  void begin_events_pass() {
     diagnostics_.resize(pass1_diagnostics_);
     diagnostics_dropped_ = pass1_dropped_;
     damage_count_ = pass1_damage_;
@@ -435,17 +454,66 @@ class dump_reader {
         ti.spans = ti.instants = ti.counters = ti.loss_records = ti.lost = ti.events_chunks = 0;
         ti.has_last_events_ = false;
       }
+  }
 
+ public:
+
+  /// Pass 2, backwards: like read_events, but every thread's events arrive
+  /// in reverse order (latest end first), so a span's ancestors arrive
+  /// before it and its descendants after it. That lets a sink derive
+  /// nesting depth and self time with one stack of open ancestors per thread
+  /// (memory bounded by nesting depth, not by the dump). Chunks are visited
+  /// last to first (offsets kept by pass 1: 8 bytes per events chunk); a
+  /// chunk is decoded forward in segments of `backward_segment` events and
+  /// each segment is handed over reversed. Costs about one forward pass.
+  template <class Sink>
+  bool read_events_backward(Sink&& sink) {
+    if (!metadata_read_ && !read_metadata()) return false;
+    begin_events_pass();
+    std::vector<event> segment;
+    std::vector<checkpoint> checkpoints;
+    for (auto it = events_offsets_.rbegin(); it != events_offsets_.rend() && error_.empty(); ++it) {
+      chunk c;
+      crc_spent_ = 0;  // a known-good chunk from pass 1: no resync budget applies
+      if (probe_at(*it, c) != probe_result::ok) continue;
+      decode_chunk_backward(c, sink, segment, checkpoints);
+    }
+    return error_.empty();
+  }
+
+  /// One validated chunk as stored in the file (header, payload and CRC).
+  struct raw_chunk {
+    std::uint64_t offset = 0;
+    format::chunk_type type = format::chunk_type::end;
+    std::uint32_t writer = 0;
+    const unsigned char* bytes = nullptr;  ///< the whole chunk, valid during the call
+    std::size_t size = 0;                  ///< header + payload + CRC
+  };
+
+  /// Calls `fn(const raw_chunk&)` for every chunk that validates, in file
+  /// order, stepping over damage like the other passes (merge copies whole
+  /// validated chunks). Returns false only on an I/O error.
+  template <class Fn>
+  bool for_each_chunk(Fn&& fn) {
+    if (!metadata_read_ && !read_metadata()) return false;
     report_layout_ = false;
     crc_spent_ = 0;
     std::uint64_t pos = format::file_header_size;
     chunk c;
     while (next_chunk(pos, c)) {
-      if (c.type != format::chunk_type::events) continue;
-      decode_chunk(c, sink);
+      raw_chunk r;
+      r.offset = c.offset;
+      r.type = c.type;
+      r.writer = c.writer;
+      r.bytes = c.payload - format::chunk_header_size;
+      r.size = format::chunk_header_size + std::size_t{c.size} + format::chunk_trailer_size;
+      fn(static_cast<const raw_chunk&>(r));
     }
     return error_.empty();
   }
+
+  /// Events per segment of read_events_backward (bounds its buffer).
+  static constexpr std::size_t backward_segment = 32768;
 
   /// Adds a diagnostic (sinks use it for what they skip, e.g. NaN counters).
   void add_diagnostic(diagnostic::severity level, std::uint64_t offset, std::string message) {
@@ -810,16 +878,22 @@ class dump_reader {
       for (const auto& t : w.second.threads) threads_[t.second.order] = &t.second;
   }
 
-  template <class Sink>
-  void decode_chunk(const chunk& c, Sink& sink) {
-    writer_info& w = writers_[c.writer];  // exists: pass 1 saw the same chunk
-    detail::payload_cursor in{c.payload, c.payload + c.size};
-    std::uint64_t thread_id, base;
+  /// Where a segment of an events chunk starts (read_events_backward).
+  struct checkpoint {
+    const unsigned char* pos;
+    std::uint64_t ref;
+  };
+
+  /// Checks an events chunk's header and thread; null (with a diagnostic)
+  /// when its events cannot be used.
+  thread_info* events_chunk_thread(const chunk& c, writer_info& w, detail::payload_cursor& in, std::uint64_t& base) {
+    std::uint64_t thread_id;
     char text[320];
     if (!in.varint(thread_id) || !in.varint(base)) {
       std::snprintf(text, sizeof text, "events chunk at offset %llu (%s): malformed header; %u bytes of events lost",
                     static_cast<unsigned long long>(c.offset), w.label().c_str(), static_cast<unsigned>(c.size));
-      return events_damage(c.offset, c.size, text);
+      events_damage(c.offset, c.size, text);
+      return nullptr;
     }
     const auto found = w.threads.find(thread_id);
     if (found == w.threads.end() || !found->second.has_record) {
@@ -828,7 +902,8 @@ class dump_reader {
                     "events lost",
                     static_cast<unsigned long long>(c.offset), w.label().c_str(),
                     static_cast<unsigned long long>(thread_id), static_cast<unsigned>(c.size));
-      return events_damage(c.offset, c.size, text);
+      events_damage(c.offset, c.size, text);
+      return nullptr;
     }
     thread_info& t = found->second;
     if (t.has_last_events_ && t.last_events_crc_ == c.crc && t.last_events_size_ == c.size) {
@@ -838,18 +913,36 @@ class dump_reader {
                     static_cast<unsigned long long>(c.offset), w.label().c_str(),
                     static_cast<unsigned long long>(t.os_tid));
       add_diagnostic(diagnostic::severity::damage, c.offset, text);
-      return;
+      return nullptr;
     }
     t.has_last_events_ = true;
     t.last_events_crc_ = c.crc;
     t.last_events_size_ = c.size;
     ++t.events_chunks;
+    return &t;
+  }
 
+  template <class Sink>
+  void decode_chunk(const chunk& c, Sink& sink) {
+    writer_info& w = writers_[c.writer];  // exists: pass 1 saw the same chunk
+    detail::payload_cursor in{c.payload, c.payload + c.size};
+    std::uint64_t base = 0;
+    thread_info* tp = events_chunk_thread(c, w, in, base);
+    if (tp == nullptr) return;
     std::uint64_t unknown_site = 0;
+    const detail::decode_error err = decode_resolved(w, *tp, in, base, unknown_site, sink);
+    if (err != detail::decode_error::none) report_decode_error(c, w, *tp, in, err, unknown_site);
+  }
+
+  /// Decodes and resolves events from `in` (reference tick `ref`), calling
+  /// `sink(const event&)`; counts them on the thread.
+  template <class Sink>
+  detail::decode_error decode_resolved(writer_info& w, thread_info& t, detail::payload_cursor& in, std::uint64_t ref,
+                                       std::uint64_t& unknown_site, Sink& sink) {
     event e;
     e.writer = &w;
     e.thread = &t;
-    const detail::decode_error err = detail::decode_events(in, base, [&](const detail::raw_event& r) {
+    return detail::decode_events(in, ref, [&](const detail::raw_event& r) {
       e.begin_tick = r.begin;
       e.end_tick = r.end;
       e.begin_ns = w.clock.to_ns(r.begin);
@@ -877,7 +970,65 @@ class dump_reader {
       sink(static_cast<const event&>(e));
       return true;
     });
-    if (err == detail::decode_error::none) return;
+  }
+
+  /// Decodes a chunk forward in segments and hands each segment's events
+  /// to `sink` last first, the last segment first. Events after a decoding
+  /// error are lost exactly as in the forward pass.
+  template <class Sink>
+  void decode_chunk_backward(const chunk& c, Sink& sink, std::vector<event>& segment,
+                             std::vector<checkpoint>& checkpoints) {
+    writer_info& w = writers_[c.writer];
+    detail::payload_cursor in{c.payload, c.payload + c.size};
+    std::uint64_t base = 0;
+    thread_info* tp = events_chunk_thread(c, w, in, base);
+    if (tp == nullptr) return;
+    thread_info& t = *tp;
+    // Forward scan: keep the last segment's events, and a checkpoint at
+    // the start of every segment so earlier ones can be decoded again.
+    checkpoints.clear();
+    segment.clear();
+    checkpoints.push_back(checkpoint{in.pos, base});
+    std::uint64_t unknown_site = 0;
+    std::size_t in_segment = 0;
+    auto collect = [&](const event& e) {
+      if (in_segment == backward_segment) {
+        in_segment = 0;
+        segment.clear();
+      }
+      segment.push_back(e);
+      if (++in_segment == backward_segment) checkpoints.push_back(checkpoint{in.pos, e.end_tick});
+    };
+    const detail::decode_error err = decode_resolved(w, t, in, base, unknown_site, collect);
+    const unsigned char* stop = in.pos;
+    if (in_segment == backward_segment) {  // the last segment is exactly full
+      checkpoints.pop_back();
+    }
+    // checkpoints.back() now starts the segment held in `segment`.
+    for (auto it = segment.rbegin(); it != segment.rend(); ++it) sink(static_cast<const event&>(*it));
+    const std::uint64_t spans = t.spans, instants = t.instants, counters = t.counters, losses = t.loss_records,
+                        lost = t.lost;
+    for (std::size_t k = checkpoints.size() - 1; k-- > 0;) {
+      segment.clear();
+      detail::payload_cursor part{checkpoints[k].pos, checkpoints[k + 1].pos};
+      std::uint64_t ignored = 0;
+      auto keep = [&segment](const event& e) { segment.push_back(e); };
+      decode_resolved(w, t, part, checkpoints[k].ref, ignored, keep);
+      for (auto it = segment.rbegin(); it != segment.rend(); ++it) sink(static_cast<const event&>(*it));
+    }
+    // The re-decoded segments were counted in the forward scan already.
+    t.spans = spans;
+    t.instants = instants;
+    t.counters = counters;
+    t.loss_records = losses;
+    t.lost = lost;
+    in.pos = stop;
+    if (err != detail::decode_error::none) report_decode_error(c, w, t, in, err, unknown_site);
+  }
+
+  void report_decode_error(const chunk& c, const writer_info& w, const thread_info& t, const detail::payload_cursor& in,
+                           detail::decode_error err, std::uint64_t unknown_site) {
+    char text[320];
     const auto at = static_cast<unsigned long long>(in.pos - c.payload);
     const auto lost = static_cast<unsigned>(in.left());
     if (err == detail::decode_error::rejected)
@@ -915,6 +1066,7 @@ class dump_reader {
 
   std::vector<unsigned char> buffer_;  // one chunk, reused; grows to <= 4 MiB + 16
   std::vector<unsigned char> window_;  // resync scan window
+  std::vector<std::uint64_t> events_offsets_;  // pass 1: offset of every valid events chunk
   std::uint64_t crc_spent_ = 0;  // CRC bytes computed in this pass (see probe_at)
   bool report_layout_ = true;
 

@@ -1,0 +1,837 @@
+// SPDX-License-Identifier: MIT
+// Per-name (category, thread) span statistics and per-iteration latency from one or more dumps (`edgetrace summary`).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <memory>
+#include <queue>
+#include <regex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "chrome_json.hpp"
+#include "dump_reader.hpp"
+#include "info.hpp"
+#include "latency.hpp"
+#include "span_walker.hpp"
+
+namespace edgetrace {
+inline namespace v1 {
+namespace reader {
+
+/// What one row of the summary stands for.
+enum class group_by : std::uint8_t { name, category, thread };
+
+/// Columns of the summary table. Time columns belong to a group ("host"
+/// today); GPU spans will add a "gpu" group with the same statistics, shown
+/// side by side, without changing the host columns.
+enum class summary_column : std::uint8_t { key, calls, total, self, mean, min, p50, p90, p95, p99, p999, max, share };
+
+struct summary_column_info {
+  summary_column id;
+  const char* name;    ///< for --sort-by and CSV/JSON field names (time fields get "_ns")
+  const char* header;  ///< table header
+  const char* group;   ///< column group: "" (key, calls, share) or "host"
+  double percentile;   ///< for p* columns
+};
+
+inline const std::vector<summary_column_info>& summary_columns() {
+  static const std::vector<summary_column_info> columns = {
+      {summary_column::key, "name", "name", "", 0},      {summary_column::calls, "calls", "calls", "", 0},
+      {summary_column::total, "total", "total", "host", 0}, {summary_column::self, "self", "self", "host", 0},
+      {summary_column::mean, "mean", "mean", "host", 0},  {summary_column::min, "min", "min", "host", 0},
+      {summary_column::p50, "p50", "p50", "host", 50},    {summary_column::p90, "p90", "p90", "host", 90},
+      {summary_column::p95, "p95", "p95", "host", 95},    {summary_column::p99, "p99", "p99", "host", 99},
+      {summary_column::p999, "p99.9", "p99.9", "host", 99.9}, {summary_column::max, "max", "max", "host", 0},
+      {summary_column::share, "share", "share", "", 0},
+  };
+  return columns;
+}
+
+/// Options of the summary (the CLI flags map one to one).
+struct summary_options {
+  group_by by = group_by::name;
+  std::size_t top = 0;                  ///< rows to keep after sorting; 0 = all
+  std::shared_ptr<const std::regex> filter;  ///< span name filter (regex_search), compiled once
+  std::vector<std::string> categories;  ///< keep spans of these categories (empty = all)
+  std::vector<std::string> threads;     ///< keep these threads, by name or OS tid (empty = all)
+  summary_column sort_by = summary_column::total;
+  bool ascending = false;
+  std::uint64_t min_time_ns = 0;  ///< spans shorter than this are left out of the rows
+  std::uint64_t max_time_ns = std::numeric_limits<std::uint64_t>::max();  ///< and longer than this
+  std::string iteration;          ///< mark or span name that delimits iterations ("" = every mark name)
+  std::uint64_t skip_warmup = 0;  ///< iterations to skip at the start of each dump
+  std::size_t exact_limit = latency_stats::default_exact_limit;  ///< exact samples per row
+  std::size_t exact_budget = 2000000;  ///< exact samples over all rows (16 MiB); past it the largest rows switch
+};
+
+struct summary_row {
+  std::string key;
+  std::string category;  ///< by name: the category ("(several)" when names repeat across categories)
+  latency_stats host;
+  std::uint64_t self_ns = 0;
+  double share = 0;  ///< self_ns / summary_result::self_total_ns
+  explicit summary_row(std::size_t exact_limit = latency_stats::default_exact_limit) : host(exact_limit) {}
+};
+
+/// End-to-end latency of one kind of iteration.
+struct iteration_row {
+  std::string name;
+  bool from_marks = true;  ///< marks (time between consecutive marks) or spans (their durations)
+  latency_stats latency;
+  std::int64_t first_ns = 0;  ///< first iteration start (per-dump clock of the first dump)
+  std::int64_t last_ns = 0;   ///< last iteration end
+  std::uint64_t skipped = 0;  ///< warm-up iterations left out
+  double wall_seconds = 0;    ///< sum over dumps of (last end - first start)
+  double per_second() const { return wall_seconds > 0 ? static_cast<double>(latency.count()) / wall_seconds : 0; }
+};
+
+/// Busy time of one thread: spans of depth 0 (nothing encloses them).
+struct thread_usage {
+  std::string label;
+  std::uint64_t busy_ns = 0;
+  std::uint64_t spans = 0;
+  std::uint64_t wall_ns = 0;  ///< its dump's duration (first to last event)
+  double utilisation() const { return wall_ns ? static_cast<double>(busy_ns) / static_cast<double>(wall_ns) : 0; }
+};
+
+struct summary_result {
+  std::vector<summary_row> rows;  ///< sorted, at most `top`
+  std::size_t rows_before_top = 0;
+  std::uint64_t spans_read = 0;       ///< spans decoded
+  std::uint64_t spans_in_rows = 0;    ///< spans counted in some row (before --top)
+  std::uint64_t spans_warmup = 0;     ///< spans that ended during warm-up
+  std::uint64_t spans_filtered = 0;   ///< left out by thread/name/category/time filters
+  std::uint64_t dropped = 0;          ///< records the writers dropped (ring full), per thread_info::dropped()
+  std::uint64_t self_total_ns = 0;    ///< self time of all spans after thread and warm-up filters
+  std::uint64_t wall_ns = 0;          ///< sum over dumps of first-to-last event
+  std::size_t threads = 0;
+  std::size_t rows_estimated = 0;     ///< rows whose percentiles come from buckets
+  std::vector<iteration_row> iterations;
+  std::vector<thread_usage> threads_usage;
+  std::vector<std::string> notes;     ///< lines worth saying under the table
+  group_by by = group_by::name;
+  summary_column sort_by = summary_column::total;
+  bool ascending = false;
+};
+
+// ----------------------------------------------------------------------------
+// Option parsing helpers shared by the CLI and tests.
+
+/// Parses "250us", "1.5ms", "2s", "800ns" (a unit is required). False on error.
+inline bool parse_duration(const std::string& text, std::uint64_t& ns) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || !std::isfinite(v) || v < 0) return false;
+  const std::string unit(end);
+  double scale = 0;
+  if (unit == "ns") scale = 1;
+  else if (unit == "us" || unit == "\xC2\xB5s") scale = 1e3;
+  else if (unit == "ms") scale = 1e6;
+  else if (unit == "s") scale = 1e9;
+  else return false;
+  const double result = v * scale;
+  if (result >= 1.8e19) return false;
+  ns = static_cast<std::uint64_t>(std::llround(result));
+  return true;
+}
+
+/// Parses a --sort-by value: a column name, '+' prefix for ascending, '-'
+/// for descending (the default, except for the name column).
+inline bool parse_sort_column(std::string text, summary_column& column, bool& ascending) {
+  int direction = 0;
+  if (!text.empty() && (text[0] == '+' || text[0] == '-')) {
+    direction = text[0] == '+' ? 1 : -1;
+    text.erase(0, 1);
+  }
+  if (text == "category" || text == "thread" || text == "key") text = "name";
+  if (text == "p999") text = "p99.9";
+  for (const auto& c : summary_columns())
+    if (text == c.name) {
+      column = c.id;
+      ascending = direction == 0 ? c.id == summary_column::key : direction > 0;
+      return true;
+    }
+  return false;
+}
+
+/// Names accepted by --sort-by (for messages).
+inline std::string summary_column_names() {
+  std::string out;
+  for (const auto& c : summary_columns()) out += (out.empty() ? "" : ", ") + std::string(c.name);
+  return out;
+}
+
+inline std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::string item;
+  for (char c : text + ",") {
+    if (c == ',') {
+      if (!item.empty()) out.push_back(item);
+      item.clear();
+    } else {
+      item.push_back(c);
+    }
+  }
+  return out;
+}
+
+// ----------------------------------------------------------------------------
+
+/// Builds a summary over one or more dumps, streaming each (memory: rows,
+/// threads, and the exact-sample budget; not the dump size).
+class summary_builder {
+ public:
+  explicit summary_builder(summary_options options) : options_(std::move(options)) {}
+
+  /// Adds one opened dump (metadata read or not). Returns false with `error`
+  /// set on an I/O error or an option the dump cannot satisfy (an unknown
+  /// --iteration name, --skip-warmup without iterations).
+  bool add(dump_reader& r, std::string& error) {
+    if (!r.metadata_read() && !r.read_metadata()) return fail(error, r.error());
+    if (!prepare_iterations(r, error)) return false;
+    std::int64_t cutoff = std::numeric_limits<std::int64_t>::min();
+    if (options_.skip_warmup > 0 && !find_warmup_cutoff(r, cutoff, error)) return false;
+    if (r.has_events()) result_.wall_ns += static_cast<std::uint64_t>(r.last_ns() - r.first_ns());
+    prepare_sites(r);
+
+    struct thread_slot {
+      bool selected = true;
+      int row = -1;  // by-thread row
+      std::size_t usage = 0;
+    };
+    std::unordered_map<const thread_info*, thread_slot> thread_slots;
+    for (const thread_info* t : r.threads_in_order()) {
+      thread_slot slot;
+      slot.selected = thread_selected(*t, r);
+      if (slot.selected && options_.by == group_by::thread) slot.row = row_for(thread_label(*t, r), "");
+      slot.usage = result_.threads_usage.size();
+      thread_usage u;
+      u.label = thread_label(*t, r);
+      u.wall_ns = r.has_events() ? static_cast<std::uint64_t>(r.last_ns() - r.first_ns()) : 0;
+      result_.threads_usage.push_back(u);
+      thread_slots.emplace(t, slot);
+      ++result_.threads;
+    }
+    // Iteration marks per (thread, mark name): the later mark's time
+    // (the walk is backwards).
+    std::map<std::pair<const thread_info*, std::string>, std::int64_t> later_mark;
+    std::map<std::string, std::size_t> iteration_index;
+    for (std::size_t i = 0; i < result_.iterations.size(); ++i) iteration_index[result_.iterations[i].name] = i;
+    struct time_range {
+      bool set = false;
+      std::int64_t first = 0, last = 0;
+      void extend(std::int64_t a, std::int64_t b) {
+        if (!set || a < first) first = a;
+        if (!set || b > last) last = b;
+        set = true;
+      }
+    };
+    std::map<std::size_t, time_range> iteration_range;  // this dump's first start / last end
+
+    const thread_info* last_thread = nullptr;
+    thread_slot* slot = nullptr;
+    const site_info* cache_site[64] = {};
+    const site_slot* cache_slot[64] = {};
+    const bool ok = walk_spans(
+        r,
+        [&](const span_record& s) {
+          ++result_.spans_read;
+          if (s.thread != last_thread) {
+            last_thread = s.thread;
+            slot = &thread_slots[s.thread];
+          }
+          if (!slot->selected) {
+            ++result_.spans_filtered;
+            return;
+          }
+          if (s.end_ns < cutoff) {
+            ++result_.spans_warmup;
+            return;
+          }
+          result_.self_total_ns += s.self_ns;
+          const std::uint64_t duration = s.duration();
+          if (s.depth == 0) {
+            thread_usage& u = result_.threads_usage[slot->usage];
+            u.busy_ns += duration;
+            ++u.spans;
+          }
+          const std::size_t h = (reinterpret_cast<std::uintptr_t>(s.site) >> 4) & 63;
+          const site_slot* site;
+          if (cache_site[h] == s.site) {
+            site = cache_slot[h];
+          } else {
+            site = &sites_[s.site];
+            cache_site[h] = s.site;
+            cache_slot[h] = site;
+          }
+          if (site->iteration >= 0) {
+            iteration_row& it = result_.iterations[static_cast<std::size_t>(site->iteration)];
+            it.latency.add(duration);
+            iteration_range[static_cast<std::size_t>(site->iteration)].extend(s.begin_ns, s.end_ns);
+          }
+          const int row = options_.by == group_by::thread ? (site->selected ? slot->row : -1) : site->row;
+          if (row < 0 || duration < options_.min_time_ns || duration > options_.max_time_ns) {
+            ++result_.spans_filtered;
+            return;
+          }
+          summary_row& out = rows_[static_cast<std::size_t>(row)];
+          const bool was_exact = out.host.exact();
+          out.host.add(duration);
+          out.self_ns += s.self_ns;
+          ++result_.spans_in_rows;
+          if (was_exact && ++exact_added_ > options_.exact_budget) enforce_budget();
+        },
+        [&](const event& e) {
+          if (e.kind != event_kind::instant || e.site->kind != format::site_kind::mark) return;
+          const auto found = iteration_index.find(e.site->name);
+          if (found == iteration_index.end() || !result_.iterations[found->second].from_marks) return;
+          iteration_row& it = result_.iterations[found->second];
+          auto key = std::make_pair(e.thread, e.site->name);
+          const auto later = later_mark.find(key);
+          if (later != later_mark.end()) {
+            if (e.begin_ns >= cutoff) {
+              it.latency.add(static_cast<std::uint64_t>(later->second - e.begin_ns));
+              iteration_range[found->second].extend(e.begin_ns, later->second);
+            } else {
+              ++it.skipped;
+            }
+            later->second = e.begin_ns;
+          } else {
+            later_mark.emplace(key, e.begin_ns);
+          }
+        });
+    if (!ok) return fail(error, r.error());
+    // Lost records are part of the answer: say how many and where.
+    std::uint64_t dropped = 0;
+    std::string where;
+    for (const thread_info* t : r.threads_in_order()) {
+      if (t->dropped() == 0) continue;
+      dropped += t->dropped();
+      if (where.size() < 300) where += (where.empty() ? "" : ", ") + thread_label(*t, r) + " " + std::to_string(t->dropped());
+    }
+    if (dropped != 0) {
+      result_.dropped += dropped;
+      result_.notes.push_back(r.path() + ": " + std::to_string(dropped) +
+                              " records dropped (ring buffer full) on " + where +
+                              "; the rows count recorded spans only (a larger EDGETRACE_BUFFER_KB keeps them)");
+    }
+    for (const auto& range : iteration_range) {
+      iteration_row& it = result_.iterations[range.first];
+      const time_range& t = range.second;
+      if (t.last > t.first) it.wall_seconds += static_cast<double>(t.last - t.first) / 1e9;
+      if (it.first_ns == 0 && it.last_ns == 0) {
+        it.first_ns = t.first;
+        it.last_ns = t.last;
+      }
+    }
+    if (cutoff != std::numeric_limits<std::int64_t>::min()) {
+      char text[200];
+      std::snprintf(text, sizeof text,
+                    "%s: skipped %llu warm-up iteration(s): %llu span(s) that ended before %s after the first "
+                    "event are left out of every table",
+                    r.path().c_str(), static_cast<unsigned long long>(options_.skip_warmup),
+                    static_cast<unsigned long long>(result_.spans_warmup),
+                    detail::format_duration(static_cast<std::uint64_t>(cutoff - r.first_ns())).c_str());
+      result_.notes.push_back(text);
+    }
+    return true;
+  }
+
+  /// Sorts, computes shares, applies --top and returns the result.
+  summary_result finish() {
+    summary_result out = std::move(result_);
+    out.by = options_.by;
+    out.sort_by = options_.sort_by;
+    out.ascending = options_.ascending;
+    for (summary_row& row : rows_) {
+      if (row.host.count() == 0) continue;
+      row.share = out.self_total_ns ? static_cast<double>(row.self_ns) / static_cast<double>(out.self_total_ns) : 0;
+      out.rows.push_back(std::move(row));
+    }
+    rows_.clear();
+    const summary_column column = options_.sort_by;
+    const bool ascending = options_.ascending;
+    std::stable_sort(out.rows.begin(), out.rows.end(), [&](const summary_row& a, const summary_row& b) {
+      if (column == summary_column::key) return ascending ? a.key < b.key : b.key < a.key;
+      const double va = sort_value(a, column), vb = sort_value(b, column);
+      if (va != vb) return ascending ? va < vb : va > vb;
+      return a.key < b.key;
+    });
+    out.rows_before_top = out.rows.size();
+    if (options_.top != 0 && out.rows.size() > options_.top) out.rows.resize(options_.top);
+    for (const summary_row& row : out.rows) out.rows_estimated += row.host.exact() ? 0 : 1;
+    if (out.rows_estimated != 0) {
+      char text[240];
+      std::snprintf(text, sizeof text,
+                    "percentiles of %zu row(s) with more than %zu spans are estimated from log buckets "
+                    "(relative error <= %.2f %%); counts, totals, self, mean, min and max are exact",
+                    out.rows_estimated, options_.exact_limit, log_buckets::relative_error * 100);
+      out.notes.push_back(text);
+    }
+    for (const iteration_row& it : out.iterations)
+      if (!it.latency.exact()) {
+        out.notes.push_back("iteration percentiles of \"" + it.name + "\" are estimated from log buckets");
+        break;
+      }
+    return out;
+  }
+
+  static double sort_value(const summary_row& r, summary_column c) {
+    switch (c) {
+      case summary_column::calls: return static_cast<double>(r.host.count());
+      case summary_column::total: return static_cast<double>(r.host.total());
+      case summary_column::self: return static_cast<double>(r.self_ns);
+      case summary_column::mean: return static_cast<double>(r.host.mean());
+      case summary_column::min: return static_cast<double>(r.host.min());
+      case summary_column::max: return static_cast<double>(r.host.max());
+      case summary_column::share: return r.share;
+      case summary_column::p50: return static_cast<double>(r.host.percentile(50));
+      case summary_column::p90: return static_cast<double>(r.host.percentile(90));
+      case summary_column::p95: return static_cast<double>(r.host.percentile(95));
+      case summary_column::p99: return static_cast<double>(r.host.percentile(99));
+      case summary_column::p999: return static_cast<double>(r.host.percentile(99.9));
+      case summary_column::key: break;
+    }
+    return 0;
+  }
+
+ private:
+  struct site_slot {
+    int row = -1;        // -1: filtered out by name/category
+    bool selected = false;
+    int iteration = -1;  // iteration row when this span delimits iterations
+  };
+
+  static bool fail(std::string& error, const std::string& what) {
+    error = what;
+    return false;
+  }
+
+  int row_for(const std::string& key, const std::string& category) {
+    const auto found = row_index_.find(key);
+    if (found != row_index_.end()) {
+      summary_row& row = rows_[static_cast<std::size_t>(found->second)];
+      if (row.category != category) row.category = "(several)";
+      return found->second;
+    }
+    rows_.emplace_back(options_.exact_limit);
+    rows_.back().key = key;
+    rows_.back().category = category;
+    const int index = static_cast<int>(rows_.size() - 1);
+    row_index_.emplace(key, index);
+    return index;
+  }
+
+  static std::string thread_label(const thread_info& t, const dump_reader& r) {
+    std::string name = t.name.empty() ? "thread" : t.name;
+    char text[96];
+    if (r.writers().size() > 1 || multi_dump_labels_)
+      std::snprintf(text, sizeof text, " (pid %llu, tid %llu)", static_cast<unsigned long long>(t.writer->pid),
+                    static_cast<unsigned long long>(t.os_tid));
+    else
+      std::snprintf(text, sizeof text, " (tid %llu)", static_cast<unsigned long long>(t.os_tid));
+    return name + text;
+  }
+
+  bool thread_selected(const thread_info& t, const dump_reader&) const {
+    if (options_.threads.empty()) return true;
+    const std::string tid = std::to_string(t.os_tid);
+    for (const std::string& wanted : options_.threads)
+      if (wanted == t.name || wanted == tid) return true;
+    return false;
+  }
+
+  void prepare_sites(const dump_reader& r) {
+    sites_.clear();
+    for (const auto& w : r.writers())
+      for (const auto& entry : w.second.sites) {
+        const site_info& s = entry.second;
+        if (s.kind != format::site_kind::span) continue;
+        site_slot slot;
+        bool keep = true;
+        if (!options_.categories.empty())
+          keep = std::find(options_.categories.begin(), options_.categories.end(), s.category) !=
+                 options_.categories.end();
+        if (keep && options_.filter) keep = std::regex_search(s.name, *options_.filter);
+        slot.selected = keep;
+        if (keep && options_.by != group_by::thread)
+          slot.row = options_.by == group_by::name ? row_for(s.name.empty() ? "(unnamed)" : s.name, s.category)
+                                                   : row_for(s.category, "");
+        if (!options_.iteration.empty() && iterations_are_spans_ && s.name == options_.iteration)
+          slot.iteration = iteration_row_for(s.name, false);
+        sites_[&s] = slot;
+      }
+  }
+
+  int iteration_row_for(const std::string& name, bool marks) {
+    for (std::size_t i = 0; i < result_.iterations.size(); ++i)
+      if (result_.iterations[i].name == name) return static_cast<int>(i);
+    iteration_row it;
+    it.name = name;
+    it.from_marks = marks;
+    result_.iterations.push_back(std::move(it));
+    return static_cast<int>(result_.iterations.size() - 1);
+  }
+
+  /// Decides what delimits iterations in this dump: the named mark or span,
+  /// or every mark name.
+  bool prepare_iterations(const dump_reader& r, std::string& error) {
+    std::set<std::string> marks, spans;
+    for (const auto& w : r.writers())
+      for (const auto& s : w.second.sites) {
+        if (s.second.kind == format::site_kind::mark) marks.insert(s.second.name);
+        if (s.second.kind == format::site_kind::span) spans.insert(s.second.name);
+      }
+    iterations_are_spans_ = false;
+    warmup_marks_.clear();
+    if (!options_.iteration.empty()) {
+      if (marks.count(options_.iteration)) {
+        iteration_row_for(options_.iteration, true);
+        warmup_marks_ = options_.iteration;
+      } else if (spans.count(options_.iteration)) {
+        iterations_are_spans_ = true;
+        iteration_row_for(options_.iteration, false);
+      } else {
+        std::string known;
+        for (const auto& m : marks) known += (known.empty() ? "" : ", ") + ("mark \"" + m + "\"");
+        return fail(error, "no mark or span named \"" + options_.iteration + "\" in the dump" +
+                               (known.empty() ? std::string(" (it has no marks)") : " (marks: " + known + ")"));
+      }
+      return true;
+    }
+    for (const auto& m : marks) iteration_row_for(m, true);
+    if (options_.skip_warmup > 0) {
+      if (marks.empty())
+        return fail(error, "--skip-warmup needs iterations: EDGETRACE_MARK marks in the dump, or --iteration "
+                           "NAME naming a top-level span");
+      if (marks.size() > 1)
+        return fail(error, "--skip-warmup: the dump has several mark names; choose one with --iteration NAME");
+      warmup_marks_ = *marks.begin();
+    }
+    return true;
+  }
+
+  /// Forward pre-pass: the time before which spans belong to the first K
+  /// iterations (the (K+1)-th mark, or the end of the K-th iteration span).
+  bool find_warmup_cutoff(dump_reader& r, std::int64_t& cutoff, std::string& error) {
+    const std::uint64_t k = options_.skip_warmup;
+    const bool spans = iterations_are_spans_;
+    const std::size_t keep = static_cast<std::size_t>(spans ? k : k + 1);
+    std::priority_queue<std::int64_t> smallest;  // max-heap of the `keep` smallest times
+    const std::string& name = spans ? options_.iteration : warmup_marks_;
+    const bool ok = r.read_events([&](const event& e) {
+      if (e.site == nullptr || e.site->name != name) return;
+      std::int64_t t;
+      if (spans && e.kind == event_kind::span) t = e.end_ns + 1;
+      else if (!spans && e.kind == event_kind::instant && e.site->kind == format::site_kind::mark) t = e.begin_ns;
+      else return;
+      if (smallest.size() < keep) smallest.push(t);
+      else if (t < smallest.top()) {
+        smallest.pop();
+        smallest.push(t);
+      }
+    });
+    if (!ok) return fail(error, r.error());
+    if (smallest.size() < keep) {
+      cutoff = std::numeric_limits<std::int64_t>::max();
+      result_.notes.push_back(r.path() + ": only " + std::to_string(smallest.size()) + " \"" + name +
+                              "\" boundaries, fewer than --skip-warmup needs: everything was skipped");
+    } else {
+      cutoff = smallest.top();
+    }
+    return true;
+  }
+
+  /// Converts the rows holding the most exact samples to buckets until the
+  /// total is back under half the budget.
+  void enforce_budget() {
+    std::size_t total = 0;
+    for (const summary_row& row : rows_) total += row.host.exact_samples();
+    for (const iteration_row& it : result_.iterations) total += it.latency.exact_samples();
+    while (total > options_.exact_budget / 2) {
+      summary_row* largest = nullptr;
+      for (summary_row& row : rows_)
+        if (row.host.exact() && (!largest || row.host.exact_samples() > largest->host.exact_samples())) largest = &row;
+      if (!largest || largest->host.exact_samples() == 0) break;
+      total -= largest->host.exact_samples();
+      largest->host.to_buckets();
+    }
+    exact_added_ = total;
+  }
+
+  summary_options options_;
+  summary_result result_;
+  std::vector<summary_row> rows_;
+  std::unordered_map<std::string, int> row_index_;
+  std::unordered_map<const site_info*, site_slot> sites_;
+  bool iterations_are_spans_ = false;
+  std::string warmup_marks_;
+  std::size_t exact_added_ = 0;
+  static constexpr bool multi_dump_labels_ = false;
+};
+
+// ----------------------------------------------------------------------------
+// Output.
+
+namespace detail {
+
+/// A duration with about four significant digits and a readable unit:
+/// "850 ns", "12.35 us", "1.234 ms", "2.500 s".
+inline std::string readable_time(std::uint64_t ns) {
+  char text[32];
+  auto scaled = [&](double v, const char* unit) {
+    if (v < 10) std::snprintf(text, sizeof text, "%.3f %s", v, unit);
+    else if (v < 100) std::snprintf(text, sizeof text, "%.2f %s", v, unit);
+    else std::snprintf(text, sizeof text, "%.1f %s", v, unit);
+  };
+  if (ns < 1000) std::snprintf(text, sizeof text, "%llu ns", static_cast<unsigned long long>(ns));
+  else if (ns < 1000000) scaled(static_cast<double>(ns) / 1e3, "us");
+  else if (ns < 1000000000) scaled(static_cast<double>(ns) / 1e6, "ms");
+  else if (ns < 1000000000000ull) scaled(static_cast<double>(ns) / 1e9, "s");
+  else std::snprintf(text, sizeof text, "%.0f s", static_cast<double>(ns) / 1e9);
+  return text;
+}
+
+inline std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos && (s.empty() || (s.front() != ' ' && s.back() != ' ')))
+    return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+inline std::uint64_t column_ns(const summary_row& r, summary_column c) {
+  switch (c) {
+    case summary_column::total: return r.host.total();
+    case summary_column::self: return r.self_ns;
+    case summary_column::mean: return r.host.mean();
+    case summary_column::min: return r.host.min();
+    case summary_column::max: return r.host.max();
+    default: break;
+  }
+  for (const auto& info : summary_columns())
+    if (info.id == c) return r.host.percentile(info.percentile);
+  return 0;
+}
+
+inline const char* group_name(group_by by) {
+  return by == group_by::name ? "name" : by == group_by::category ? "category" : "thread";
+}
+
+/// Left- or right-aligned text table; widths from the content.
+inline std::string render_table(const std::vector<std::vector<std::string>>& cells, std::size_t left_columns) {
+  std::vector<std::size_t> width;
+  for (const auto& row : cells)
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      if (width.size() <= i) width.push_back(0);
+      width[i] = std::max(width[i], row[i].size());
+    }
+  std::string out;
+  for (std::size_t r = 0; r < cells.size(); ++r) {
+    std::string line;
+    for (std::size_t i = 0; i < cells[r].size(); ++i) {
+      const std::string& cell = cells[r][i];
+      const std::string pad(width[i] - cell.size(), ' ');
+      if (i) line += "  ";
+      line += i < left_columns ? cell + pad : pad + cell;
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+    if (r == 0) {
+      std::size_t total = 0;
+      for (std::size_t i = 0; i < width.size(); ++i) total += width[i] + (i ? 2 : 0);
+      out += std::string(total, '-') + "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace detail
+
+/// The aligned terminal table (rows, then iterations, then notes).
+inline std::string summary_table(const summary_result& s, const std::string& source) {
+  std::string out;
+  char head[512];
+  std::snprintf(head, sizeof head, "%s: %llu spans on %zu thread(s) over %s; by %s, sorted by %s%s; %zu of %zu rows\n\n",
+                source.c_str(), static_cast<unsigned long long>(s.spans_read), s.threads,
+                detail::readable_time(s.wall_ns).c_str(), detail::group_name(s.by),
+                s.ascending ? "+" : "", [&] {
+                  for (const auto& c : summary_columns())
+                    if (c.id == s.sort_by) return c.id == summary_column::key ? detail::group_name(s.by) : c.name;
+                  return "total";
+                }(),
+                s.rows.size(), s.rows_before_top);
+  out += head;
+  if (s.rows.empty()) {
+    out += "(no spans match)\n";
+  } else {
+    std::vector<std::vector<std::string>> cells;
+    std::vector<std::string> header;
+    for (const auto& c : summary_columns())
+      header.push_back(c.id == summary_column::key ? detail::group_name(s.by) : c.header);
+    if (s.by == group_by::name) header.insert(header.begin() + 1, "category");
+    cells.push_back(header);
+    for (const summary_row& r : s.rows) {
+      std::vector<std::string> line;
+      for (const auto& c : summary_columns()) {
+        if (c.id == summary_column::key) {
+          line.push_back(r.key.size() > 48 ? r.key.substr(0, 45) + "..." : r.key);
+          if (s.by == group_by::name) line.push_back(r.category);
+        } else if (c.id == summary_column::calls) {
+          line.push_back(std::to_string(r.host.count()));
+        } else if (c.id == summary_column::share) {
+          char text[32];
+          std::snprintf(text, sizeof text, "%.1f %%", r.share * 100);
+          line.push_back(text);
+        } else {
+          line.push_back((r.host.exact() || c.percentile == 0 ? "" : "~") +
+                         detail::readable_time(detail::column_ns(r, c.id)));
+        }
+      }
+      cells.push_back(line);
+    }
+    out += detail::render_table(cells, s.by == group_by::name ? 2 : 1);
+  }
+  if (!s.iterations.empty()) {
+    out += "\niterations\n";
+    std::vector<std::vector<std::string>> cells = {
+        {"iteration", "from", "count", "mean", "p50", "p90", "p99", "max", "per second"}};
+    for (const iteration_row& it : s.iterations) {
+      char rate[32];
+      std::snprintf(rate, sizeof rate, "%.2f", it.per_second());
+      cells.push_back({it.name, it.from_marks ? "marks" : "span", std::to_string(it.latency.count()),
+                       detail::readable_time(it.latency.mean()), detail::readable_time(it.latency.percentile(50)),
+                       detail::readable_time(it.latency.percentile(90)),
+                       detail::readable_time(it.latency.percentile(99)), detail::readable_time(it.latency.max()),
+                       rate});
+    }
+    out += detail::render_table(cells, 2);
+  }
+  char foot[256];
+  std::snprintf(foot, sizeof foot,
+                "\nself = duration minus direct children on the same thread; share = self / all self time "
+                "(%s)\n",
+                detail::readable_time(s.self_total_ns).c_str());
+  out += foot;
+  for (const std::string& n : s.notes) out += "note: " + n + "\n";
+  return out;
+}
+
+/// CSV: one line per row, times in integer ns (see docs/ANALYSIS.md).
+inline std::string summary_csv(const summary_result& s) {
+  std::string out = detail::group_name(s.by);
+  if (s.by == group_by::name) out += ",category";
+  for (const auto& c : summary_columns()) {
+    if (c.id == summary_column::key) continue;
+    std::string name = c.name;
+    if (c.id == summary_column::p999) name = "p999";
+    out += "," + name + (*c.group ? "_ns" : "");
+  }
+  out += ",exact\n";
+  for (const summary_row& r : s.rows) {
+    out += detail::csv_field(r.key);
+    if (s.by == group_by::name) out += "," + detail::csv_field(r.category);
+    for (const auto& c : summary_columns()) {
+      if (c.id == summary_column::key) continue;
+      if (c.id == summary_column::calls) out += "," + std::to_string(r.host.count());
+      else if (c.id == summary_column::share) {
+        char text[32];
+        std::snprintf(text, sizeof text, ",%.6f", r.share);
+        out += text;
+      } else out += "," + std::to_string(detail::column_ns(r, c.id));
+    }
+    out += r.host.exact() ? ",1\n" : ",0\n";
+  }
+  return out;
+}
+
+/// JSON document: rows, iterations, thread usage and notes.
+inline std::string summary_json(const summary_result& s, const std::string& source) {
+  std::string out = "{\"source\":";
+  append_json_string(out, source);
+  out += ",\"group_by\":\"" + std::string(detail::group_name(s.by)) + "\"";
+  out += ",\"spans\":" + std::to_string(s.spans_read) + ",\"spans_in_rows\":" + std::to_string(s.spans_in_rows) +
+         ",\"spans_warmup\":" + std::to_string(s.spans_warmup) +
+         ",\"spans_filtered\":" + std::to_string(s.spans_filtered) + ",\"dropped\":" + std::to_string(s.dropped) +
+         ",\"self_total_ns\":" + std::to_string(s.self_total_ns) + ",\"wall_ns\":" + std::to_string(s.wall_ns) +
+         ",\"rows_before_top\":" + std::to_string(s.rows_before_top);
+  char text[64];
+  std::snprintf(text, sizeof text, "%.6f", log_buckets::relative_error);
+  out += ",\"estimate_relative_error\":" + std::string(text);
+  out += ",\"rows\":[";
+  bool first = true;
+  for (const summary_row& r : s.rows) {
+    out += first ? "\n" : ",\n";
+    first = false;
+    out += "{\"key\":";
+    append_json_string(out, r.key);
+    out += ",\"category\":";
+    append_json_string(out, r.category);
+    out += ",\"calls\":" + std::to_string(r.host.count());
+    out += ",\"host\":{";
+    bool first_field = true;
+    for (const auto& c : summary_columns()) {
+      if (*c.group == 0) continue;
+      std::string name = c.id == summary_column::p999 ? "p999" : c.name;
+      out += (first_field ? "\"" : ",\"") + name + "_ns\":" + std::to_string(detail::column_ns(r, c.id));
+      first_field = false;
+    }
+    out += std::string(",\"exact\":") + (r.host.exact() ? "true" : "false") + "}";
+    std::snprintf(text, sizeof text, ",\"share\":%.6f}", r.share);
+    out += text;
+  }
+  out += "],\"iterations\":[";
+  first = true;
+  for (const iteration_row& it : s.iterations) {
+    out += first ? "\n" : ",\n";
+    first = false;
+    out += "{\"name\":";
+    append_json_string(out, it.name);
+    out += std::string(",\"from\":\"") + (it.from_marks ? "marks" : "span") + "\"";
+    out += ",\"count\":" + std::to_string(it.latency.count()) + ",\"skipped\":" + std::to_string(it.skipped);
+    out += ",\"mean_ns\":" + std::to_string(it.latency.mean()) +
+           ",\"min_ns\":" + std::to_string(it.latency.min()) +
+           ",\"p50_ns\":" + std::to_string(it.latency.percentile(50)) +
+           ",\"p90_ns\":" + std::to_string(it.latency.percentile(90)) +
+           ",\"p99_ns\":" + std::to_string(it.latency.percentile(99)) +
+           ",\"max_ns\":" + std::to_string(it.latency.max());
+    std::snprintf(text, sizeof text, ",\"per_second\":%.6f}", it.per_second());
+    out += text;
+  }
+  out += "],\"threads\":[";
+  first = true;
+  for (const thread_usage& t : s.threads_usage) {
+    out += first ? "\n" : ",\n";
+    first = false;
+    out += "{\"thread\":";
+    append_json_string(out, t.label);
+    out += ",\"busy_ns\":" + std::to_string(t.busy_ns) + ",\"wall_ns\":" + std::to_string(t.wall_ns) +
+           ",\"top_level_spans\":" + std::to_string(t.spans) + "}";
+  }
+  out += "],\"notes\":[";
+  first = true;
+  for (const std::string& n : s.notes) {
+    out += first ? "" : ",";
+    first = false;
+    append_json_string(out, n);
+  }
+  out += "]}\n";
+  return out;
+}
+
+}  // namespace reader
+}  // namespace v1
+}  // namespace edgetrace
