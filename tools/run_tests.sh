@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The full test run: installs what is missing, builds and tests with g++ (preset release) and clang++ (preset clang).
+# The full test run: installs what is missing, builds and tests with g++ (preset release), clang++ (preset clang),
+# g++ ASan+UBSan (preset asan, LeakSanitizer on) and clang++ TSan (preset tsan, a representative set: below),
+# fuzzes the dump reader for 60 s, and runs tools/edge_matrix.sh when it exists and is executable.
 #
 # Usage: bash tools/run_tests.sh        (Debian/Ubuntu; apt-get needs root or sudo)
+#   EDGETRACE_LONG_TESTS=1   long reliability variants (10 s stress, 10 kills, 1000 forks; docs/RELIABILITY.md)
+#   EDGETRACE_FUZZ_SECONDS=N fuzz the reader for N seconds instead of 60
+#   RUN_TESTS_PRESETS="release clang"   run only these presets (default: release clang asan tsan)
 # Ends with a combined summary in ctest's words; exits non-zero if any step
-# or test failed. Build trees: build/release and build/clang.
+# or test failed. Build trees: build/<preset>.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -17,7 +22,7 @@ step_done() {  # records how long the step named $1 took
 }
 
 # --- 1. Dependencies (only what is missing) ---------------------------------
-packages=(cmake make g++ clang binutils doctest-dev libbenchmark-dev)
+packages=(cmake make g++ clang binutils doctest-dev libbenchmark-dev libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -32,14 +37,25 @@ if ((${#missing[@]})); then
 fi
 step_done "dependencies"
 
-# --- 2. Build and test with each compiler -----------------------------------
-# g++ first, clang last, so the last ctest output on screen is the final one.
+# --- 2. Build and test with each compiler and sanitizer ----------------------
+# TSan builds and runs the tests that exercise threads, the flusher and
+# processes (the reader-only tests are single-threaded: ASan/UBSan cover them).
+tsan_targets=(ring_test runtime_test lifecycle_test reliability_test pipeline_e2e_test)
+tsan_tests="^($(IFS='|'; echo "${tsan_targets[*]}"))\$"
 status=0
 summaries=()
 total_tests=0
 total_failed=0
 builds_failed=()
-for preset in release clang; do
+count_ctest_line() {  # adds a "N% tests passed, F tests failed out of T" line to the totals
+  local out_of failed
+  out_of=$(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$1")
+  failed=$(sed -E 's/.*passed, ([0-9]+) tests? failed.*/\1/' <<<"$1")
+  total_tests=$((total_tests + out_of))
+  total_failed=$((total_failed + failed))
+}
+read -r -a presets <<<"${RUN_TESTS_PRESETS:-release clang asan tsan}"
+for preset in "${presets[@]}"; do
   echo
   echo "== [$preset] configure"
   mkdir -p "build/$preset"
@@ -49,7 +65,13 @@ for preset in release clang; do
   step_done "$preset: configure"
 
   echo "== [$preset] build (-j2, warnings are errors)"
-  if ! cmake --build --preset "$preset" -j 2; then
+  build_args=()
+  ctest_args=()
+  if [[ $preset == tsan ]]; then
+    build_args=(--target "${tsan_targets[@]}")
+    ctest_args=(-R "$tsan_tests")
+  fi
+  if ! cmake --build --preset "$preset" -j 2 "${build_args[@]}"; then
     echo "== [$preset] build FAILED (see the errors above); its tests are not run"
     step_done "$preset: build (FAILED)"
     summaries+=("$(printf '%-8s %s' "$preset" "build FAILED")")
@@ -62,7 +84,7 @@ for preset in release clang; do
   echo "== [$preset] ctest"
   log="build/$preset/ctest.log"
   set +e
-  ctest --preset "$preset" --output-on-failure 2>&1 | tee "$log"
+  ctest --preset "$preset" --output-on-failure "${ctest_args[@]}" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   set -e
   [[ $rc -eq 0 ]] || status=1
@@ -73,26 +95,65 @@ for preset in release clang; do
     line="no ctest summary (ctest exit code $rc)"
     status=1
   else
-    out_of=$(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$line")
-    failed=$(sed -E 's/.*passed, ([0-9]+) tests? failed.*/\1/' <<<"$line")
-    total_tests=$((total_tests + out_of))
-    total_failed=$((total_failed + failed))
+    count_ctest_line "$line"
   fi
-  summaries+=("$(printf '%-8s %s' "$preset" "$line")")
+  summaries+=("$(printf '%-12s %s' "$preset" "$line")")
 done
 
-# --- 3. Summary -------------------------------------------------------------
+# --- 3. Fuzz the dump reader (libFuzzer, clang build) -----------------------
+fuzzer=build/clang/tests/reader_fuzz
+if [[ -x $fuzzer ]]; then
+  echo
+  echo "== [fuzz] reader for ${EDGETRACE_FUZZ_SECONDS:-60}s"
+  if bash tests/fuzz/run_fuzz.sh "$fuzzer" "${EDGETRACE_FUZZ_SECONDS:-60}" build/clang/fuzz \
+      build/clang/tests/trace_app build/clang/examples/pipeline; then
+    summaries+=("$(printf '%-12s %s' fuzz "100% tests passed, 0 tests failed out of 1")")
+    count_ctest_line "100% tests passed, 0 tests failed out of 1"
+  else
+    summaries+=("$(printf '%-12s %s' fuzz "0% tests passed, 1 tests failed out of 1")")
+    count_ctest_line "0% tests passed, 1 tests failed out of 1"
+    status=1
+  fi
+  step_done "fuzz"
+fi
+
+# --- 4. The edge/lean build matrix (tools/edge_matrix.sh, when present) -------
+if [[ -x tools/edge_matrix.sh ]]; then
+  echo
+  echo "== [edge] tools/edge_matrix.sh"
+  log=build/edge_matrix.log
+  mkdir -p build
+  set +e
+  bash tools/edge_matrix.sh 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  set -e
+  [[ $rc -eq 0 ]] || status=1
+  step_done "edge matrix"
+  lines=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" || true)
+  if [[ -z $lines ]]; then
+    summaries+=("$(printf '%-12s %s' edge "no ctest summary (exit code $rc)")")
+    status=1
+  else
+    while IFS= read -r line; do
+      count_ctest_line "$line"
+      summaries+=("$(printf '%-12s %s' edge "$line")")
+    done <<<"$lines"
+    [[ $rc -eq 0 ]] || summaries+=("$(printf '%-12s %s' edge "tools/edge_matrix.sh exited $rc")")
+  fi
+fi
+
+# --- 5. Summary -------------------------------------------------------------
 echo
 echo "== timings"
 printf '   %s\n' "${timings[@]}"
 printf '   %-28s %4ds\n' "total" $((SECONDS - started))
-echo "== per compiler (g++: preset release, clang++: preset clang)"
+echo "== per step (g++: release, asan; clang++: clang, tsan; fuzz: reader_fuzz; edge: tools/edge_matrix.sh)"
 printf '   %s\n' "${summaries[@]}"
 if ((${#builds_failed[@]})); then
   echo "== FAILED: the ${builds_failed[*]} build did not compile, so not every test ran"
 elif ((total_tests > 0)); then
   passed=$((total_tests - total_failed))
-  echo "== both builds"
+  echo "== all steps"
   echo "$((passed * 100 / total_tests))% tests passed, ${total_failed} tests failed out of ${total_tests}"
 fi
 exit $status

@@ -19,6 +19,7 @@ const bool app_handler_installed = std::getenv("TRACE_APP_HANDLER") != nullptr &
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -26,8 +27,11 @@ const bool app_handler_installed = std::getenv("TRACE_APP_HANDLER") != nullptr &
 #include <new>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <string>
 #include <thread>
+#include <time.h>
 #include <unistd.h>
+#include <vector>
 
 EDGETRACE_CATEGORY(app);
 
@@ -50,6 +54,197 @@ void spans(int count) {
     EDGETRACE_SCOPE(app, "app_span");
     EDGETRACE_COUNTER(app, "app_counter", i);
   }
+}
+std::uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+/// "VmRSS"/"VmSize" from /proc/self/status, in kB (0 if not found).
+long status_kb(const char* key) {
+  long value = 0;
+  if (FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    const std::size_t n = std::strlen(key);
+    while (std::fgets(line, sizeof line, f))
+      if (std::strncmp(line, key, n) == 0 && line[n] == ':') value = std::atol(line + n + 1);
+    std::fclose(f);
+  }
+  return value;
+}
+
+/// xorshift64: cheap per-thread randomness without allocation.
+std::uint64_t next_random(std::uint64_t& state) {
+  state ^= state << 13;
+  state ^= state >> 7;
+  state ^= state << 17;
+  return state;
+}
+
+void write_all(int fd, const void* data, std::size_t size) {
+  const auto* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t n = ::write(fd, p, size);
+    if (n <= 0) _exit(3);  // the reader went away: nothing left to do
+    p += n;
+    size -= static_cast<std::size_t>(n);
+  }
+}
+
+// ---- modes added for tests/reliability_test.cpp (issue 7) ----------------
+
+/// "stress SECONDS THREADS": THREADS threads issue random bursts of spans
+/// (some nested) until SECONDS pass; each prints how many it issued.
+int stress_mode(double seconds, int thread_total) {
+  std::vector<std::uint64_t> issued(static_cast<std::size_t>(thread_total), 0);
+  const std::uint64_t deadline = now_ns() + static_cast<std::uint64_t>(seconds * 1e9);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < thread_total; ++t)
+    threads.emplace_back([&, t] {
+      const std::string name = "stress-" + std::to_string(t);
+      EDGETRACE_THREAD_NAME(name.c_str());
+      std::uint64_t state = 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(t + 1);
+      std::uint64_t count = 0;
+      while (now_ns() < deadline) {
+        const std::uint64_t burst = 1 + next_random(state) % 3000;
+        for (std::uint64_t i = 0; i < burst; ++i) {
+          EDGETRACE_SCOPE(app, "stress_outer");
+          if ((i & 3) == 0) {
+            EDGETRACE_SCOPE(app, "stress_inner");
+            ++count;
+          }
+          ++count;
+        }
+        const std::uint64_t pause_us = next_random(state) % 2000;
+        if (pause_us < 1000) std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
+      }
+      issued[static_cast<std::size_t>(t)] = count;
+    });
+  for (auto& t : threads) t.join();
+  for (int t = 0; t < thread_total; ++t)
+    std::printf("stress-%d %llu\n", t, static_cast<unsigned long long>(issued[static_cast<std::size_t>(t)]));
+  return 0;
+}
+
+/// "kill-feed": forever: a span around a ~100 us sleep, then a counter whose
+/// value is the sequence number; after each, (seq, CLOCK_MONOTONIC ns) goes
+/// to stdout as two raw u64, so whoever kills us knows what was completed.
+[[noreturn]] void kill_feed_mode() {
+  for (std::uint64_t seq = 1;; ++seq) {
+    {
+      EDGETRACE_SCOPE(app, "feed_span");
+      timespec pause{0, 100000};
+      nanosleep(&pause, nullptr);
+    }
+    EDGETRACE_COUNTER(app, "feed_seq", static_cast<double>(seq));
+    const std::uint64_t entry[2] = {seq, now_ns()};
+    write_all(1, entry, sizeof entry);
+  }
+}
+
+/// "many-threads N PER": N short-lived threads (4 at a time), PER spans each;
+/// prints memory before (after a warm-up) and after.
+int many_threads_mode(int thread_total, int per_thread) {
+  auto batch = [&](int count) {
+    for (int done = 0; done < count;) {
+      std::thread group[4];
+      int n = 0;
+      for (; n < 4 && done < count; ++n, ++done)
+        group[n] = std::thread([per_thread] {
+          for (int i = 0; i < per_thread; ++i) {
+            EDGETRACE_SCOPE(app, "short_thread_span");
+          }
+        });
+      for (int i = 0; i < n; ++i) group[i].join();
+    }
+  };
+  const int warm_up = 64;
+  batch(warm_up);
+  edgetrace::flush();
+  edgetrace::flush();  // retired rings are recycled on the cycle after the exit
+  const long rss_before = status_kb("VmRSS"), vm_before = status_kb("VmSize");
+  batch(thread_total);
+  for (int i = 0; i < 3; ++i) {
+    edgetrace::flush();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const long rss_after = status_kb("VmRSS"), vm_after = status_kb("VmSize");
+  std::printf("threads=%d rss_before_kb=%ld rss_after_kb=%ld vm_before_kb=%ld vm_after_kb=%ld live_threads=%d\n",
+              warm_up + thread_total, rss_before, rss_after, vm_before, vm_after, thread_count());
+  return 0;
+}
+
+/// "fork-exec CHILD_DUMP": forks while another thread traces; the child
+/// execs this program ("exit-code") with EDGETRACE_OUTPUT=CHILD_DUMP.
+/// Everything the child needs is prepared before fork (exec only after it).
+int fork_exec_mode(const char* child_dump) {
+  std::vector<std::string> environment;
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::strncmp(*e, "EDGETRACE_OUTPUT=", 17) != 0) environment.emplace_back(*e);
+  environment.push_back(std::string("EDGETRACE_OUTPUT=") + child_dump);
+  std::vector<char*> envp;
+  for (auto& e : environment) envp.push_back(&e[0]);
+  envp.push_back(nullptr);
+  char self[4096] = {};
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return 2;
+  char mode[] = "exit-code";
+  char* child_argv[] = {self, mode, nullptr};
+  std::atomic<bool> stop{false};
+  std::thread busy([&] {
+    EDGETRACE_THREAD_NAME("busy");
+    while (!stop.load()) spans(100);
+  });
+  spans(100);
+  int codes[3] = {-1, -1, -1};
+  for (int& code : codes) {
+    const pid_t child = fork();
+    if (child == 0) {
+      execve(self, child_argv, envp.data());
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  stop = true;
+  busy.join();
+  std::printf("child=%d,%d,%d\n", codes[0], codes[1], codes[2]);
+  return 0;
+}
+
+/// "fork-storm FORKS": four threads trace while main forks FORKS times; each
+/// child records spans and exits 7 (exit() under EDGETRACE_FORK=follow, so
+/// its own dump is completed; _exit() otherwise).
+int fork_storm_mode(int forks) {
+  const char* fork_env = std::getenv("EDGETRACE_FORK");
+  const bool follow = fork_env != nullptr && std::strcmp(fork_env, "follow") == 0;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> busy;
+  for (int t = 0; t < 4; ++t)
+    busy.emplace_back([&] {
+      while (!stop.load()) spans(50);
+    });
+  int ok = 0;
+  for (int i = 0; i < forks; ++i) {
+    spans(10);
+    const pid_t child = fork();
+    if (child == 0) {
+      for (int k = 0; k < 50; ++k) {
+        EDGETRACE_SCOPE(app, "storm_child_span");
+      }
+      if (follow) std::exit(7);
+      _exit(edgetrace::tracing_active() ? 10 : 7);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    ok += WIFEXITED(status) && WEXITSTATUS(status) == 7;
+  }
+  stop = true;
+  for (auto& t : busy) t.join();
+  std::printf("forks=%d ok=%d\n", forks, ok);
+  return 0;
 }
 }  // namespace
 
@@ -184,6 +379,44 @@ int main(int argc, char** argv) {
   }
   if (std::strcmp(mode, "exit-code") == 0) {
     spans(10);
+    return 42;
+  }
+  if (std::strcmp(mode, "signal-int") == 0) {
+    // SIGINT with its default action (Ctrl-C), as signal-term for SIGTERM.
+    spans(1000);
+    std::raise(SIGINT);
+    for (;;) pause();
+  }
+  if (std::strcmp(mode, "crash") == 0) {
+    // Spans, then well over one flush period of quiet, a few late spans,
+    // and a crash: SIGSEGV (argv[2] = segv) or abort() (argv[2] = abort).
+    spans(1000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (int i = 0; i < 10; ++i) {
+      EDGETRACE_SCOPE(app, "late_span");
+    }
+    std::fflush(stdout);
+    if (argc > 2 && std::strcmp(argv[2], "segv") == 0) {
+      volatile std::uintptr_t address = 16;  // volatile: no compile-time bounds warning
+      *reinterpret_cast<int*>(address) = 1;
+    }
+    std::abort();
+  }
+  if (std::strcmp(mode, "stress") == 0)
+    return stress_mode(argc > 2 ? std::atof(argv[2]) : 2.0, argc > 3 ? std::atoi(argv[3]) : 8);
+  if (std::strcmp(mode, "kill-feed") == 0) kill_feed_mode();
+  if (std::strcmp(mode, "many-threads") == 0)
+    return many_threads_mode(argc > 2 ? std::atoi(argv[2]) : 10000, argc > 3 ? std::atoi(argv[3]) : 3);
+  if (std::strcmp(mode, "fork-exec") == 0 && argc > 2) return fork_exec_mode(argv[2]);
+  if (std::strcmp(mode, "fork-storm") == 0) return fork_storm_mode(argc > 2 ? std::atoi(argv[2]) : 200);
+  if (std::strcmp(mode, "busy-exit-code") == 0) {
+    // Traces and flushes for about 300 ms, then exits 42 (output-failure tests).
+    for (int i = 0; i < 100; ++i) {
+      spans(1000);
+      edgetrace::flush();
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    }
+    std::printf("active=%d\n", edgetrace::tracing_active() ? 1 : 0);
     return 42;
   }
   std::fprintf(stderr, "trace_app: unknown mode %s\n", mode);

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+// An app that traces, calls a linked shared library that traces (lib_a), and
+// dlopens one (lib_b, or with "hidden" a -fvisibility=hidden one). Prints
+// the number of threads while all three are loaded. See docs/RELIABILITY.md
+// ("Several shared objects") and tests/reliability_test.cpp.
+#include <edgetrace/edgetrace.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <dirent.h>
+#include <dlfcn.h>
+
+EDGETRACE_CATEGORY(app);
+EDGETRACE_CATEGORY(shared_cat);
+
+#if DSO_APP_LINKS_LIB_A
+extern "C" void lib_a_work(int count);
+#else
+void lib_a_work(int) {}  // dso_app_plain: no linked library that uses edgetrace
+#endif
+
+namespace {
+int thread_count() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') ++n;
+    closedir(d);
+  }
+  return n;
+}
+void app_work(int count) {
+  for (int i = 0; i < count; ++i) {
+    EDGETRACE_SCOPE(app, "app_span");
+    EDGETRACE_SCOPE(shared_cat, "shared_span");
+  }
+}
+}  // namespace
+
+// dso_app shared|hidden LIBRARY [dlclose] (dso_app_plain: the same without lib_a)
+int main(int argc, char** argv) {
+  if (argc < 3) return 2;
+  const bool hidden = std::strcmp(argv[1], "hidden") == 0;
+  app_work(100);
+  lib_a_work(100);
+  void* lib = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    std::fprintf(stderr, "dso_app: %s\n", dlerror());
+    return 3;
+  }
+  using work_fn = void (*)(int);
+  auto work = reinterpret_cast<work_fn>(dlsym(lib, hidden ? "lib_hidden_work" : "lib_b_work"));
+  if (work == nullptr) return 4;
+  work(100);
+  app_work(100);
+  std::printf("threads=%d\n", thread_count());
+  std::fflush(stdout);
+  if (argc > 3 && std::strcmp(argv[3], "dlclose") == 0) {
+    // Flush first, so the flusher has read every record (and its call-site
+    // strings) that points into the library; see docs/RELIABILITY.md.
+    edgetrace::flush();
+    dlclose(lib);
+  }
+  app_work(100);
+  lib_a_work(100);
+  return 0;
+}

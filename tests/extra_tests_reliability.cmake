@@ -1,0 +1,85 @@
+# SPDX-License-Identifier: MIT
+# Reliability tests (issue 7, docs/RELIABILITY.md) beyond the doctest glob:
+# the several-shared-objects app, the reader fuzz target and its regression
+# replay, and the settings of tests/reliability_test.cpp.
+# Included at the end of tests/CMakeLists.txt.
+#
+# EDGETRACE_LONG_TESTS=1 in the environment of ctest (or of the test binary)
+# runs the long variants (10 s stress, more kills, more forks).
+
+if(TARGET reliability_test)
+  set_tests_properties(reliability_test PROPERTIES LABELS reliability TIMEOUT 900)
+endif()
+
+# --- Several shared objects: app + linked lib + dlopen'd lib ----------------
+foreach(lib IN ITEMS lib_a lib_b lib_hidden)
+  add_library(dso_${lib} SHARED dso/dso_lib.cpp)
+  target_link_libraries(dso_${lib} PRIVATE edgetrace::edgetrace)
+  target_compile_definitions(dso_${lib} PRIVATE DSO_NAME=${lib} DSO_SPAN="${lib}_span")
+  set_target_properties(dso_${lib} PROPERTIES OUTPUT_NAME edgetrace_dso_${lib})
+  edgetrace_project_warnings(dso_${lib})
+endforeach()
+# A -fvisibility=hidden library: every inline variable of edgetrace is its own copy.
+set_target_properties(dso_lib_hidden PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+add_executable(dso_app dso/dso_app.cpp)
+target_link_libraries(dso_app PRIVATE edgetrace::edgetrace dso_lib_a ${CMAKE_DL_LIBS})
+edgetrace_project_warnings(dso_app)
+target_compile_definitions(dso_app PRIVATE DSO_APP_LINKS_LIB_A=1)
+add_dependencies(dso_app dso_lib_b dso_lib_hidden)
+# The same app without lib_a: only the executable and the dlopen'd library
+# include edgetrace. With ENABLE_EXPORTS (-rdynamic) the executable exports
+# edgetrace's inline variables and the plugin binds to them (the documented
+# rule); dso_app_noexport shows what happens without it.
+foreach(variant IN ITEMS plain noexport)
+  add_executable(dso_app_${variant} dso/dso_app.cpp)
+  target_link_libraries(dso_app_${variant} PRIVATE edgetrace::edgetrace ${CMAKE_DL_LIBS})
+  target_compile_definitions(dso_app_${variant} PRIVATE DSO_APP_LINKS_LIB_A=0)
+  edgetrace_project_warnings(dso_app_${variant})
+  add_dependencies(dso_app_${variant} dso_lib_b)
+endforeach()
+set_target_properties(dso_app_plain PROPERTIES ENABLE_EXPORTS ON)
+if(TARGET reliability_test)
+  target_compile_definitions(reliability_test PRIVATE
+    EDGETRACE_TEST_DSO_APP="$<TARGET_FILE:dso_app>"
+    EDGETRACE_TEST_DSO_APP_PLAIN="$<TARGET_FILE:dso_app_plain>"
+    EDGETRACE_TEST_DSO_APP_NOEXPORT="$<TARGET_FILE:dso_app_noexport>"
+    EDGETRACE_TEST_DSO_LIB_B="$<TARGET_FILE:dso_lib_b>"
+    EDGETRACE_TEST_DSO_LIB_HIDDEN="$<TARGET_FILE:dso_lib_hidden>")
+  add_dependencies(reliability_test dso_app dso_app_plain dso_app_noexport)
+endif()
+
+# --- Reader fuzzing ---------------------------------------------------------
+# reader_fuzz_replay: the fuzz target with a plain main() that runs each file
+# given (any compiler, any preset, so the sanitizer presets replay too).
+add_executable(reader_fuzz_replay fuzz/reader_fuzz.cpp fuzz/replay_main.cpp)
+target_link_libraries(reader_fuzz_replay PRIVATE edgetrace::edgetrace)
+edgetrace_project_warnings(reader_fuzz_replay)
+add_test(NAME fuzz_regressions
+  COMMAND ${CMAKE_COMMAND} -DREPLAY=$<TARGET_FILE:reader_fuzz_replay>
+    -DDIRS=${CMAKE_CURRENT_SOURCE_DIR}/fuzz/regressions|${CMAKE_CURRENT_SOURCE_DIR}/fuzz/seeds
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/replay.cmake)
+set_tests_properties(fuzz_regressions PROPERTIES LABELS fuzz)
+
+# reader_fuzz: the libFuzzer binary (clang only; tests/fuzz/run_fuzz.sh runs it).
+if(CMAKE_CXX_COMPILER_ID MATCHES "Clang" AND NOT EDGETRACE_SANITIZE)
+  include(CheckCXXSourceCompiles)
+  set(CMAKE_REQUIRED_FLAGS "-fsanitize=fuzzer,address,undefined")
+  set(CMAKE_REQUIRED_LINK_OPTIONS "-fsanitize=fuzzer,address,undefined")
+  check_cxx_source_compiles(
+    "#include <cstddef>\n#include <cstdint>\nextern \"C\" int LLVMFuzzerTestOneInput(const uint8_t*, size_t) { return 0; }"
+    EDGETRACE_HAVE_LIBFUZZER)
+  unset(CMAKE_REQUIRED_FLAGS)
+  unset(CMAKE_REQUIRED_LINK_OPTIONS)
+  if(EDGETRACE_HAVE_LIBFUZZER)
+    add_executable(reader_fuzz fuzz/reader_fuzz.cpp)
+    target_link_libraries(reader_fuzz PRIVATE edgetrace::edgetrace)
+    target_compile_options(reader_fuzz PRIVATE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+                                               -fno-omit-frame-pointer -Wall -Wextra)
+    target_link_options(reader_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
+    # A short smoke run (seeds + 5 s) inside ctest; CI runs 60 s via run_fuzz.sh.
+    add_test(NAME fuzz_smoke
+      COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_fuzz.sh $<TARGET_FILE:reader_fuzz> 5
+        ${CMAKE_CURRENT_BINARY_DIR}/fuzz $<TARGET_FILE:trace_app>)
+    set_tests_properties(fuzz_smoke PROPERTIES LABELS fuzz TIMEOUT 120)
+  endif()
+endif()

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+// libFuzzer target for the dump reader and its outputs (issue 7). The input
+// is written to a memfd (the reader opens paths; a memfd is a regular,
+// seekable file reachable as /proc/self/fd/N), then read as a dump: both
+// passes, Chrome JSON and info, to /dev/null. Any crash, hang, sanitizer
+// report or unbounded allocation is a bug; see docs/RELIABILITY.md.
+//
+// Built as reader_fuzz (clang, -fsanitize=fuzzer,address,undefined) and as
+// reader_fuzz_replay (any compiler, with replay_main.cpp: runs the files it
+// is given, which is how tests/fuzz/regressions/* are replayed by ctest).
+#include <edgetrace/reader/chrome_json.hpp>
+#include <edgetrace/reader/dump_reader.hpp>
+#include <edgetrace/reader/info.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace {
+std::FILE* dev_null() {
+  static std::FILE* f = std::fopen("/dev/null", "w");
+  return f;
+}
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static const int fd = ::memfd_create("edgetrace-fuzz", 0);
+  if (fd < 0) return 0;
+  if (::ftruncate(fd, 0) != 0) return 0;
+  std::size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pwrite(fd, data + done, size - done, static_cast<off_t>(done));
+    if (n <= 0) return 0;
+    done += static_cast<std::size_t>(n);
+  }
+  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  {
+    edgetrace::reader::dump_reader r;
+    if (r.open(path) && r.read_metadata()) {
+      std::uint64_t events = 0;
+      r.read_events([&](const edgetrace::reader::event&) { ++events; });
+      r.read_events([&](const edgetrace::reader::event&) { --events; });  // a second pass must agree
+      if (events != 0) __builtin_trap();
+      for (const auto* t : r.threads_in_order()) (void)t->dropped();
+      (void)r.complete();
+      (void)r.damaged();
+    }
+  }
+  {
+    edgetrace::reader::dump_reader r;
+    if (r.open(path)) {
+      edgetrace::reader::chrome_json_options options;
+      options.source_name = "fuzz.etr";
+      edgetrace::reader::write_chrome_json(r, dev_null(), options);
+    }
+  }
+  {
+    edgetrace::reader::dump_reader r;
+    if (r.open(path)) edgetrace::reader::write_info(r, dev_null());
+  }
+  return 0;
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Fuzzes the dump reader for a bounded time (docs/RELIABILITY.md).
+#
+# Usage: bash tests/fuzz/run_fuzz.sh FUZZER SECONDS WORK_DIR [TRACE_APP [PIPELINE]]
+#   FUZZER     the libFuzzer binary (build/clang/tests/reader_fuzz)
+#   SECONDS    -max_total_time (CI: 60; longer: e.g. 3600)
+#   WORK_DIR   corpus and crash artifacts go here (WORK_DIR/corpus, WORK_DIR/crashes)
+#   TRACE_APP, PIPELINE: traced programs whose dumps seed the corpus
+# Seeds: tests/fuzz/seeds/* (small, committed) plus dumps made now. A crash
+# leaves WORK_DIR/crashes/crash-*: copy it into tests/fuzz/regressions/ so
+# the fuzz_regressions ctest replays it forever.
+set -euo pipefail
+fuzzer=$1 seconds=$2 work=$3 trace_app=${4:-} pipeline=${5:-}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+mkdir -p "$work/corpus" "$work/seeds" "$work/crashes"
+cp "$here"/seeds/* "$work/seeds/" 2>/dev/null || true
+if [[ -n $trace_app && -x $trace_app ]]; then
+  for mode in idle exit-code worker-exit; do
+    EDGETRACE_OUTPUT="$work/seeds/app-$mode.etr" "$trace_app" "$mode" >/dev/null 2>&1 || true
+  done
+  EDGETRACE_OUTPUT="$work/seeds/app-small-ring.etr" EDGETRACE_BUFFER_KB=4 "$trace_app" stress 0.05 2 >/dev/null 2>&1 || true
+  # Large seeds only slow the fuzzer down: keep the first 64 KiB as well.
+  for f in "$work"/seeds/app-*.etr; do head -c 65536 "$f" >"${f%.etr}.head.etr"; done
+fi
+if [[ -n $pipeline && -x $pipeline ]]; then
+  EDGETRACE_OUTPUT="$work/seeds/pipeline.etr" "$pipeline" --frames 20 >/dev/null 2>&1 || true
+  head -c 65536 "$work/seeds/pipeline.etr" >"$work/seeds/pipeline.head.etr" || true
+fi
+echo "== fuzzing the reader for ${seconds}s (seeds: $(ls "$work/seeds" | wc -l))"
+set +e
+"$fuzzer" -max_total_time="$seconds" -max_len=262144 -timeout=10 -rss_limit_mb=2048 \
+  -artifact_prefix="$work/crashes/" -print_final_stats=1 "$work/corpus" "$work/seeds" 2>"$work/fuzz.log"
+rc=$?
+set -e
+grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb)' "$work/fuzz.log" || true
+grep -E 'cov:' "$work/fuzz.log" | tail -n 1 || true
+if [[ $rc -ne 0 ]]; then
+  tail -n 60 "$work/fuzz.log"
+  echo "== the fuzzer found a problem: see $work/crashes/; add it to tests/fuzz/regressions/"
+  exit 1
+fi
+echo "== fuzzing: no crash in ${seconds}s"
