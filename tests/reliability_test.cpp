@@ -175,9 +175,7 @@ TEST_CASE("reliability: 8 threads x random bursts, small rings: written + droppe
 }
 
 // The summary must say that spans are missing (how many, on which threads).
-// may_fail: it does not yet (see docs/RELIABILITY.md, "Known gaps"); drop the
-// decorator once `edgetrace summary` reports drops.
-TEST_CASE("reliability: edgetrace summary reports dropped spans" * doctest::may_fail()) {
+TEST_CASE("reliability: edgetrace summary reports dropped spans") {
   const std::string dump_path = fresh("summary-loss.etr");
   const auto r = run({app, "stress", "0.2", "2"}, {"EDGETRACE_OUTPUT=" + dump_path, "EDGETRACE_BUFFER_KB=4"});
   REQUIRE(r.exit_code == 0);
@@ -370,10 +368,9 @@ TEST_CASE("reliability: fork + exec of a traced program while threads trace: bot
 }
 
 // An exec'd program inherits the environment, so by default it gets the
-// parent's EDGETRACE_OUTPUT. Today its O_TRUNC open destroys the parent's
-// dump (docs/RELIABILITY.md, "Known gaps"); may_fail until the runtime
-// appends as a second writer instead.
-TEST_CASE("reliability: an exec'd child inheriting EDGETRACE_OUTPUT keeps the parent's dump" * doctest::may_fail()) {
+// parent's EDGETRACE_OUTPUT. The parent holds the file's lock as its first
+// writer, so the child appends as a second writer instead of truncating.
+TEST_CASE("reliability: an exec'd child inheriting EDGETRACE_OUTPUT keeps the parent's dump") {
   const std::string dump_path = fresh("fork-exec-same.etr");
   auto child = edgetrace_test::spawn({app, "fork-exec", dump_path}, {"EDGETRACE_OUTPUT=" + dump_path});
   std::string out;
@@ -519,13 +516,12 @@ TEST_CASE("reliability: app + linked DSO + dlopen'd DSO: one writer, one flusher
   ::unlink(dump_path.c_str());
 }
 
-// dlclose of a library that declared a category leaves its category_state
-// in the process-wide list; the exit handler then writes to unmapped memory.
-// g++ hides this (STB_GNU_UNIQUE inline variables make glibc ignore
-// dlclose), clang does not: docs/RELIABILITY.md, "Known gaps"; may_fail
-// until categories unregister when their library is unloaded.
-TEST_CASE("reliability: flush, dlclose a traced library, go on tracing, exit: the app is unharmed" *
-          doctest::may_fail()) {
+// dlclose of a library that declared a category: the category unregisters
+// (its registration object's destructor runs at dlclose), so the exit
+// handler never touches the unloaded memory. g++ builds hide the question
+// (STB_GNU_UNIQUE inline variables make glibc ignore dlclose); clang builds
+// really unload the library.
+TEST_CASE("reliability: flush, dlclose a traced library, go on tracing, exit: the app is unharmed") {
   const std::string dump_path = fresh("dso-dlclose.etr");
   const auto r = run({EDGETRACE_TEST_DSO_APP, "shared", EDGETRACE_TEST_DSO_LIB_B, "dlclose"},
                      {"EDGETRACE_OUTPUT=" + dump_path});

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 
 namespace edgetrace {
 inline namespace v1 {
@@ -78,6 +79,24 @@ struct alignas(8) site {
 /// Links a category into the process registry and applies the run-time
 /// filter if tracing already started. Defined in detail/runtime.hpp.
 bool register_category(category_state& state) noexcept;
+/// Unlinks it again (detail/runtime.hpp).
+void unregister_category(category_state& state) noexcept;
+
+/// Registers a category for the lifetime of the object (executable or
+/// shared library) that declares it: its destructor runs at exit or at
+/// dlclose, so an unloaded library's category leaves the registry.
+struct category_registration {
+  category_state& state;
+  explicit category_registration(category_state& category) noexcept : state(category) { register_category(state); }
+  ~category_registration() { unregister_category(state); }
+  category_registration(const category_registration&) = delete;
+  category_registration& operator=(const category_registration&) = delete;
+};
+
+/// What a compiled-out category registers: nothing.
+struct no_registration {
+  constexpr explicit no_registration(category_state&) noexcept {}
+};
 
 }  // namespace detail
 }  // namespace v1
@@ -93,7 +112,9 @@ bool register_category(category_state& state) noexcept;
   struct EDGETRACE_DETAIL_CATEGORY_TYPE(cat) {                                                    \
     static constexpr bool compiled_in = ::edgetrace::detail::category_compiled_in(#cat);          \
     static inline ::edgetrace::detail::category_state state{#cat};                                \
-    static inline const bool registered = compiled_in && ::edgetrace::detail::register_category(state); \
+    static inline const std::conditional_t<compiled_in, ::edgetrace::detail::category_registration,       \
+                                           ::edgetrace::detail::no_registration>                          \
+        registration{state};                                                                              \
   }
 #else
 #define EDGETRACE_CATEGORY(cat)                 \

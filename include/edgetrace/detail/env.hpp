@@ -59,7 +59,9 @@ struct settings {
 
 inline constexpr std::uint64_t default_buffer_kb = 1024;  // 43690 records per thread
 inline constexpr std::uint64_t min_buffer_kb = 4;
-inline constexpr std::uint64_t max_buffer_kb = 1u << 20;  // 1 GiB per thread
+/// 64 MiB per thread: rings are pre-faulted and two spares are kept, so a
+/// bigger value could commit more memory than a small device has.
+inline constexpr std::uint64_t max_buffer_kb = 64u << 10;
 inline constexpr std::uint32_t default_flush_ms = 10;
 inline constexpr std::uint32_t max_flush_ms = 60000;
 

@@ -28,6 +28,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -74,6 +75,32 @@ inline bool register_category(category_state& state) noexcept {
       tracing_on && runtime_category_selected(category_filter, state.name) ? recording_clock : std::uint8_t{clock_off},
       std::memory_order_relaxed);
   return true;
+}
+
+/// Set when a category (and so possibly a shared object with its sites)
+/// goes away; the flusher then forgets every site address it cached, since
+/// a library loaded later may reuse them. Release/acquire.
+inline std::atomic<bool> forget_sites{false};
+
+inline void flush_if_pending() noexcept;
+
+/// Undoes register_category when the object that declared the category is
+/// unloaded (dlclose) or the process exits: records still in the rings are
+/// written first (they point at this object's strings), then the category
+/// leaves the registry, so nothing touches its memory afterwards.
+inline void unregister_category(category_state& state) noexcept {
+  if (state.index == 0) return;
+  flush_if_pending();
+  std::lock_guard<std::mutex> lock(category_mutex);
+  state.enabled.store(clock_off, std::memory_order_relaxed);
+  for (category_state** link = &category_list; *link != nullptr; link = &(*link)->next) {
+    if (*link == &state) {
+      *link = state.next;
+      break;
+    }
+  }
+  state.next = nullptr;
+  forget_sites.store(true, std::memory_order_release);
 }
 
 inline category_state* find_category_locked(std::uint32_t index) noexcept {
@@ -595,6 +622,10 @@ class runtime {
         if (stop_) break;
         serving = flush_requested_;
       }
+      if (forget_sites.exchange(false, std::memory_order_acq_rel)) {
+        site_ids_.clear();
+        for (site_cache_entry& entry : site_cache_) entry = {};
+      }
       const std::uint64_t drain_start_ns = clock_ns(CLOCK_MONOTONIC);
       const double fullest = drain_all(false);
       // Adapt the period to the busiest ring: come back before it can fill
@@ -700,7 +731,12 @@ inline void on_thread_exit(void* ring_pointer) noexcept {
 /// Gives the calling thread its ring (first traced event on the thread).
 inline void restart_if_forked() noexcept;
 
+/// Set on a thread whose ring could not be mapped: its events are ignored
+/// without another attempt (slow path only, so a plain thread_local).
+inline thread_local bool attach_failed = false;
+
 inline thread_ring* attach_thread() noexcept {
+  if (attach_failed) return nullptr;
   restart_if_forked();
   runtime* rt = the_runtime.load(std::memory_order_acquire);
   if (!owns_runtime(rt) || rt->failed_.load(std::memory_order_relaxed)) return nullptr;
@@ -709,7 +745,18 @@ inline thread_ring* attach_thread() noexcept {
     if (rt->stop_) return nullptr;  // shutting down: the flusher would never drain it
   }
   thread_ring* ring = rt->take_ring();
-  if (ring == nullptr) return nullptr;
+  if (ring == nullptr) {
+    // Out of memory (or address space): this thread goes untraced. Say it
+    // once per process, and never retry on this thread (a failing mmap per
+    // event would be a system call on the hot path).
+    attach_failed = true;
+    static std::atomic<bool> reported{false};
+    if (!reported.exchange(true))
+      report("cannot map a %llu KiB ring for thread %ld: %s; that thread (and any other that fails) is not traced",
+             static_cast<unsigned long long>(rt->config_.ring_records * sizeof(record) / 1024),
+             static_cast<long>(::syscall(SYS_gettid)), std::strerror(errno));
+    return nullptr;
+  }
   ring->os_tid = static_cast<std::uint64_t>(::syscall(SYS_gettid));
   pthread_getname_np(pthread_self(), ring->name, sizeof ring->name);
   {
@@ -758,11 +805,34 @@ EDGETRACE_DETAIL_NOINLINE void push_slow(std::uint64_t word, std::uint64_t a, st
 
 // ------------------------------------------------------------ start / stop
 
+/// Reports each EDGETRACE_CATEGORIES item that named no category (checked at
+/// exit: categories register lazily, so at start-up not all are known).
+inline void report_unmatched_filter_locked() noexcept {
+  if (category_filter == nullptr) return;
+  const char* p = category_filter;
+  while (*p != '\0') {
+    while (*p == ' ' || *p == ',' || *p == '-') ++p;
+    const char* item = p;
+    while (*p != '\0' && *p != ',') ++p;
+    const char* end = p;
+    while (end > item && end[-1] == ' ') --end;
+    const auto length = static_cast<std::size_t>(end - item);
+    if (length == 0 || (length == 1 && *item == '*')) continue;
+    bool found = false;
+    for (const category_state* c = category_list; c != nullptr && !found; c = c->next)
+      found = std::strlen(c->name) == length && std::strncmp(c->name, item, length) == 0;
+    if (!found)
+      report("EDGETRACE_CATEGORIES names '%.*s', but no category of that name was compiled in", static_cast<int>(length),
+             item);
+  }
+}
+
 inline void shutdown() noexcept {
   runtime* rt = the_runtime.load(std::memory_order_acquire);
   if (!owns_runtime(rt) || !rt->flusher_started_) return;
   {
     std::lock_guard<std::mutex> lock(category_mutex);
+    report_unmatched_filter_locked();
     tracing_on = false;
     apply_category_flags_locked(false);
   }
@@ -887,17 +957,38 @@ inline bool child_output_path(const char* parent_path, long pid, char* out, std:
 /// Opens rt->path_, writes header, process chunk and first calibration, and
 /// starts the flusher. On failure: one stderr line, false.
 inline bool open_and_launch(runtime* rt) noexcept {
-  rt->fd_ = ::open(rt->path_, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  // No O_TRUNC: the file may be another live writer's (an exec'd child that
+  // inherited EDGETRACE_OUTPUT, a second copy of the library in a
+  // -fvisibility=hidden plugin). The first writer holds an exclusive flock
+  // for its lifetime; only it truncates and writes the file header. Later
+  // writers append their chunks, told apart by writer id.
+  rt->fd_ = ::open(rt->path_, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (rt->fd_ < 0) {
     report("cannot open EDGETRACE_OUTPUT='%s': %s; tracing is off", rt->path_, std::strerror(errno));
     return false;
   }
+  const bool first_writer = ::flock(rt->fd_, LOCK_EX | LOCK_NB) == 0 || errno != EWOULDBLOCK;
+  if (first_writer) {
+    const int ignored = ::ftruncate(rt->fd_, 0);  // fails harmlessly on /dev/null, FIFOs
+    (void)ignored;
+  } else {
+    // The first writer truncates right after taking the lock: wait (at
+    // most 200 ms) until its header is there, so our chunks follow it.
+    struct stat st;
+    for (int i = 0; i < 200 && ::fstat(rt->fd_, &st) == 0 && st.st_size < static_cast<off_t>(format::file_header_size);
+         ++i) {
+      timespec pause{0, 1000000};
+      nanosleep(&pause, nullptr);
+    }
+  }
   const std::uint64_t seed = clock_ns(CLOCK_MONOTONIC) ^ (static_cast<std::uint64_t>(rt->owner_pid_) << 32) ^
                              reinterpret_cast<std::uintptr_t>(rt);
   rt->writer_id_ = static_cast<std::uint32_t>((seed * 0x9E3779B97F4A7C15ull) >> 32) | 1u;
-  unsigned char header[format::file_header_size];
-  format::write_file_header(header);
-  rt->out_.insert(rt->out_.end(), header, header + sizeof header);
+  if (first_writer) {
+    unsigned char header[format::file_header_size];
+    format::write_file_header(header);
+    rt->out_.insert(rt->out_.end(), header, header + sizeof header);
+  }
   rt->write_process_chunk();
   rt->write_calibration();
   rt->flush_output();
@@ -1067,6 +1158,19 @@ inline void flush() noexcept {
   // Bounded wait: the app must never hang on the tracer.
   rt->flushed_.wait_for(lock, std::chrono::seconds(5),
                         [&] { return rt->flush_completed_ >= ticket || rt->flusher_done_; });
+}
+
+/// flush(), but only if some ring holds unread records (so several
+/// categories going away at exit cost one flush, not one each).
+inline void flush_if_pending() noexcept {
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  if (!owns_runtime(rt) || rt->stopping_.load(std::memory_order_relaxed)) return;
+  bool pending = false;
+  {
+    std::lock_guard<std::mutex> lock(rt->ring_mutex_);
+    for (const thread_ring* ring : rt->rings_) pending = pending || unread(*ring) != 0;
+  }
+  if (pending) flush();
 }
 
 inline bool active() noexcept {
