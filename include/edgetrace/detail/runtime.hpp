@@ -56,6 +56,35 @@ inline std::uint8_t recording_clock = clock_counter;
 
 /// Sets every registered category's flag to `on` (filtered). Caller holds
 /// category_mutex.
+/// Bit i set: item i of EDGETRACE_CATEGORIES matched a category that
+/// registered at some point (kept as bits, not names: a category's name
+/// goes away with an unloaded library). Guarded by category_mutex.
+inline std::uint64_t filter_items_matched = 0;
+
+/// Calls visit(index, item, length) for each item of the run-time filter
+/// (a leading '-' stripped; "*" and empty items skipped); 64 items at most.
+template <class Visit>
+void for_each_filter_item(const char* filter, Visit&& visit) noexcept {
+  if (filter == nullptr) return;
+  const char* p = filter;
+  for (unsigned index = 0; *p != '\0' && index < 64; ++index) {
+    while (*p == ' ' || *p == ',') ++p;
+    if (*p == '-') ++p;
+    const char* item = p;
+    while (*p != '\0' && *p != ',') ++p;
+    const char* end = p;
+    while (end > item && end[-1] == ' ') --end;
+    const auto length = static_cast<std::size_t>(end - item);
+    if (length != 0 && !(length == 1 && *item == '*')) visit(index, item, length);
+  }
+}
+
+inline void mark_filter_matches_locked(const char* name) noexcept {
+  for_each_filter_item(category_filter, [&](unsigned index, const char* item, std::size_t length) {
+    if (std::strlen(name) == length && std::strncmp(name, item, length) == 0) filter_items_matched |= 1ull << index;
+  });
+}
+
 inline void apply_category_flags_locked(bool on) noexcept {
   for (category_state* c = category_list; c != nullptr; c = c->next)
     c->enabled.store(on && runtime_category_selected(category_filter, c->name) ? recording_clock : std::uint8_t{clock_off},
@@ -71,6 +100,7 @@ inline bool register_category(category_state& state) noexcept {
   state.index = ++category_count;
   state.next = category_list;
   category_list = &state;
+  mark_filter_matches_locked(state.name);
   state.enabled.store(
       tracing_on && runtime_category_selected(category_filter, state.name) ? recording_clock : std::uint8_t{clock_off},
       std::memory_order_relaxed);
@@ -205,6 +235,11 @@ class runtime {
     format::site_kind kind;
   };
   site_cache_entry site_cache_[256] = {};
+  struct named_cache_entry {
+    std::uint64_t key;
+    std::uint32_t id;  ///< 0 = empty (site ids start at 1)
+  };
+  named_cache_entry named_cache_[256] = {};
   std::uint64_t last_calibration_ns_ = 0;
   int calibrations_ = 0;
 
@@ -349,10 +384,18 @@ class runtime {
   /// Dump id of a (category, interned name) span site.
   std::uint32_t named_site_id(std::uint64_t word) {
     const std::uint64_t key = word >> 2;
+    // Same direct-mapped cache as for literal sites: a hash lookup per
+    // record would let a fast producer outrun the flusher.
+    named_cache_entry& slot = named_cache_[(key ^ (key >> 30)) & 255];
+    if (slot.key == key && slot.id != 0) return slot.id;
     auto found = named_ids_.find(key);
-    if (found != named_ids_.end()) return found->second;
+    if (found != named_ids_.end()) {
+      slot = {key, found->second};
+      return found->second;
+    }
     const std::uint32_t id = next_site_id_++;
     named_ids_.emplace(key, id);
+    slot = {key, id};
     const auto category_index = static_cast<std::uint32_t>(key & 0x3FFFFFFF);
     const auto name_id = static_cast<std::uint32_t>(word >> 32);
     const char* category_name = "unknown";
@@ -610,7 +653,7 @@ class runtime {
   void flusher_loop() {
     using namespace std::chrono;
     const std::uint64_t period_ns = std::uint64_t{config_.flush_ms} * 1000000u;
-    std::uint64_t wait_ns = period_ns;
+    std::uint64_t wait_ns = period_ns < 1000000u ? period_ns : 1000000u;  // first look soon
     std::uint64_t last_drain_ns = clock_ns(CLOCK_MONOTONIC);
     refill_pool();  // here, not in start-up: page faults stay off the app's start
     for (;;) {
@@ -629,15 +672,23 @@ class runtime {
       const std::uint64_t drain_start_ns = clock_ns(CLOCK_MONOTONIC);
       const double fullest = drain_all(false);
       // Adapt the period to the busiest ring: come back before it can fill
-      // a quarter at the rate just seen (never sooner than 50 µs, never
-      // later than EDGETRACE_FLUSH_MS), so bursts are not dropped.
+      // an eighth at the rate just seen (never sooner than 50 µs, never
+      // later than EDGETRACE_FLUSH_MS), so bursts are not dropped. A ring
+      // found more than half full says nothing about the rate (it may have
+      // been full for most of the period): poll at the fastest then.
+      // An empty ring only lets the period grow back gradually (doubling):
+      // a quiet moment, or an early wake-up by flush(), must not send the
+      // flusher to sleep for a whole period in the middle of a burst.
       const double elapsed_ns = static_cast<double>(drain_start_ns - last_drain_ns) + 1.0;
       last_drain_ns = drain_start_ns;
-      wait_ns = period_ns;
-      if (fullest > 0) {
-        const double quarter_ns = 0.25 * elapsed_ns / fullest;
-        if (quarter_ns < static_cast<double>(period_ns))
-          wait_ns = quarter_ns < 50000.0 ? 50000u : static_cast<std::uint64_t>(quarter_ns);
+      wait_ns = wait_ns * 2 < period_ns ? wait_ns * 2 : period_ns;
+      if (fullest > 0.5) {
+        wait_ns = 50000u;
+      } else if (fullest > 0) {
+        const double eighth_ns = 0.125 * elapsed_ns / fullest;
+        wait_ns = period_ns;
+        if (eighth_ns < static_cast<double>(period_ns))
+          wait_ns = eighth_ns < 50000.0 ? 50000u : static_cast<std::uint64_t>(eighth_ns);
       }
       const std::uint64_t now = clock_ns(CLOCK_MONOTONIC);
       if (!failed_.load() && !ended_ &&
@@ -769,7 +820,12 @@ inline thread_ring* attach_thread() noexcept {
 }
 
 inline void note_drop(thread_ring& ring, std::uint64_t tick) noexcept {
-  if (ring.pending_loss == 0) ring.loss_first = tick;
+  if (ring.pending_loss == 0) {
+    ring.loss_first = tick;
+    // The ring just filled up: wake the flusher now rather than at its next
+    // period (one futex wake per overflow episode, not per dropped record).
+    if (runtime* rt = the_runtime.load(std::memory_order_acquire); owns_runtime(rt)) rt->wake_.notify_one();
+  }
   ring.loss_last = tick;
   ++ring.pending_loss;
   ring.drop_count.store(ring.drop_count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -808,23 +864,11 @@ EDGETRACE_DETAIL_NOINLINE void push_slow(std::uint64_t word, std::uint64_t a, st
 /// Reports each EDGETRACE_CATEGORIES item that named no category (checked at
 /// exit: categories register lazily, so at start-up not all are known).
 inline void report_unmatched_filter_locked() noexcept {
-  if (category_filter == nullptr) return;
-  const char* p = category_filter;
-  while (*p != '\0') {
-    while (*p == ' ' || *p == ',' || *p == '-') ++p;
-    const char* item = p;
-    while (*p != '\0' && *p != ',') ++p;
-    const char* end = p;
-    while (end > item && end[-1] == ' ') --end;
-    const auto length = static_cast<std::size_t>(end - item);
-    if (length == 0 || (length == 1 && *item == '*')) continue;
-    bool found = false;
-    for (const category_state* c = category_list; c != nullptr && !found; c = c->next)
-      found = std::strlen(c->name) == length && std::strncmp(c->name, item, length) == 0;
-    if (!found)
+  for_each_filter_item(category_filter, [](unsigned index, const char* item, std::size_t length) {
+    if ((filter_items_matched & (1ull << index)) == 0)
       report("EDGETRACE_CATEGORIES names '%.*s', but no category of that name was compiled in", static_cast<int>(length),
              item);
-  }
+  });
 }
 
 inline void shutdown() noexcept {
@@ -1018,6 +1062,7 @@ inline void switch_flags_on(const settings& config) noexcept {
   std::lock_guard<std::mutex> lock(category_mutex);
   category_filter = config.categories;
   recording_clock = config.clock;
+  for (const category_state* c = category_list; c != nullptr; c = c->next) mark_filter_matches_locked(c->name);
   tracing_on = true;
   apply_category_flags_locked(true);
 }
