@@ -130,7 +130,7 @@ if [[ -x tools/edge_matrix.sh ]]; then
   set -e
   [[ $rc -eq 0 ]] || status=1
   step_done "edge matrix"
-  lines=$(grep -oE '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" || true)
+  lines=$(grep -oE '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | awk '!seen[$0]++' || true)
   if [[ -z $lines ]]; then
     summaries+=("$(printf '%-12s %s' edge "no ctest summary (exit code $rc)")")
     status=1
