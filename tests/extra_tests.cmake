@@ -115,3 +115,13 @@ if(TARGET pipeline_e2e_test)
   endif()
   set_tests_properties(pipeline_e2e_test PROPERTIES LABELS e2e)
 endif()
+
+# --- The runtime compiled once (edgetrace::runtime, EDGETRACE_SEPARATE_RUNTIME=1)
+if(TARGET edgetrace_runtime)
+  add_executable(separate_runtime_app separate/main.cpp separate/work.cpp)
+  target_link_libraries(separate_runtime_app PRIVATE edgetrace::runtime)
+  edgetrace_project_warnings(separate_runtime_app)
+  add_test(NAME separate_runtime
+    COMMAND ${CMAKE_COMMAND} -DAPP=$<TARGET_FILE:separate_runtime_app> -DCLI=$<TARGET_FILE:edgetrace_cli>
+      -DDUMP=${EDGETRACE_TEST_TMP}/separate_runtime.etr -P ${CMAKE_CURRENT_SOURCE_DIR}/separate/check.cmake)
+endif()

@@ -5,11 +5,10 @@
 #pragma once
 
 #include <edgetrace/config.hpp>
-#include <edgetrace/format.hpp>
+#include <edgetrace/detail/atomic.hpp>
+#include <edgetrace/detail/kinds.hpp>
 
-#include <atomic>
 #include <cstdint>
-#include <type_traits>
 
 namespace edgetrace {
 inline namespace v1 {
@@ -55,7 +54,7 @@ struct category_state {
   /// questions. Relaxed: it only gates recording; a scope racing with a
   /// change records or not, both fine. Written by the runtime at start, on
   /// failure and after fork.
-  std::atomic<std::uint8_t> enabled{0};
+  atomic_cell<std::uint8_t> enabled{0};
   /// Dense id ≥ 1, assigned at registration (static init); 0 = unregistered.
   std::uint32_t index = 0;
   const char* name;
@@ -98,6 +97,18 @@ struct no_registration {
   constexpr explicit no_registration(category_state&) noexcept {}
 };
 
+/// std::conditional_t without <type_traits> (compile cost).
+template <bool Condition, class Then, class Else>
+struct select_type {
+  using type = Then;
+};
+template <class Then, class Else>
+struct select_type<false, Then, Else> {
+  using type = Else;
+};
+template <bool Condition, class Then, class Else>
+using select_t = typename select_type<Condition, Then, Else>::type;
+
 }  // namespace detail
 }  // namespace v1
 }  // namespace edgetrace
@@ -112,9 +123,9 @@ struct no_registration {
   struct EDGETRACE_DETAIL_CATEGORY_TYPE(cat) {                                                    \
     static constexpr bool compiled_in = ::edgetrace::detail::category_compiled_in(#cat);          \
     static inline ::edgetrace::detail::category_state state{#cat};                                \
-    static inline const std::conditional_t<compiled_in, ::edgetrace::detail::category_registration,       \
-                                           ::edgetrace::detail::no_registration>                          \
-        registration{state};                                                                              \
+    static inline const ::edgetrace::detail::select_t<compiled_in, ::edgetrace::detail::category_registration, \
+                                                      ::edgetrace::detail::no_registration>                \
+        registration{state};                                                                               \
   }
 #else
 #define EDGETRACE_CATEGORY(cat)                 \

@@ -51,6 +51,36 @@ static_assert(sizeof(EDGETRACE_EXCLUDED_CATEGORIES "") >= 1,
 #error "EDGETRACE_CLOCK_MONOTONIC must be 0 or 1"
 #endif
 
+/// 1: a span's begin is an out-of-line call too, so each EDGETRACE_SCOPE
+/// site costs ~60 bytes of code instead of ~120, for ~3 more instructions
+/// per recorded span (docs/PERFORMANCE.md, "Code per site"). For builds
+/// with thousands of sites and tight instruction caches or flash.
+#ifndef EDGETRACE_COMPACT_SCOPES
+#define EDGETRACE_COMPACT_SCOPES 0
+#endif
+#if (EDGETRACE_COMPACT_SCOPES != 0) && (EDGETRACE_COMPACT_SCOPES != 1)
+#error "EDGETRACE_COMPACT_SCOPES must be 0 or 1"
+#endif
+
+/// 1: the runtime (flusher, encoder, env parsing) is compiled once, in the
+/// TU that includes <edgetrace/runtime_impl.hpp> (CMake: link
+/// edgetrace::runtime), instead of in every TU that includes
+/// edgetrace.hpp. Cuts the compile cost of the header to the hot path's
+/// (docs/PERFORMANCE.md). Every TU of the program must agree.
+#ifndef EDGETRACE_SEPARATE_RUNTIME
+#define EDGETRACE_SEPARATE_RUNTIME 0
+#endif
+#if (EDGETRACE_SEPARATE_RUNTIME != 0) && (EDGETRACE_SEPARATE_RUNTIME != 1)
+#error "EDGETRACE_SEPARATE_RUNTIME must be 0 or 1"
+#endif
+/// How the runtime's entry points are declared and defined: inline in the
+/// header-only build, ordinary external functions with a separate runtime.
+#if EDGETRACE_SEPARATE_RUNTIME
+#define EDGETRACE_DETAIL_API
+#else
+#define EDGETRACE_DETAIL_API inline
+#endif
+
 #if defined(__GNUC__) || defined(__clang__)
 #define EDGETRACE_DETAIL_LIKELY(x) __builtin_expect(!!(x), 1)
 #define EDGETRACE_DETAIL_UNLIKELY(x) __builtin_expect(!!(x), 0)

@@ -24,17 +24,17 @@
 
 #include <edgetrace/category.hpp>
 #include <edgetrace/config.hpp>
-#include <edgetrace/format.hpp>
+#include <edgetrace/detail/kinds.hpp>
 
+#include <cstddef>
 #include <cstdint>
-#include <cstring>
-#include <string_view>
-#include <type_traits>
 
+// The light part: what a scope compiles to. No heavy standard header here
+// (tools/compile_cost.sh checks): every traced TU pays for what is included.
 #if EDGETRACE_ENABLED
-#include <edgetrace/clock.hpp>
+#include <edgetrace/detail/hooks.hpp>
 #include <edgetrace/detail/ring.hpp>
-#include <edgetrace/detail/runtime.hpp>
+#include <edgetrace/detail/tick.hpp>
 #endif
 
 namespace edgetrace {
@@ -47,52 +47,152 @@ struct null_scope {
   template <class... Args>
   constexpr explicit null_scope(Args&&...) noexcept {}
 };
-static_assert(std::is_empty_v<null_scope>, "a compiled-out scope must be an empty object");
+static_assert(__is_empty(null_scope), "a compiled-out scope must be an empty object");
 
 struct named_tag {};
 
 #if EDGETRACE_ENABLED
 
+/// The runtime's entry points (detail/runtime.hpp defines them; with
+/// EDGETRACE_SEPARATE_RUNTIME=1, the one TU that includes
+/// <edgetrace/runtime_impl.hpp>).
+EDGETRACE_DETAIL_API name_handle intern(const char* name, std::size_t size);
+EDGETRACE_DETAIL_API void flush() noexcept;
+EDGETRACE_DETAIL_API void set_thread_name(const char* name) noexcept;
+EDGETRACE_DETAIL_API bool active() noexcept;
+
+/// A span's begin value when its mode is anything but "record with the CPU
+/// counter" (CLOCK_MONOTONIC, scope hooks, hooks without recording): bit 63
+/// set, the mode in bits 60-62, the begin tick in the low 60 bits (2^60 ns
+/// is 36 years). So the scope object carries no mode of its own and
+/// span_end() tells the common case from the rest by the sign bit.
+inline constexpr std::uint64_t slow_begin_flag = std::uint64_t{1} << 63;
+inline constexpr unsigned slow_begin_mode_shift = 60;
+inline constexpr std::uint64_t slow_begin_tick_mask = (std::uint64_t{1} << slow_begin_mode_shift) - 1;
+
+/// The begin of a span in any mode but the plain counter. Out of line and
+/// shared by all sites.
+template <class = void>
+EDGETRACE_DETAIL_NOINLINE std::uint64_t span_begin_slow(std::uint64_t word, std::uint8_t mode) noexcept {
+  if ((mode & mode_hooks) != 0) {
+    if (const scope_hooks* hooks = installed_hooks.load(order_acquire)) hooks->begin(word);
+  }
+  const std::uint8_t clock = mode & mode_clock_bits;
+  const std::uint64_t tick = clock == clock_off ? 0 : ticks(clock);
+  return slow_begin_flag | (std::uint64_t{mode} << slow_begin_mode_shift) | (tick & slow_begin_tick_mask);
+}
+
+template <class = void>
+EDGETRACE_DETAIL_NOINLINE void span_end_slow(std::uint64_t word, std::uint64_t begin) noexcept {
+  const auto mode = static_cast<std::uint8_t>((begin >> slow_begin_mode_shift) & 7);
+  const std::uint8_t clock = mode & mode_clock_bits;
+  const std::uint64_t end = clock == clock_off ? 0 : ticks(clock);
+  if ((mode & mode_hooks) != 0) {
+    if (const scope_hooks* hooks = installed_hooks.load(order_acquire)) hooks->end(word);
+  }
+  if (clock != clock_off) push(word, begin & slow_begin_tick_mask, end);
+}
+
+/// The begin of a span in compact mode (EDGETRACE_COMPACT_SCOPES=1): out of
+/// line, so a site's inline code is the flag test and two calls.
+template <class = void>
+EDGETRACE_DETAIL_NOINLINE std::uint64_t span_begin(std::uint64_t word, std::uint8_t mode) noexcept {
+  if (EDGETRACE_DETAIL_LIKELY(mode == clock_counter)) return ticks();
+  return span_begin_slow(word, mode);
+}
+
+/// The end of a span in compact mode: one call shared by all sites. Reads
+/// the end tick and pushes.
+template <class = void>
+EDGETRACE_DETAIL_NOINLINE void span_end(std::uint64_t word, std::uint64_t begin) noexcept {
+  if (EDGETRACE_DETAIL_LIKELY((begin & slow_begin_flag) == 0)) {
+    push(word, begin, ticks());
+    return;
+  }
+  span_end_slow(word, begin);
+}
+
+/// An instant, mark or counter sample in any mode but the plain counter.
+template <class = void>
+EDGETRACE_DETAIL_NOINLINE void event_slow(std::uint64_t word, std::uint64_t value, std::uint8_t mode) noexcept {
+  if ((mode & mode_hooks) != 0 && (word & 3) == 0 &&
+      reinterpret_cast<const site*>(static_cast<std::uintptr_t>(word))->kind != format::site_kind::counter) {
+    if (const scope_hooks* hooks = installed_hooks.load(order_acquire)) hooks->instant(word);
+  }
+  const std::uint8_t clock = mode & mode_clock_bits;
+  if (clock != clock_off) push(word, ticks(clock), value);
+}
+
 /// A span from construction to destruction, of category `Category`.
-/// Enabled cost: 1 relaxed load + 1 branch + 2 tick reads + push(). Runtime-
+/// Enabled cost: 1 relaxed load + 1 branch + 2 tick reads + push() (with
+/// EDGETRACE_COMPACT_SCOPES=1: two calls around the same work). Runtime-
 /// disabled: the load and the branch (the destructor tests a register).
 template <class Category>
 class span_scope {
  public:
   template <class SiteFn>
   EDGETRACE_DETAIL_ALWAYS_INLINE explicit span_scope(SiteFn site_fn) noexcept {
-    const std::uint8_t mode = Category::state.enabled.load(std::memory_order_relaxed);
-    if (mode != clock_off) {
-      word_ = reinterpret_cast<std::uintptr_t>(&site_fn());
-      mode_ = mode;
-      begin_ = ticks(mode);
-    }
+    const std::uint8_t mode = Category::state.enabled.load(order_relaxed);
+    if (mode != clock_off) start(reinterpret_cast<std::uintptr_t>(&site_fn()), mode);
   }
   EDGETRACE_DETAIL_ALWAYS_INLINE span_scope(named_tag, name_handle handle) noexcept {
-    const std::uint8_t mode = Category::state.enabled.load(std::memory_order_relaxed);
-    if (mode != clock_off) {
-      word_ = (std::uint64_t{handle.id} << 32) | (std::uint64_t{Category::state.index} << 2) | tag_named;
-      mode_ = mode;
-      begin_ = ticks(mode);
-    }
+    const std::uint8_t mode = Category::state.enabled.load(order_relaxed);
+    if (mode != clock_off)
+      start((std::uint64_t{handle.id} << 32) | (std::uint64_t{Category::state.index} << 2) | tag_named, mode);
   }
   EDGETRACE_DETAIL_ALWAYS_INLINE ~span_scope() {
-    if (word_ != 0) push(word_, begin_, ticks(mode_));
+    if (word_ == 0) return;
+#if EDGETRACE_COMPACT_SCOPES
+    span_end(word_, begin_);
+#else
+    // Tested on mode_ (not on begin_'s flag bit) so the compiler threads the
+    // constructor's mode test through: the common path has one compare.
+    if (EDGETRACE_DETAIL_LIKELY(mode_ == clock_counter)) {
+      push(word_, begin_, ticks());
+    } else {
+      span_end_slow(word_, begin_);
+    }
+#endif
   }
   span_scope(const span_scope&) = delete;
   span_scope& operator=(const span_scope&) = delete;
 
  private:
+  EDGETRACE_DETAIL_ALWAYS_INLINE void start(std::uint64_t word, std::uint8_t mode) noexcept {
+    word_ = word;
+#if !EDGETRACE_COMPACT_SCOPES
+    mode_ = mode;
+#endif
+#if EDGETRACE_COMPACT_SCOPES
+    begin_ = span_begin(word, mode);
+#else
+    begin_ = EDGETRACE_DETAIL_LIKELY(mode == clock_counter) ? ticks() : span_begin_slow(word, mode);
+#endif
+  }
+
   std::uint64_t word_ = 0;  ///< 0 = not recording
-  std::uint64_t begin_ = 0;
+  std::uint64_t begin_ = 0;  ///< a tick, or a slow_begin_flag value
+#if !EDGETRACE_COMPACT_SCOPES
   std::uint8_t mode_ = clock_off;
+#endif
 };
+
+/// Records an instant, mark or counter sample of site `site_fn()`.
+template <class SiteFn>
+EDGETRACE_DETAIL_ALWAYS_INLINE void event(SiteFn site_fn, std::uint64_t value, std::uint8_t mode) noexcept {
+  const auto word = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&site_fn()));
+  if (EDGETRACE_DETAIL_LIKELY(mode == clock_counter)) {
+    push(word, ticks(), value);
+  } else {
+    event_slow(word, value, mode);
+  }
+}
 
 template <class Category, class SiteFn>
 EDGETRACE_DETAIL_ALWAYS_INLINE void instant(SiteFn site_fn) noexcept {
   if constexpr (Category::compiled_in) {
-    const std::uint8_t mode = Category::state.enabled.load(std::memory_order_relaxed);
-    if (mode != clock_off) push(reinterpret_cast<std::uintptr_t>(&site_fn()), ticks(mode), 0);
+    const std::uint8_t mode = Category::state.enabled.load(order_relaxed);
+    if (mode != clock_off) event(site_fn, 0, mode);
   }
 }
 
@@ -100,18 +200,18 @@ EDGETRACE_DETAIL_ALWAYS_INLINE void instant(SiteFn site_fn) noexcept {
 template <class SiteFn>
 EDGETRACE_DETAIL_ALWAYS_INLINE void counter(SiteFn site_fn, double value, std::uint8_t mode) noexcept {
   std::uint64_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  push(reinterpret_cast<std::uintptr_t>(&site_fn()), ticks(mode), bits);
+  __builtin_memcpy(&bits, &value, sizeof bits);
+  event(site_fn, bits, mode);
 }
 
 /// The category's clock mode, 0 when not recording.
 template <class Category>
 EDGETRACE_DETAIL_ALWAYS_INLINE std::uint8_t recording() noexcept {
-  return Category::state.enabled.load(std::memory_order_relaxed);
+  return Category::state.enabled.load(order_relaxed);
 }
 
 template <class Category>
-using scope_t = std::conditional_t<Category::compiled_in, span_scope<Category>, null_scope>;
+using scope_t = select_t<Category::compiled_in, span_scope<Category>, null_scope>;
 
 #endif  // EDGETRACE_ENABLED
 
@@ -126,8 +226,15 @@ double check_value(double value) noexcept;
 /// Interns a run-time name (e.g. a layer name read from a model file) once;
 /// the handle then costs the same as a string literal in
 /// EDGETRACE_SCOPE_NAMED. Takes a lock and may allocate: call it outside
-/// hot loops. Returns an empty handle when tracing is off.
-inline name_handle intern(std::string_view name) { return detail::intern(name); }
+/// hot loops. Returns an empty handle when tracing is off. Accepts a C
+/// string, or anything with data() and size() (std::string,
+/// std::string_view), without this header including <string>.
+inline name_handle intern(const char* name) { return detail::intern(name, name == nullptr ? 0 : __builtin_strlen(name)); }
+template <class String>
+auto intern(const String& name) -> decltype(static_cast<const char*>(name.data()), static_cast<std::size_t>(name.size()),
+                                            name_handle{}) {
+  return detail::intern(name.data(), name.size());
+}
 
 /// Writes everything recorded so far (by all threads) to the dump and
 /// returns when it is written, or after 5 s at most. Not needed for
@@ -140,7 +247,11 @@ inline void set_thread_name(const char* name) noexcept { detail::set_thread_name
 /// True while tracing is recording (EDGETRACE_OUTPUT set, output healthy).
 inline bool tracing_active() noexcept { return detail::active(); }
 #else
-inline name_handle intern(std::string_view) noexcept { return {}; }
+inline name_handle intern(const char*) noexcept { return {}; }
+template <class String>
+auto intern(const String& name) noexcept -> decltype(static_cast<const char*>(name.data()), name_handle{}) {
+  return {};
+}
 inline void flush() noexcept {}
 inline void set_thread_name(const char*) noexcept {}
 inline bool tracing_active() noexcept { return false; }
@@ -220,4 +331,10 @@ inline bool tracing_active() noexcept { return false; }
       static_cast<void>(sizeof(::edgetrace::detail::check_value(static_cast<double>(value))))
 #define EDGETRACE_THREAD_NAME(name) static_cast<void>(sizeof(::edgetrace::detail::check_name(name)))
 
+#endif
+
+// The runtime itself (flusher, encoder, environment), unless it is compiled
+// separately (EDGETRACE_SEPARATE_RUNTIME=1, <edgetrace/runtime_impl.hpp>).
+#if EDGETRACE_ENABLED && !EDGETRACE_SEPARATE_RUNTIME
+#include <edgetrace/detail/runtime.hpp>
 #endif

@@ -3,6 +3,8 @@
 // chunk framing, LEB128 varints and CRC-32. docs/FORMAT.md is the spec.
 #pragma once
 
+#include <edgetrace/detail/kinds.hpp>
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -48,10 +50,6 @@ enum class clock_source : std::uint8_t {
   x86_tsc = 1,       ///< rdtsc
   arm_cntvct = 2,    ///< cntvct_el0
 };
-
-/// What a site records. A mark is an iteration/frame boundary (1.1); it is
-/// encoded as an instant event, so a 1.0 reader shows it as an instant.
-enum class site_kind : std::uint8_t { span = 0, instant = 1, counter = 2, mark = 3 };
 
 /// Low two bits of an event code; the rest is the site id (or the subtype
 /// of a special event).

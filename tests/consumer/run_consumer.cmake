@@ -66,5 +66,11 @@ else()
 endif()
 
 run(${CMAKE_COMMAND} --build ${consumer_build} --parallel 2)
-run(${consumer_build}/consumer)
-message(STATUS "${last_output}")
+foreach(program consumer consumer_separate)
+  # Traced, so the runtime (header-only or edgetrace::runtime) really runs.
+  run(${CMAKE_COMMAND} -E env EDGETRACE_OUTPUT=${WORK_DIR}/${program}.etr ${consumer_build}/${program})
+  message(STATUS "${last_output}")
+  if(NOT EXISTS ${WORK_DIR}/${program}.etr)
+    message(FATAL_ERROR "${program} wrote no dump")
+  endif()
+endforeach()

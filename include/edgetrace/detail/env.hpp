@@ -39,6 +39,7 @@ inline void report(const char* fmt, ...) noexcept {
 inline constexpr const char* known_variables[] = {
     "EDGETRACE_OUTPUT", "EDGETRACE_CATEGORIES", "EDGETRACE_BUFFER_KB", "EDGETRACE_FLUSH_MS",
     "EDGETRACE_SIGNAL_FLUSH", "EDGETRACE_FORK", "EDGETRACE_CLOCK", "EDGETRACE_ASSUME_UNSTABLE_COUNTER",
+    "EDGETRACE_NVTX",
 };
 
 struct settings {
@@ -53,6 +54,8 @@ struct settings {
   /// EDGETRACE_ASSUME_UNSTABLE_COUNTER=1: behave as if the CPU reported no
   /// invariant counter (to test or demonstrate the automatic fallback).
   bool assume_unstable_counter = false;
+  /// EDGETRACE_NVTX=1: scopes also become NVTX ranges (needs <edgetrace/nvtx.hpp>)
+  bool nvtx = false;
   std::uint8_t clock = 1;          ///< chosen clock_mode (runtime.hpp: choose_clock)
   bool clock_fell_back = false;    ///< auto found the counter unreliable
 };
@@ -164,7 +167,7 @@ inline int env_choice(const char* name, std::initializer_list<const char*> names
   return 0;
 }
 
-/// Reads the settings. Only called when EDGETRACE_OUTPUT is set.
+/// Reads the settings: when EDGETRACE_OUTPUT is set, or EDGETRACE_NVTX=1.
 inline settings read_settings() noexcept {
   settings s;
   s.output = std::getenv("EDGETRACE_OUTPUT");
@@ -177,6 +180,7 @@ inline settings read_settings() noexcept {
   s.fork_follow = env_choice("EDGETRACE_FORK", {"off", "follow"}) == 1;
   s.clock_choice = static_cast<settings::clock_choice_t>(env_choice("EDGETRACE_CLOCK", {"auto", "counter", "monotonic"}));
   s.assume_unstable_counter = env_choice("EDGETRACE_ASSUME_UNSTABLE_COUNTER", {"0", "1"}) == 1;
+  s.nvtx = env_choice("EDGETRACE_NVTX", {"0", "1"}) == 1;
   return s;
 }
 

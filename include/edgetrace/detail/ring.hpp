@@ -4,11 +4,10 @@
 #pragma once
 
 #include <edgetrace/config.hpp>
+#include <edgetrace/detail/atomic.hpp>
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 
 namespace edgetrace {
 inline namespace v1 {
@@ -48,7 +47,7 @@ struct thread_ring {
   /// Where the next record goes. Owner: relaxed load (it wrote it), release
   /// store after the record's stores, so the flusher's acquire load sees
   /// complete records. May equal `end` until the slow path wraps it.
-  std::atomic<record*> write_pos{nullptr};
+  atomic_cell<record*> write_pos{nullptr};
   /// Owner only: the fast path writes while write_pos != write_limit. Set
   /// by the slow path from the consumer's position (or to write_pos itself
   /// while a loss is pending, to route every push to the slow path).
@@ -62,25 +61,25 @@ struct thread_ring {
   std::uint64_t loss_last = 0;
   /// Records dropped because the ring was full. Owner: relaxed load + store
   /// (one writer, so no read-modify-write). Flusher: relaxed load.
-  std::atomic<std::uint64_t> drop_count{0};
+  atomic_cell<std::uint64_t> drop_count{0};
 
   // ---- consumer line: written by the flusher only.
   /// Next record to read (normalised). Flusher: release store after it has
   /// copied records out; owner: acquire load (slow path) before reusing them.
-  alignas(cache_line) std::atomic<record*> read_pos{nullptr};
+  alignas(cache_line) atomic_cell<record*> read_pos{nullptr};
   std::uint32_t thread_id = 0;          ///< flusher only: id in the dump
   std::uint32_t name_version_seen = 0;  ///< flusher only
   std::uint64_t written = 0;            ///< flusher only: records encoded
   bool announced = false;               ///< flusher only: thread chunk written
 
   // ---- rarely written, shared.
-  alignas(cache_line) std::mutex name_mutex;
+  alignas(cache_line) spin_lock name_mutex;  ///< short copies only: the name below
   char name[64] = {};                          ///< guarded by name_mutex
-  std::atomic<std::uint32_t> name_version{0};  ///< bumped under name_mutex
+  atomic_cell<std::uint32_t> name_version{0};  ///< bumped under name_mutex
   std::uint64_t os_tid = 0;                    ///< set before the ring is published
   /// Set (release) by the owning thread's exit hook; once the flusher sees
   /// it (acquire) the owner never touches the ring again.
-  std::atomic<bool> retired{false};
+  atomic_cell<bool> retired{false};
   std::size_t mapping_size = 0;      ///< for munmap
   thread_ring* next_free = nullptr;  ///< pool link, under the pool mutex
 
@@ -90,8 +89,8 @@ struct thread_ring {
   void reset(record* slots, std::size_t count) noexcept {
     begin = slots;
     end = slots + count;
-    write_pos.store(slots, std::memory_order_relaxed);
-    read_pos.store(slots, std::memory_order_relaxed);
+    write_pos.store(slots, order_relaxed);
+    read_pos.store(slots, order_relaxed);
     write_limit = end - 1;
   }
 };
@@ -110,6 +109,9 @@ inline thread_local thread_ring* current_ring EDGETRACE_DETAIL_TLS_MODEL = &sent
 /// it can be noinline without a GCC warning.
 template <class = void>
 EDGETRACE_DETAIL_NOINLINE void push_slow(std::uint64_t word, std::uint64_t a, std::uint64_t b) noexcept;
+#if EDGETRACE_SEPARATE_RUNTIME
+extern template void push_slow<void>(std::uint64_t word, std::uint64_t a, std::uint64_t b) noexcept;
+#endif
 
 /// Appends one record to the calling thread's ring.
 /// Cost (fast path, x86-64): TLS pointer (2 instructions), load write_pos,
@@ -118,7 +120,7 @@ EDGETRACE_DETAIL_NOINLINE void push_slow(std::uint64_t word, std::uint64_t a, st
 /// free on x86-64; a stlr on aarch64). No RMW, no lock, no call.
 EDGETRACE_DETAIL_ALWAYS_INLINE void push(std::uint64_t word, std::uint64_t a, std::uint64_t b) noexcept {
   thread_ring* ring = current_ring;
-  record* slot = ring->write_pos.load(std::memory_order_relaxed);
+  record* slot = ring->write_pos.load(order_relaxed);
   if (EDGETRACE_DETAIL_UNLIKELY(slot == ring->write_limit)) {
     push_slow(word, a, b);
     return;
@@ -126,20 +128,20 @@ EDGETRACE_DETAIL_ALWAYS_INLINE void push(std::uint64_t word, std::uint64_t a, st
   slot->word = word;
   slot->t_begin = a;
   slot->t_end = b;
-  ring->write_pos.store(slot + 1, std::memory_order_release);
+  ring->write_pos.store(slot + 1, order_release);
 }
 
 /// Producer side of the slow path: recomputes write_limit from the
 /// consumer's position, wrapping write_pos to begin if it reached end.
 /// Returns how many records fit now. Owner thread only.
 inline std::size_t refresh_room(thread_ring& ring) noexcept {
-  record* pos = ring.write_pos.load(std::memory_order_relaxed);
+  record* pos = ring.write_pos.load(order_relaxed);
   // Acquire pairs with the consumer's release: it is done reading every
   // slot before its position, so those may be overwritten.
-  record* read = ring.read_pos.load(std::memory_order_acquire);
+  record* read = ring.read_pos.load(order_acquire);
   if (pos == ring.end) {
     pos = ring.begin;  // wrap; for the consumer `end` and `begin` are the same position
-    ring.write_pos.store(pos, std::memory_order_release);
+    ring.write_pos.store(pos, order_release);
   }
   std::size_t room;
   if (read > pos) {
@@ -159,8 +161,8 @@ inline std::size_t refresh_room(thread_ring& ring) noexcept {
 template <class Visit>
 std::size_t consume(thread_ring& ring, Visit&& visit) {
   // Acquire pairs with the producer's release store of write_pos.
-  record* pos = ring.write_pos.load(std::memory_order_acquire);
-  record* read = ring.read_pos.load(std::memory_order_relaxed);  // our own field
+  record* pos = ring.write_pos.load(order_acquire);
+  record* read = ring.read_pos.load(order_relaxed);  // our own field
   if (pos == ring.end) pos = ring.begin;
   std::size_t count = 0;
   if (read > pos) {
@@ -169,14 +171,14 @@ std::size_t consume(thread_ring& ring, Visit&& visit) {
   }
   for (; read != pos; ++read, ++count) visit(*read);
   // Release: our reads of these slots happen before the producer reuses them.
-  ring.read_pos.store(pos, std::memory_order_release);
+  ring.read_pos.store(pos, order_release);
   return count;
 }
 
 /// Records waiting in the ring (consumer's view; for statistics).
 inline std::size_t unread(const thread_ring& ring) noexcept {
-  const record* pos = ring.write_pos.load(std::memory_order_acquire);
-  const record* read = ring.read_pos.load(std::memory_order_relaxed);
+  const record* pos = ring.write_pos.load(order_acquire);
+  const record* read = ring.read_pos.load(order_relaxed);
   if (pos == ring.end) pos = ring.begin;
   return read <= pos ? static_cast<std::size_t>(pos - read)
                      : static_cast<std::size_t>(ring.end - read) + static_cast<std::size_t>(pos - ring.begin);

@@ -8,6 +8,7 @@
 #include <edgetrace/clock.hpp>
 #include <edgetrace/config.hpp>
 #include <edgetrace/detail/env.hpp>
+#include <edgetrace/detail/hooks.hpp>
 #include <edgetrace/detail/ring.hpp>
 #include <edgetrace/format.hpp>
 
@@ -33,6 +34,15 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+// detail::atomic_cell (the light headers' atomics) takes std::memory_order
+// values as the __atomic builtins' orders.
+static_assert(static_cast<int>(std::memory_order_relaxed) == __ATOMIC_RELAXED &&
+                  static_cast<int>(std::memory_order_acquire) == __ATOMIC_ACQUIRE &&
+                  static_cast<int>(std::memory_order_release) == __ATOMIC_RELEASE &&
+                  static_cast<int>(std::memory_order_acq_rel) == __ATOMIC_ACQ_REL &&
+                  static_cast<int>(std::memory_order_seq_cst) == __ATOMIC_SEQ_CST,
+              "std::memory_order values must be the __atomic builtins' orders");
 
 namespace edgetrace {
 inline namespace v1 {
@@ -85,15 +95,36 @@ inline void mark_filter_matches_locked(const char* name) noexcept {
   });
 }
 
-inline void apply_category_flags_locked(bool on) noexcept {
+/// EDGETRACE_NVTX=1 (scope hooks, detail/hooks.hpp) was asked for: selected
+/// categories also get mode_hooks once a hook table is installed, with or
+/// without recording. Guarded by category_mutex.
+inline bool hooks_wanted = false;
+
+/// The mode byte category `name` should have now. Caller holds category_mutex.
+inline std::uint8_t category_flag_locked(const char* name) noexcept {
+  if (!runtime_category_selected(category_filter, name)) return clock_off;
+  std::uint8_t flag = tracing_on ? recording_clock : std::uint8_t{clock_off};
+  if (hooks_wanted && installed_hooks.load(std::memory_order_acquire) != nullptr) flag |= mode_hooks;
+  return flag;
+}
+
+/// Sets every registered category's flag from the state above. Caller
+/// holds category_mutex.
+inline void apply_category_flags_locked() noexcept {
   for (category_state* c = category_list; c != nullptr; c = c->next)
-    c->enabled.store(on && runtime_category_selected(category_filter, c->name) ? recording_clock : std::uint8_t{clock_off},
-                     std::memory_order_relaxed);
+    c->enabled.store(category_flag_locked(c->name), std::memory_order_relaxed);
+}
+
+/// Starts or stops recording in every category (scope hooks keep their
+/// state). Caller holds category_mutex.
+inline void set_recording_locked(bool on) noexcept {
+  tracing_on = on;
+  apply_category_flags_locked();
 }
 
 inline void ensure_initialized() noexcept;
 
-inline bool register_category(category_state& state) noexcept {
+EDGETRACE_DETAIL_API bool register_category(category_state& state) noexcept {
   ensure_initialized();
   std::lock_guard<std::mutex> lock(category_mutex);
   if (state.index != 0) return true;  // a second DSO's copy of the same inline variable
@@ -101,9 +132,7 @@ inline bool register_category(category_state& state) noexcept {
   state.next = category_list;
   category_list = &state;
   mark_filter_matches_locked(state.name);
-  state.enabled.store(
-      tracing_on && runtime_category_selected(category_filter, state.name) ? recording_clock : std::uint8_t{clock_off},
-      std::memory_order_relaxed);
+  state.enabled.store(category_flag_locked(state.name), std::memory_order_relaxed);
   return true;
 }
 
@@ -118,7 +147,7 @@ inline void flush_if_pending() noexcept;
 /// unloaded (dlclose) or the process exits: records still in the rings are
 /// written first (they point at this object's strings), then the category
 /// leaves the registry, so nothing touches its memory afterwards.
-inline void unregister_category(category_state& state) noexcept {
+EDGETRACE_DETAIL_API void unregister_category(category_state& state) noexcept {
   if (state.index == 0) return;
   flush_if_pending();
   std::lock_guard<std::mutex> lock(category_mutex);
@@ -266,8 +295,7 @@ class runtime {
     if (failed_.exchange(true)) return;
     report("%s '%s' failed: %s; tracing is off", what, path_, std::strerror(error));
     std::lock_guard<std::mutex> lock(category_mutex);
-    tracing_on = false;
-    apply_category_flags_locked(false);
+    set_recording_locked(false);
   }
 
   /// Frames `payload` (already in `buffer` after chunk_header_size bytes of
@@ -425,7 +453,7 @@ class runtime {
     put_varint(b, ring.thread_id);
     put_varint(b, ring.os_tid);
     {
-      std::lock_guard<std::mutex> lock(ring.name_mutex);
+      std::lock_guard<spin_lock> lock(ring.name_mutex);
       put_string(b, ring.name, strnlen(ring.name, sizeof ring.name));
       ring.name_version_seen = ring.name_version.load(std::memory_order_relaxed);
     }
@@ -752,8 +780,7 @@ class runtime {
     if (failed_.exchange(true)) return;
     report("output '%s' was deleted while tracing; tracing is off", path_);
     std::lock_guard<std::mutex> lock(category_mutex);
-    tracing_on = false;
-    apply_category_flags_locked(false);
+    set_recording_locked(false);
   }
 
   static void* flusher_main(void* self) {
@@ -877,8 +904,7 @@ inline void shutdown() noexcept {
   {
     std::lock_guard<std::mutex> lock(category_mutex);
     report_unmatched_filter_locked();
-    tracing_on = false;
-    apply_category_flags_locked(false);
+    set_recording_locked(false);
   }
   {
     std::lock_guard<std::mutex> lock(rt->control_mutex_);
@@ -977,8 +1003,7 @@ inline void fork_child() noexcept {
   if (follow) {
     restart_pending.store(true, std::memory_order_release);
   } else {
-    tracing_on = false;
-    apply_category_flags_locked(false);
+    set_recording_locked(false);
   }
   category_mutex.unlock();
   restart_mutex.unlock();
@@ -1062,15 +1087,14 @@ inline void switch_flags_on(const settings& config) noexcept {
   std::lock_guard<std::mutex> lock(category_mutex);
   category_filter = config.categories;
   recording_clock = config.clock;
+  hooks_wanted = config.nvtx;
   for (const category_state* c = category_list; c != nullptr; c = c->next) mark_filter_matches_locked(c->name);
-  tracing_on = true;
-  apply_category_flags_locked(true);
+  set_recording_locked(true);
 }
 
 inline void switch_flags_off() noexcept {
   std::lock_guard<std::mutex> lock(category_mutex);
-  tracing_on = false;
-  apply_category_flags_locked(false);
+  set_recording_locked(false);
 }
 
 /// EDGETRACE_CLOCK=auto (default) uses the CPU counter where it is
@@ -1095,12 +1119,32 @@ inline void choose_clock(settings& config) noexcept {
 /// Reads the environment and, if EDGETRACE_OUTPUT is set, opens the dump,
 /// writes its header, attaches the calling thread and starts the flusher.
 /// Without EDGETRACE_OUTPUT: no file, no thread, no allocation.
+inline void report_missing_hooks() noexcept {
+  if (installed_hooks.load(std::memory_order_acquire) == nullptr)
+    report("EDGETRACE_NVTX=1, but this program has no NVTX forwarding compiled in (include <edgetrace/nvtx.hpp> in "
+           "one of its source files, or link edgetrace::nvtx); no NVTX ranges were emitted");
+}
+
+/// EDGETRACE_NVTX=1 without EDGETRACE_OUTPUT: scopes of the selected
+/// categories call the hooks (NVTX ranges for Nsight) and record nothing.
+/// No file, no thread, no allocation.
+inline void start_hooks_only(const settings& config) noexcept {
+  std::lock_guard<std::mutex> lock(category_mutex);
+  category_filter = config.categories;
+  hooks_wanted = true;
+  apply_category_flags_locked();
+  std::atexit(&report_missing_hooks);
+}
+
 inline bool start_from_environment() noexcept {
   check_unknown_variables();
   const char* output = std::getenv("EDGETRACE_OUTPUT");
-  if (output == nullptr) return false;
-  if (*output == '\0') {
-    report("EDGETRACE_OUTPUT is empty; tracing is off");
+  if (output == nullptr || *output == '\0') {
+    if (output != nullptr) report("EDGETRACE_OUTPUT is empty; tracing is off");
+    if (std::getenv("EDGETRACE_NVTX") != nullptr) {
+      const settings config = read_settings();
+      if (config.nvtx) start_hooks_only(config);
+    }
     return false;
   }
   settings config = read_settings();
@@ -1119,6 +1163,7 @@ inline bool start_from_environment() noexcept {
   if (!open_and_launch(rt)) return false;
   pthread_atfork(&fork_prepare, &fork_parent, &fork_child);
   std::atexit(&shutdown);
+  if (config.nvtx) std::atexit(&report_missing_hooks);
   if (config.signal_flush) install_signal_flush();
   switch_flags_on(config);
   attach_thread();  // the starting thread (usually main) gets a ring now
@@ -1167,32 +1212,52 @@ inline const bool initialized_at_startup = (ensure_initialized(), true);
 
 // ------------------------------------------------------------ public helpers
 
-inline name_handle intern(std::string_view name) {
+EDGETRACE_DETAIL_API name_handle intern(const char* data, std::size_t size) {
   ensure_initialized();
   restart_if_forked();
   runtime* rt = the_runtime.load(std::memory_order_acquire);
   if (!owns_runtime(rt)) return {};
   std::lock_guard<std::mutex> lock(rt->intern_mutex_);
-  auto found = rt->intern_ids_.find(std::string(name));
+  std::string name(data == nullptr ? "" : data, data == nullptr ? 0 : size);
+  auto found = rt->intern_ids_.find(name);
   if (found != rt->intern_ids_.end()) return {found->second};
   const auto id = static_cast<std::uint32_t>(rt->intern_names_.size() + 1);
-  auto inserted = rt->intern_ids_.emplace(std::string(name), id);
+  auto inserted = rt->intern_ids_.emplace(std::move(name), id);
   rt->intern_names_.push_back(&inserted.first->first);
   return {id};
 }
 
-inline void set_thread_name(const char* name) noexcept {
+EDGETRACE_DETAIL_API void install_scope_hooks(const scope_hooks* hooks) noexcept {
+  installed_hooks.store(hooks, std::memory_order_release);
+  std::lock_guard<std::mutex> lock(category_mutex);
+  apply_category_flags_locked();
+}
+
+EDGETRACE_DETAIL_API const char* interned_name(std::uint32_t id) noexcept {
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  if (!owns_runtime(rt) || id == 0) return nullptr;
+  std::lock_guard<std::mutex> lock(rt->intern_mutex_);
+  return id <= rt->intern_names_.size() ? rt->intern_names_[id - 1]->c_str() : nullptr;
+}
+
+EDGETRACE_DETAIL_API const char* category_name(std::uint32_t index) noexcept {
+  std::lock_guard<std::mutex> lock(category_mutex);
+  const category_state* state = find_category_locked(index);
+  return state == nullptr ? nullptr : state->name;
+}
+
+EDGETRACE_DETAIL_API void set_thread_name(const char* name) noexcept {
   if (name == nullptr) return;
   thread_ring* ring = current_ring;
   if (ring == &sentinel_ring) ring = attach_thread();
   if (ring == nullptr) return;
-  std::lock_guard<std::mutex> lock(ring->name_mutex);
+  std::lock_guard<spin_lock> lock(ring->name_mutex);
   std::strncpy(ring->name, name, sizeof ring->name - 1);
   ring->name[sizeof ring->name - 1] = '\0';
   ring->name_version.store(ring->name_version.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 
-inline void flush() noexcept {
+EDGETRACE_DETAIL_API void flush() noexcept {
   restart_if_forked();
   runtime* rt = the_runtime.load(std::memory_order_acquire);
   if (!owns_runtime(rt)) return;
@@ -1218,7 +1283,7 @@ inline void flush_if_pending() noexcept {
   if (pending) flush();
 }
 
-inline bool active() noexcept {
+EDGETRACE_DETAIL_API bool active() noexcept {
   runtime* rt = the_runtime.load(std::memory_order_acquire);
   return owns_runtime(rt) && !rt->failed_.load(std::memory_order_relaxed) &&
          !rt->stopping_.load(std::memory_order_relaxed);

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: MIT
+// The runtime's one translation unit when it is compiled separately.
+//
+// By default edgetrace is header-only: every TU that includes
+// <edgetrace/edgetrace.hpp> also compiles the runtime (flusher, encoder,
+// environment parsing), a few seconds of compile time per TU at -O2. With
+// EDGETRACE_SEPARATE_RUNTIME=1 on every TU of the program, the header
+// keeps only what a scope compiles to, and exactly one .cpp does
+//
+//   #include <edgetrace/runtime_impl.hpp>
+//
+// (CMake: link edgetrace::runtime instead, which does both). Forgetting it
+// is a link error naming edgetrace::v1::detail::push_slow and friends.
+#pragma once
+
+#ifndef EDGETRACE_SEPARATE_RUNTIME
+#define EDGETRACE_SEPARATE_RUNTIME 1
+#endif
+#if !EDGETRACE_SEPARATE_RUNTIME
+#error "<edgetrace/runtime_impl.hpp> is for EDGETRACE_SEPARATE_RUNTIME=1 builds (define it for every TU of the program)"
+#endif
+
+#include <edgetrace/edgetrace.hpp>
+
+#if EDGETRACE_ENABLED
+#include <edgetrace/detail/runtime.hpp>
+
+namespace edgetrace {
+inline namespace v1 {
+namespace detail {
+template void push_slow<void>(std::uint64_t word, std::uint64_t a, std::uint64_t b) noexcept;
+}  // namespace detail
+}  // namespace v1
+}  // namespace edgetrace
+#endif
