@@ -10,6 +10,7 @@
 #include <csignal>
 #include <dirent.h>
 #include <string>
+#include <vector>
 
 using edgetrace_test::file_exists;
 using edgetrace_test::line_count;
@@ -49,6 +50,36 @@ TEST_CASE("lifecycle: with EDGETRACE_OUTPUT the dump is complete after a normal 
   CHECK(dump.named("app_instant").size() == 1);
   CHECK(dump.named("runtime_name").size() == 1);
   CHECK(dump.thread_named("idle-main") != nullptr);
+}
+
+TEST_CASE("lifecycle: the clock falls back to CLOCK_MONOTONIC without an invariant counter, and info says so") {
+  const std::string cli = EDGETRACE_TEST_CLI;
+  struct clock_case {
+    std::vector<std::string> env;
+    const char* info_clock;  ///< expected in `edgetrace info`'s clock line
+    bool message;            ///< one stderr line about the fallback
+  };
+  const clock_case cases[] = {
+      {{"EDGETRACE_ASSUME_UNSTABLE_COUNTER=1"}, "CLOCK_MONOTONIC (fallback: the CPU's counter is not invariant)", true},
+      {{"EDGETRACE_CLOCK=monotonic"}, "CLOCK_MONOTONIC,", false},
+      {{"EDGETRACE_CLOCK=counter", "EDGETRACE_ASSUME_UNSTABLE_COUNTER=1"}, "TSC", false},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.info_clock);
+    const std::string dump_path = fresh("clock.etr");
+    auto env = c.env;
+    env.push_back("EDGETRACE_OUTPUT=" + dump_path);
+    const auto r = run({app, "idle"}, env);
+    CHECK(r.exit_code == 0);
+    CHECK(line_count(r.err) == (c.message ? 1 : 0));
+    if (c.message) CHECK(r.err.find("not invariant; using CLOCK_MONOTONIC") != std::string::npos);
+    const auto info = run({cli, "info", dump_path});
+    CHECK(info.exit_code == 0);
+#if defined(__x86_64__)
+    CHECK(info.out.find(c.info_clock) != std::string::npos);
+#endif
+    CHECK(load_dump(dump_path).named("app_span").size() == 1000);
+  }
 }
 
 TEST_CASE("lifecycle: %p in EDGETRACE_OUTPUT becomes the pid") {

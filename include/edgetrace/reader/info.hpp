@@ -90,6 +90,7 @@ inline bool write_info(dump_reader& r, std::FILE* out, const info_options& optio
       std::string clock = clock_source_name(w->clock_source);
       if (w->clock_source == static_cast<std::uint8_t>(format::clock_source::x86_tsc))
         clock += (w->clock_flags & 1) ? " (invariant)" : " (not reported invariant)";
+      if ((w->clock_flags & 2) != 0) clock += " (fallback: the CPU's counter is not invariant)";
       const double mhz = w->clock.ticks_per_second() / 1e6;
       switch (w->clock.kind()) {
         case clock_model::fit::calibrated:
