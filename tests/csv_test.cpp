@@ -48,7 +48,7 @@ TEST_CASE("csv has one row per span with start, duration, self time and depth") 
   const std::string out = scratch("csv_run.csv");
   const auto r = cli({"csv", dump_path, "-o", out});
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-  const auto rows = parse_csv(file_text(out));
+  const auto rows = parse_csv(read_file(out));
   REQUIRE(!rows.empty());
   const std::vector<std::string> header = {"name",  "category", "thread", "pid",   "tid",          "start_ns",
                                            "dur_ns", "self_ns", "depth",  "gpu_start_ns", "gpu_dur_ns"};
@@ -75,5 +75,5 @@ TEST_CASE("csv has one row per span with start, duration, self time and depth") 
   CHECK(edgetrace::reader::detail::csv_field("a,b \"c\"") == "\"a,b \"\"c\"\"\"");
   const auto to_stdout = cli({"csv", dump_path, "-o", "-"});
   CHECK(to_stdout.exit_code == 0);
-  CHECK(lines(to_stdout.out) == static_cast<int>(rows.size()));
+  CHECK(line_count(to_stdout.out) == static_cast<int>(rows.size()));
 }

@@ -44,7 +44,7 @@ TEST_CASE("merging two processes into .etr keeps both complete, on CLOCK_MONOTON
   REQUIRE(cli({"merge", a, b, "-o", json_out}).exit_code == 0);
   json_lite::value doc;
   std::string error;
-  REQUIRE_MESSAGE(json_lite::parse(file_text(json_out), doc, error), error);
+  REQUIRE_MESSAGE(json_lite::parse(read_file(json_out), doc, error), error);
   std::set<double> pids;
   std::size_t spans = 0;
   for (std::size_t i = 0; i < doc["traceEvents"].size(); ++i) {

@@ -16,7 +16,7 @@ TEST_CASE("report embeds the summary data, histograms and thread bars, and refer
   const std::string out = scratch("report_run.html");
   const auto r = cli({"report", dump_path, "-o", out});
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-  const std::string html = file_text(out);
+  const std::string html = read_file(out);
   REQUIRE(html.rfind("<!DOCTYPE html>", 0) == 0);
   CHECK(html.find("</html>") != std::string::npos);
 
@@ -61,7 +61,7 @@ TEST_CASE("report embeds the summary data, histograms and thread bars, and refer
 
 // Renders the report in headless Chromium and checks a screenshot comes
 // out; skips cleanly without a browser (ctest label: browser).
-TEST_CASE("report renders in headless chromium" * doctest::skip(!path_exists("/usr/bin/chromium"))) {
+TEST_CASE("report renders in headless chromium" * doctest::skip(!file_exists("/usr/bin/chromium"))) {
   const std::string dump_path = record_workload("report_browser_" + std::to_string(::getpid()), 10);
   const std::string html = scratch("report_browser_" + std::to_string(::getpid()) + ".html");
   REQUIRE(cli({"report", dump_path, "-o", html}).exit_code == 0);
@@ -70,12 +70,12 @@ TEST_CASE("report renders in headless chromium" * doctest::skip(!path_exists("/u
   const std::string png = scratch("report_browser_" + id + ".png");
   const std::string profile = scratch("report_browser_profile_" + id);
   std::remove(png.c_str());
-  const auto r = run_program({"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",
+  const auto r = run({"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",
                       "--disable-background-networking", "--disable-component-update", "--disable-sync",
                       "--no-first-run", "--user-data-dir=" + profile, "--screenshot=" + png, "--window-size=1400,1800",
                       "file://" + html});
   CHECK_MESSAGE(r.exit_code == 0, r.err);
-  const std::string image = file_text(png);
+  const std::string image = read_file(png);
   REQUIRE(image.size() > 10000);
   CHECK(image.compare(1, 3, "PNG") == 0);
 }

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <edgetrace/edgetrace.hpp>
+#include <support/threads.hpp>
 #include <support/process.hpp>
 #include <support/read_dump.hpp>
 
@@ -23,21 +24,13 @@
 EDGETRACE_CATEGORY(rt);
 EDGETRACE_CATEGORY(muted);  // excluded at run time: EDGETRACE_CATEGORIES="*,-muted"
 
+using edgetrace_test::thread_count;
+
 namespace {
 
 std::string output_path() {
   const char* path = std::getenv("EDGETRACE_OUTPUT");
   return path != nullptr ? path : "";
-}
-
-int thread_count() {
-  int n = 0;
-  if (DIR* d = opendir("/proc/self/task")) {
-    while (dirent* e = readdir(d))
-      if (e->d_name[0] != '.') ++n;
-    closedir(d);
-  }
-  return n;
 }
 
 [[maybe_unused]] edgetrace_test::loaded_dump flushed_dump() {

@@ -16,7 +16,7 @@ namespace {
 json_lite::value load_json(const std::string& path) {
   json_lite::value v;
   std::string error;
-  const bool parsed = json_lite::parse(file_text(path), v, error);
+  const bool parsed = json_lite::parse(read_file(path), v, error);
   const std::string why = path + ": " + error;
   REQUIRE_MESSAGE(parsed, why);
   return v;
@@ -67,7 +67,7 @@ TEST_CASE("--split-mb writes time windows, each a complete document with its own
   // The CLI form writes -001, -002, ... next to OUT.
   const auto cli_run = cli({"json", dump_path, "-o", out, "--split-mb", "1"});
   REQUIRE_MESSAGE(cli_run.exit_code == 0, cli_run.err);
-  CHECK(path_exists(scratch("split_run-001.json")));
+  CHECK(file_exists(scratch("split_run-001.json")));
 }
 
 TEST_CASE("--min-dur and --filter shrink the JSON") {

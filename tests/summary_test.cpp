@@ -182,7 +182,7 @@ TEST_CASE("summary options: --by, --top, --filter, --category, --thread, --sort-
   CHECK(csv.out.rfind("name,category,calls,total_ns,self_ns,mean_ns,min_ns,p50_ns,p90_ns,p95_ns,p99_ns,p999_ns,max_ns,"
                       "share,exact\n",
                       0) == 0);
-  CHECK(lines(csv.out) == 6);
+  CHECK(line_count(csv.out) == 6);
 }
 
 TEST_CASE("bad input: one clear message and a non-zero exit") {

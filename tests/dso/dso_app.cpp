@@ -4,6 +4,7 @@
 // the number of threads while all three are loaded. See docs/RELIABILITY.md
 // ("Several shared objects") and tests/reliability_test.cpp.
 #include <edgetrace/edgetrace.hpp>
+#include "../support/threads.hpp"
 
 #include <cstdio>
 #include <cstring>
@@ -19,16 +20,9 @@ extern "C" void lib_a_work(int count);
 void lib_a_work(int) {}  // dso_app_plain: no linked library that uses edgetrace
 #endif
 
+using edgetrace_test::thread_count;
+
 namespace {
-int thread_count() {
-  int n = 0;
-  if (DIR* d = opendir("/proc/self/task")) {
-    while (dirent* e = readdir(d))
-      if (e->d_name[0] != '.') ++n;
-    closedir(d);
-  }
-  return n;
-}
 void app_work(int count) {
   for (int i = 0; i < count; ++i) {
     EDGETRACE_SCOPE(app, "app_span");

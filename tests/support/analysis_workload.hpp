@@ -20,83 +20,16 @@
 #include <thread>
 #include <vector>
 
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
+#include "process.hpp"
 #include "read_dump.hpp"
 
 EDGETRACE_CATEGORY(work);
 EDGETRACE_CATEGORY(aux);
 
-extern char** environ;
-
 namespace edgetrace_test {
 
-// Self-contained helpers (process.hpp and dump_builder.hpp both define a
-// read_file, so this header includes neither and names its own).
-
-struct program_result {
-  int exit_code = -1;  ///< exit status, or 128 + signal
-  std::string out;
-  std::string err;
-};
-
-inline std::string file_text(const std::string& path) {
-  std::string text;
-  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
-    char buffer[65536];
-    std::size_t n;
-    while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) text.append(buffer, n);
-    std::fclose(f);
-  }
-  return text;
-}
-
-inline bool path_exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
-
 inline std::string scratch(const std::string& name) { return std::string(EDGETRACE_TEST_TMPDIR) + "/" + name; }
-
-inline int lines(const std::string& text) {
-  int n = 0;
-  for (char c : text) n += c == '\n';
-  return n + (!text.empty() && text.back() != '\n' ? 1 : 0);
-}
-
-/// Runs `argv` (no shell) with the environment minus EDGETRACE_* plus `env`.
-inline program_result run_program(const std::vector<std::string>& argv, const std::vector<std::string>& env = {}) {
-  static int counter = 0;
-  const std::string base = scratch("analysis_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-  const std::string out_path = base + ".out", err_path = base + ".err";
-  std::vector<std::string> environment;
-  for (char** e = ::environ; *e != nullptr; ++e)
-    if (std::string(*e).rfind("EDGETRACE_", 0) != 0) environment.emplace_back(*e);
-  for (const auto& e : env) environment.push_back(e);
-  std::vector<char*> args, envp;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  for (const auto& e : environment) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  program_result result;
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(out, 1);
-    ::dup2(err, 2);
-    ::execve(args[0], args.data(), envp.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  result.out = file_text(out_path);
-  result.err = file_text(err_path);
-  ::unlink(out_path.c_str());
-  ::unlink(err_path.c_str());
-  return result;
-}
-
 
 /// Spins for about `us` microseconds (a traced stage must take time).
 inline void spin_us(int us) {
@@ -142,12 +75,12 @@ inline void analysis_workload(int iterations, int scale) {
 inline std::string record_workload(const std::string& name, int iterations = 30, int scale = 1) {
   const std::string path = scratch(name + ".etr");
   std::remove(path.c_str());
-  const auto r = run_program({"/proc/self/exe", "--test-case=analysis workload", "--no-intro", "--no-version"},
+  const auto r = run({"/proc/self/exe", "--test-case=analysis workload", "--no-intro", "--no-version"},
                      {"EDGETRACE_OUTPUT=" + path, "ETTEST_ANALYSIS_WORKLOAD=" + std::to_string(iterations) + "," +
                                                       std::to_string(scale)});
   const std::string output = r.out + r.err;
   REQUIRE_MESSAGE(r.exit_code == 0, output);
-  REQUIRE(path_exists(path));
+  REQUIRE(file_exists(path));
   return path;
 }
 
@@ -230,10 +163,10 @@ inline std::vector<std::int64_t> mark_times(const loaded_dump& dump, const std::
   return out;
 }
 
-inline program_result cli(const std::vector<std::string>& args) {
+inline process_result cli(const std::vector<std::string>& args) {
   std::vector<std::string> argv{EDGETRACE_TEST_CLI};
   argv.insert(argv.end(), args.begin(), args.end());
-  return run_program(argv);
+  return run(argv);
 }
 
 }  // namespace edgetrace_test

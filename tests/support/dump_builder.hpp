@@ -3,6 +3,7 @@
 #pragma once
 
 #include <edgetrace/format.hpp>
+#include <support/files.hpp>
 
 #include <cstdint>
 #include <cstdio>
@@ -239,18 +240,6 @@ inline bool write_file(const std::string& path, const bytes& b) {
   if (!f) return false;
   const bool ok = b.empty() || std::fwrite(b.data(), 1, b.size(), f) == b.size();
   return std::fclose(f) == 0 && ok;
-}
-
-/// Reads a whole (small, test) file; empty when missing.
-inline std::string read_file(const std::string& path) {
-  std::string out;
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return out;
-  char buf[65536];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-  std::fclose(f);
-  return out;
 }
 
 /// A path in the test scratch directory.

@@ -3,6 +3,7 @@
 // its exit status, stdout and stderr (fork/exec, no shell).
 #pragma once
 
+#include <support/files.hpp>
 #include <support/sanitizers.hpp>
 
 #include <cstdio>
@@ -24,26 +25,12 @@ struct process_result {
   std::string err;
 };
 
-inline std::string read_file(const std::string& path) {
-  std::string text;
-  if (FILE* f = std::fopen(path.c_str(), "rb")) {
-    char buffer[65536];
-    std::size_t n;
-    while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) text.append(buffer, n);
-    std::fclose(f);
-  }
-  return text;
-}
-
-inline bool file_exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
-
-/// Runs `argv` with the current environment minus every EDGETRACE_* variable,
-/// plus `env` ("NAME=value" entries). Output goes through temp files.
-inline process_result run(const std::vector<std::string>& argv, const std::vector<std::string>& env = {},
-                          const std::string& tmpdir = EDGETRACE_TEST_TMPDIR) {
-  static int counter = 0;
-  const std::string base = tmpdir + "/proc_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
-  const std::string out_path = base + ".out", err_path = base + ".err";
+/// Forks and execs `argv` (no shell) with the current environment minus
+/// every EDGETRACE_* variable, plus `env` ("NAME=value" entries). The
+/// child's stdout is `out_fd`, its stderr the file `err_path`. Returns the
+/// child's pid, or -1.
+inline pid_t launch(const std::vector<std::string>& argv, const std::vector<std::string>& env, int out_fd,
+                    const std::string& err_path) {
   std::vector<std::string> environment;
   for (char** e = ::environ; *e != nullptr; ++e)
     if (std::string(*e).rfind("EDGETRACE_", 0) != 0) environment.emplace_back(*e);
@@ -53,19 +40,32 @@ inline process_result run(const std::vector<std::string>& argv, const std::vecto
   args.push_back(nullptr);
   for (const auto& e : environment) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
-  process_result result;
   const pid_t pid = ::fork();
   if (pid == 0) {
-    const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(out, 1);
+    ::dup2(out_fd, 1);
     ::dup2(err, 2);
     ::execve(args[0], args.data(), envp.data());
     ::_exit(127);
   }
+  return pid;
+}
+
+/// Exit status as tests compare it: the exit code, or 128 + signal.
+inline int exit_code_of(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+
+/// Runs `argv` as launch() does and waits for it; output goes through temp files.
+inline process_result run(const std::vector<std::string>& argv, const std::vector<std::string>& env = {},
+                          const std::string& tmpdir = EDGETRACE_TEST_TMPDIR) {
+  static int counter = 0;
+  const std::string base = tmpdir + "/proc_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
+  const std::string out_path = base + ".out", err_path = base + ".err";
+  process_result result;
+  const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const pid_t pid = launch(argv, env, out, err_path);
+  if (out >= 0) ::close(out);
   int status = 0;
-  ::waitpid(pid, &status, 0);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (pid > 0 && ::waitpid(pid, &status, 0) == pid) result.exit_code = exit_code_of(status);
   result.out = read_file(out_path);
   result.err = read_file(err_path);
   ::unlink(out_path.c_str());

@@ -32,25 +32,9 @@ inline spawned spawn(const std::vector<std::string>& argv, const std::vector<std
   static int counter = 0;
   spawned s;
   s.err_path = tmpdir + "/spawn_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + ".err";
-  std::vector<std::string> environment;
-  for (char** e = ::environ; *e != nullptr; ++e)
-    if (std::string(*e).rfind("EDGETRACE_", 0) != 0) environment.emplace_back(*e);
-  for (const auto& e : env) environment.push_back(e);
-  std::vector<char*> args, envp;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  for (const auto& e : environment) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return s;
-  s.pid = ::fork();
-  if (s.pid == 0) {
-    const int err = ::open(s.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(fds[1], 1);
-    ::dup2(err, 2);
-    ::execve(args[0], args.data(), envp.data());
-    ::_exit(127);
-  }
+  s.pid = launch(argv, env, fds[1], s.err_path);
   ::close(fds[1]);
   s.out = fds[0];
   return s;
@@ -85,7 +69,7 @@ inline int wait_for(spawned& s, double timeout_s, std::string* out = nullptr) {
       }
       if (s.out >= 0) ::close(s.out);
       s.out = -1;
-      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      return exit_code_of(status);
     }
     if (std::chrono::steady_clock::now() > deadline) {
       ::kill(s.pid, SIGKILL);

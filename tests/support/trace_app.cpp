@@ -16,6 +16,7 @@ const bool app_handler_installed = std::getenv("TRACE_APP_HANDLER") != nullptr &
 
 #include <edgetrace/edgetrace.hpp>
 #include <support/sanitizers.hpp>
+#include <support/threads.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -35,19 +36,11 @@ const bool app_handler_installed = std::getenv("TRACE_APP_HANDLER") != nullptr &
 
 EDGETRACE_CATEGORY(app);
 
+using edgetrace_test::thread_count;
+
 namespace {
 std::atomic<long> allocations{0};
 std::atomic<bool> counting{false};
-
-int thread_count() {
-  int n = 0;
-  if (DIR* d = opendir("/proc/self/task")) {
-    while (dirent* e = readdir(d))
-      if (e->d_name[0] != '.') ++n;
-    closedir(d);
-  }
-  return n;
-}
 
 void spans(int count) {
   for (int i = 0; i < count; ++i) {

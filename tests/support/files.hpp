@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: MIT
+// Test helper: whole-file reads and existence checks (the one definition
+// process.hpp, dump_builder.hpp and the analysis tests share).
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <unistd.h>
+
+namespace edgetrace_test {
+
+/// Reads a whole (small, test) file; empty when missing.
+inline std::string read_file(const std::string& path) {
+  std::string text;
+  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
+    char buffer[65536];
+    std::size_t n;
+    while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) text.append(buffer, n);
+    std::fclose(f);
+  }
+  return text;
+}
+
+inline bool file_exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+}  // namespace edgetrace_test
