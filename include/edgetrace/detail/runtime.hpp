@@ -1212,19 +1212,49 @@ inline const bool initialized_at_startup = (ensure_initialized(), true);
 
 // ------------------------------------------------------------ public helpers
 
+/// Adds `name` to an intern table (map + id-ordered list), returning its
+/// id (1-based). Caller holds the table's mutex.
+inline std::uint32_t intern_locked(std::unordered_map<std::string, std::uint32_t>& ids,
+                                   std::vector<const std::string*>& names, std::string name) {
+  auto found = ids.find(name);
+  if (found != ids.end()) return found->second;
+  const auto id = static_cast<std::uint32_t>(names.size() + 1);
+  auto inserted = ids.emplace(std::move(name), id);
+  names.push_back(&inserted.first->first);
+  return id;
+}
+
+/// Names interned while scope hooks run without a dump (EDGETRACE_NVTX=1,
+/// no EDGETRACE_OUTPUT): only the hooks see them. Never freed, so hooks
+/// running during exit can still read them.
+struct names_without_dump {
+  std::mutex mutex;
+  std::unordered_map<std::string, std::uint32_t> ids;
+  std::vector<const std::string*> names;
+};
+inline names_without_dump& hook_only_names() {
+  static names_without_dump* table = new names_without_dump;
+  return *table;
+}
+
+inline bool hooks_only_active() noexcept {
+  std::lock_guard<std::mutex> lock(category_mutex);
+  return hooks_wanted && !tracing_on;
+}
+
 EDGETRACE_DETAIL_API name_handle intern(const char* data, std::size_t size) {
   ensure_initialized();
   restart_if_forked();
+  const auto name = [&] { return std::string(data == nullptr ? "" : data, data == nullptr ? 0 : size); };
   runtime* rt = the_runtime.load(std::memory_order_acquire);
-  if (!owns_runtime(rt)) return {};
+  if (!owns_runtime(rt)) {
+    if (!hooks_only_active()) return {};  // tracing off: no allocation
+    names_without_dump& table = hook_only_names();
+    std::lock_guard<std::mutex> lock(table.mutex);
+    return {intern_locked(table.ids, table.names, name())};
+  }
   std::lock_guard<std::mutex> lock(rt->intern_mutex_);
-  std::string name(data == nullptr ? "" : data, data == nullptr ? 0 : size);
-  auto found = rt->intern_ids_.find(name);
-  if (found != rt->intern_ids_.end()) return {found->second};
-  const auto id = static_cast<std::uint32_t>(rt->intern_names_.size() + 1);
-  auto inserted = rt->intern_ids_.emplace(std::move(name), id);
-  rt->intern_names_.push_back(&inserted.first->first);
-  return {id};
+  return {intern_locked(rt->intern_ids_, rt->intern_names_, name())};
 }
 
 EDGETRACE_DETAIL_API void install_scope_hooks(const scope_hooks* hooks) noexcept {
@@ -1234,8 +1264,13 @@ EDGETRACE_DETAIL_API void install_scope_hooks(const scope_hooks* hooks) noexcept
 }
 
 EDGETRACE_DETAIL_API const char* interned_name(std::uint32_t id) noexcept {
+  if (id == 0) return nullptr;
   runtime* rt = the_runtime.load(std::memory_order_acquire);
-  if (!owns_runtime(rt) || id == 0) return nullptr;
+  if (!owns_runtime(rt)) {
+    names_without_dump& table = hook_only_names();
+    std::lock_guard<std::mutex> lock(table.mutex);
+    return id <= table.names.size() ? table.names[id - 1]->c_str() : nullptr;
+  }
   std::lock_guard<std::mutex> lock(rt->intern_mutex_);
   return id <= rt->intern_names_.size() ? rt->intern_names_[id - 1]->c_str() : nullptr;
 }
