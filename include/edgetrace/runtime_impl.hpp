@@ -23,6 +23,7 @@
 #include <edgetrace/edgetrace.hpp>
 
 #if EDGETRACE_ENABLED
+#define EDGETRACE_DETAIL_RUNTIME_TU 1
 #include <edgetrace/detail/runtime.hpp>
 
 namespace edgetrace {

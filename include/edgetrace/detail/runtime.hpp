@@ -35,6 +35,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+// With a separate runtime, this header is compiled in exactly one TU (the one
+// that includes <edgetrace/runtime_impl.hpp>): anywhere else its entry points
+// would be defined twice. Add-ons reach the runtime through declarations in
+// the light headers (EDGETRACE_DETAIL_API), never by including this file.
+#if EDGETRACE_SEPARATE_RUNTIME && !defined(EDGETRACE_DETAIL_RUNTIME_TU)
+#error "with EDGETRACE_SEPARATE_RUNTIME=1 only <edgetrace/runtime_impl.hpp> may include <edgetrace/detail/runtime.hpp>"
+#endif
+
 // detail::atomic_cell (the light headers' atomics) takes std::memory_order
 // values as the __atomic builtins' orders.
 static_assert(static_cast<int>(std::memory_order_relaxed) == __ATOMIC_RELAXED &&
