@@ -219,3 +219,28 @@ TEST_CASE("capture: malformed window values get one line each and recording runs
     CHECK(read_capture(dump_path).recording.empty());
   }
 }
+
+TEST_CASE("capture: summary --phase keeps the spans that began in that phase") {
+  const std::string dump_path = fresh("capture-summary-phases.etr");
+  const auto r = run({app, "capture-phases"}, {"EDGETRACE_OUTPUT=" + dump_path});
+  REQUIRE(r.exit_code == 0);
+  // trace_app: phase "warm up", 3 "work" spans, phase "measure", 7 more.
+  const auto all = run({cli, "summary", dump_path, "--format", "json"});
+  CHECK(all.exit_code == 0);
+  CHECK(all.out.find("\"key\":\"work\",\"category\":\"app\",\"calls\":10,") != std::string::npos);
+  const auto measure = run({cli, "summary", dump_path, "--phase", "measure", "--format", "json"});
+  CHECK(measure.exit_code == 0);
+  CHECK(measure.out.find("\"key\":\"work\",\"category\":\"app\",\"calls\":7,") != std::string::npos);
+  CHECK(measure.out.find("\"spans_other_phases\":3,") != std::string::npos);
+  const auto warm_up = run({cli, "summary", dump_path, "--phase", "warm up"});
+  CHECK(warm_up.exit_code == 0);
+  CHECK(warm_up.out.find("phase \"warm up\": 7 span(s) that began outside it are left out") != std::string::npos);
+  const auto missing = run({cli, "summary", dump_path, "--phase", "serve"});
+  CHECK(missing.exit_code == 1);
+  CHECK(missing.err.find("no phase named \"serve\" in the dump (phases: \"measure\", \"warm up\")") != std::string::npos);
+  const std::string plain = fresh("capture-summary-nophase.etr");
+  REQUIRE(run({app, "capture-api"}, {"EDGETRACE_OUTPUT=" + plain}).exit_code == 0);
+  const auto none = run({cli, "summary", plain, "--phase", "measure"});
+  CHECK(none.exit_code == 1);
+  CHECK(none.err.find("(it has no phases") != std::string::npos);
+}
