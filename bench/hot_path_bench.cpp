@@ -105,6 +105,17 @@ void BM_span_runtime_disabled(benchmark::State& state) {
   }
 }
 
+/// A recording category while edgetrace::pause() is in force: the same
+/// load and branch as runtime-disabled.
+void BM_span_paused(benchmark::State& state) {
+  edgetrace::pause();
+  for (auto _ : state) {
+    EDGETRACE_SCOPE(bench_on, "paused_span");
+    benchmark::ClobberMemory();
+  }
+  edgetrace::resume();
+}
+
 void BM_span_compile_disabled(benchmark::State& state) {
   for (auto _ : state) {
     EDGETRACE_SCOPE(bench_compiled_out, "gone");
@@ -345,6 +356,7 @@ BENCHMARK(BM_span_literal)->Threads(2);
 BENCHMARK(BM_span_named);
 BENCHMARK(BM_span_nested3);
 BENCHMARK(BM_span_runtime_disabled);
+BENCHMARK(BM_span_paused);
 BENCHMARK(BM_span_compile_disabled);
 BENCHMARK(BM_instant);
 BENCHMARK(BM_counter);

@@ -15,7 +15,13 @@
 //     model layer (names from a run-time list, via edgetrace::intern);
 //   * queue depth counters between the stages, and "wait_push"/"wait_pop"
 //     spans showing which stage is the bottleneck;
-//   * "frame_ready" / "frame_done" instants marking each frame's life.
+//   * "frame_ready" / "frame_done" instants marking each frame's life;
+//   * phases "warm up" (the first 8 frames) and "measure" (edgetrace::phase):
+//     `edgetrace summary pipeline.etr --phase measure` leaves warm-up out.
+//
+// Capture control without changing the code: EDGETRACE_START_AFTER=50ms
+// (or =8marks in an app with EDGETRACE_MARK), EDGETRACE_DURATION=100ms,
+// EDGETRACE_TOGGLE_SIGNAL=SIGUSR2.
 #include <edgetrace/edgetrace.hpp>
 
 #include <algorithm>
@@ -379,8 +385,10 @@ int main(int argc, char** argv) {
 
   std::thread inference([&] {
     EDGETRACE_THREAD_NAME("inference");
+    edgetrace::phase("warm up");  // process-wide label, until the next phase()
     std::size_t depth = 0;
     while (std::optional<frame> f = prepared.pop(depth)) {
+      if (f->index == 8) edgetrace::phase("measure");
       EDGETRACE_COUNTER(queue, "prepared_depth", depth);
       f->scores = infer_frame(model, std::move(f->tensor));
       const std::size_t pushed_depth = inferred.push(std::move(*f));

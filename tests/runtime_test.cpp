@@ -231,6 +231,10 @@ TEST_CASE("runtime (compiled out): macros type-check, evaluate nothing, trace no
     EDGETRACE_COUNTER(rt, "never", side_effect());
     EDGETRACE_THREAD_NAME("never");
   }
+  edgetrace::pause();
+  edgetrace::resume();
+  edgetrace::phase("never");
+  edgetrace::phase(std::string("never"));
   edgetrace::flush();
   CHECK(evaluated == 0);
   CHECK_FALSE(edgetrace::tracing_active());

@@ -71,6 +71,7 @@ const command commands[] = {
      "  --iteration NAME            a mark or top-level span name that delimits iterations\n"
      "  --skip-warmup K             leave out the first K iterations, and every span that\n"
      "                              ended before the (K+1)-th iteration started\n"
+     "  --phase NAME                keep spans that began in phase NAME (edgetrace::phase)\n"
      "  --format table|csv|json     output format (default table)\n"
      "  -o, --output OUT            write to OUT instead of standard output\n",
      run_summary},
@@ -93,7 +94,8 @@ const command commands[] = {
      "Compares two dumps by span name: calls, mean, p50, p99 and total, with\n"
      "the change from BASE to NEW, biggest change in total time first.\n"
      "  --top N, --filter REGEX, --category LIST, --thread LIST, --skip-warmup K,\n"
-     "  --iteration NAME, --min-time T, --max-time T   as for summary (both dumps)\n"
+     "  --iteration NAME, --phase NAME, --min-time T, --max-time T   as for summary\n"
+     "                              (both dumps)\n"
      "  --format table|csv|json     output format (default table)\n"
      "  -o, --output OUT            write to OUT instead of standard output\n",
      run_diff},
@@ -349,7 +351,8 @@ int compile_regex(const command& c, const std::string& text, std::shared_ptr<con
 
 const std::vector<const char*> summary_valued = {"--by",       "--top",      "--filter",    "--category",
                                                  "--thread",   "--sort-by",  "--min-time",  "--max-time",
-                                                 "--iteration", "--skip-warmup", "--format", "--output"};
+                                                 "--iteration", "--skip-warmup", "--phase",   "--format",
+                                                 "--output"};
 
 /// Fills summary_options from parsed flags; a usage error code on a bad value.
 int summary_options_from(const command& c, const parsed_options& p, et::summary_options& o, std::string& format) {
@@ -385,6 +388,10 @@ int summary_options_from(const command& c, const parsed_options& p, et::summary_
   }
   if (const std::string* v = p.get("--skip-warmup"))
     if (!parse_count(*v, o.skip_warmup)) return usage_error(&c, "--skip-warmup needs a whole number, not '" + *v + "'");
+  if (const std::string* v = p.get("--phase")) {
+    if (v->empty()) return usage_error(&c, "--phase needs a name");
+    o.phase = *v;
+  }
   if (const std::string* v = p.get("--format")) {
     if (*v != "table" && *v != "csv" && *v != "json")
       return usage_error(&c, "--format must be table, csv or json, not '" + *v + "'");

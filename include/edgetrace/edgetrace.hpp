@@ -14,6 +14,8 @@
 //   EDGETRACE_COUNTER(infer, "queue_depth", n);
 //   EDGETRACE_THREAD_NAME("preprocess");
 //   edgetrace::flush();                        // optional
+//   edgetrace::pause(); edgetrace::resume();   // capture control (also by env)
+//   edgetrace::phase("measure");               // labelled phase (summary --phase)
 //
 // Run with EDGETRACE_OUTPUT=run.etr ./app, then `edgetrace json run.etr`.
 // Without EDGETRACE_OUTPUT a scope costs one relaxed load and one branch.
@@ -60,6 +62,12 @@ EDGETRACE_DETAIL_API name_handle intern(const char* name, std::size_t size);
 EDGETRACE_DETAIL_API void flush() noexcept;
 EDGETRACE_DETAIL_API void set_thread_name(const char* name) noexcept;
 EDGETRACE_DETAIL_API bool active() noexcept;
+/// Capture control (detail/runtime.hpp, "capture control"): pause/resume,
+/// a mark counted while EDGETRACE_START_AFTER waits for N marks (returns
+/// the clock to record that mark with, 0 for none), a labelled phase.
+EDGETRACE_DETAIL_API void set_paused(bool paused) noexcept;
+EDGETRACE_DETAIL_API std::uint8_t start_mark_seen() noexcept;
+EDGETRACE_DETAIL_API void begin_phase(const char* name, std::size_t size) noexcept;
 
 /// A span's begin value when its mode is anything but "record with the CPU
 /// counter" (CLOCK_MONOTONIC, scope hooks, hooks without recording): bit 63
@@ -74,6 +82,7 @@ inline constexpr std::uint64_t slow_begin_tick_mask = (std::uint64_t{1} << slow_
 /// shared by all sites.
 template <class = void>
 EDGETRACE_DETAIL_NOINLINE std::uint64_t span_begin_slow(std::uint64_t word, std::uint8_t mode) noexcept {
+  mode &= mode_hooks | mode_clock_bits;  // mode_count_marks: nothing to do for a span
   if ((mode & mode_hooks) != 0) {
     if (const scope_hooks* hooks = installed_hooks.load(order_acquire)) hooks->begin(word);
   }
@@ -115,6 +124,13 @@ EDGETRACE_DETAIL_NOINLINE void span_end(std::uint64_t word, std::uint64_t begin)
 /// An instant, mark or counter sample in any mode but the plain counter.
 template <class = void>
 EDGETRACE_DETAIL_NOINLINE void event_slow(std::uint64_t word, std::uint64_t value, std::uint8_t mode) noexcept {
+  if ((mode & mode_count_marks) != 0) {
+    // Waiting for EDGETRACE_START_AFTER=N marks: count this one if it is a
+    // mark; the mark that starts recording is itself recorded.
+    const bool is_mark = (word & 3) == 0 &&
+                         reinterpret_cast<const site*>(static_cast<std::uintptr_t>(word))->kind == format::site_kind::mark;
+    mode = static_cast<std::uint8_t>((mode & mode_hooks) | (is_mark ? start_mark_seen() : 0));
+  }
   if ((mode & mode_hooks) != 0 && (word & 3) == 0 &&
       reinterpret_cast<const site*>(static_cast<std::uintptr_t>(word))->kind != format::site_kind::counter) {
     if (const scope_hooks* hooks = installed_hooks.load(order_acquire)) hooks->instant(word);
@@ -246,6 +262,29 @@ inline void set_thread_name(const char* name) noexcept { detail::set_thread_name
 
 /// True while tracing is recording (EDGETRACE_OUTPUT set, output healthy).
 inline bool tracing_active() noexcept { return detail::active(); }
+
+/// Stops recording in every category until resume(): a paused scope costs
+/// what a runtime-disabled one does (one load, one branch). A span is
+/// recorded iff recording was on when it began; an instant, mark or counter
+/// iff it was on at that moment. The change is written into the dump (the
+/// JSON shows a marker, `edgetrace info` lists the windows). Takes a lock
+/// and writes a few bytes: fine once per iteration, not per span. Windows
+/// from EDGETRACE_START_AFTER / EDGETRACE_DURATION / EDGETRACE_TOGGLE_SIGNAL
+/// combine with it: recording happens only while all of them allow it.
+inline void pause() noexcept { detail::set_paused(true); }
+/// Undoes pause().
+inline void resume() noexcept { detail::set_paused(false); }
+
+/// Starts a labelled phase ("warm up", "measure"), process-wide: it lasts
+/// until the next phase() call. `edgetrace summary --phase measure` keeps
+/// the spans that began in it. Takes a lock and copies the name: call it
+/// at phase changes, not per span.
+inline void phase(const char* name) noexcept { detail::begin_phase(name, name == nullptr ? 0 : __builtin_strlen(name)); }
+template <class String>
+auto phase(const String& name) noexcept -> decltype(static_cast<const char*>(name.data()), static_cast<std::size_t>(name.size()),
+                                                     void()) {
+  detail::begin_phase(name.data(), name.size());
+}
 #else
 inline name_handle intern(const char*) noexcept { return {}; }
 template <class String>
@@ -255,6 +294,11 @@ auto intern(const String& name) noexcept -> decltype(static_cast<const char*>(na
 inline void flush() noexcept {}
 inline void set_thread_name(const char*) noexcept {}
 inline bool tracing_active() noexcept { return false; }
+inline void pause() noexcept {}
+inline void resume() noexcept {}
+inline void phase(const char*) noexcept {}
+template <class String>
+auto phase(const String& name) noexcept -> decltype(static_cast<const char*>(name.data()), void()) {}
 #endif
 
 }  // namespace v1

@@ -19,7 +19,7 @@ namespace format {
 /// transfers and files that are not edgetrace dumps at all.
 inline constexpr unsigned char file_magic[8] = {0x89, 'E', 'T', 'R', '\r', '\n', 0x1A, '\n'};
 inline constexpr std::uint16_t version_major = 1;
-inline constexpr std::uint16_t version_minor = 1;
+inline constexpr std::uint16_t version_minor = 2;
 inline constexpr std::size_t file_header_size = 16;
 
 /// Chunk framing: sync0 sync1 type flags | u32 payload_size | u32 writer_id |
@@ -43,6 +43,7 @@ enum class chunk_type : std::uint8_t {
   events = 5,       ///< delta-encoded records of one thread
   thread_stats = 6, ///< per-thread written/dropped totals
   end = 7,          ///< clean end of this writer's stream
+  capture = 9,      ///< recording windows (pause/resume) and phases (1.2)
 };
 
 enum class clock_source : std::uint8_t {
@@ -57,6 +58,21 @@ enum class event_type : std::uint8_t { span = 0, instant = 1, counter = 2, speci
 enum class special_type : std::uint8_t { loss = 0, rebase = 1 };
 
 enum class definition_tag : std::uint8_t { category = 1, site = 2 };
+
+/// Records of a capture chunk (1.2). Each is `u8 tag, varint size, body`,
+/// so a reader steps over tags (and trailing body bytes) it does not know.
+enum class capture_record : std::uint8_t {
+  recording = 1,  ///< varint tick, u8 on (0/1), u8 reason: recording stopped or started
+  phase = 2,      ///< varint tick, string name: a labelled phase begins
+};
+
+/// Why recording stopped or started (the reason byte of a recording record).
+enum class capture_reason : std::uint8_t {
+  api = 0,          ///< edgetrace::pause() / edgetrace::resume()
+  start_after = 1,  ///< EDGETRACE_START_AFTER: waiting at start-up, then its time or mark count came
+  duration = 2,     ///< EDGETRACE_DURATION ran out
+  signal = 3,       ///< EDGETRACE_TOGGLE_SIGNAL: waiting at start-up, then a toggle signal
+};
 
 // ---------------------------------------------------------------- varints
 

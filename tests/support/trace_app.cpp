@@ -412,6 +412,72 @@ int main(int argc, char** argv) {
     std::printf("active=%d\n", edgetrace::tracing_active() ? 1 : 0);
     return 42;
   }
+  if (std::strcmp(mode, "capture-api") == 0) {
+    // pause()/resume() around named groups of spans (tests/capture_test.cpp).
+    for (int i = 0; i < 10; ++i) { EDGETRACE_SCOPE(app, "before"); }
+    {
+      EDGETRACE_SCOPE(app, "straddle_in");  // began while recording: kept
+      edgetrace::pause();
+    }
+    edgetrace::pause();  // a second pause changes nothing
+    // Paused costs what runtime-disabled does: the one byte a scope loads is 0.
+    std::printf("paused_mode=%d\n", int(edgetrace_category_app::state.enabled.load(edgetrace::detail::order_relaxed)));
+    for (int i = 0; i < 10; ++i) { EDGETRACE_SCOPE(app, "paused"); }
+    EDGETRACE_INSTANT(app, "paused_instant");
+    EDGETRACE_COUNTER(app, "paused_counter", 1);
+    {
+      EDGETRACE_SCOPE(app, "straddle_out");  // began while paused: left out
+      edgetrace::resume();
+    }
+    std::printf("resumed_mode=%d\n", int(edgetrace_category_app::state.enabled.load(edgetrace::detail::order_relaxed)));
+    for (int i = 0; i < 10; ++i) { EDGETRACE_SCOPE(app, "inside"); }
+    edgetrace::pause();
+    for (int i = 0; i < 10; ++i) { EDGETRACE_SCOPE(app, "after"); }
+    return 0;
+  }
+  if (std::strcmp(mode, "capture-marks") == 0) {
+    // 20 iterations, each a mark then a span named iter_<i>: with
+    // EDGETRACE_START_AFTER=5marks, iterations 5..19 are recorded.
+    std::vector<edgetrace::name_handle> names;
+    for (int i = 0; i < 20; ++i) names.push_back(edgetrace::intern("iter_" + std::to_string(i)));
+    for (int i = 0; i < 20; ++i) {
+      EDGETRACE_MARK(app, "frame");
+      EDGETRACE_INSTANT(app, "tick");
+      EDGETRACE_SCOPE_NAMED(app, names[static_cast<std::size_t>(i)]);
+    }
+    return 0;
+  }
+  if (std::strcmp(mode, "capture-timed") == 0) {
+    // A span every ~2 ms for argv[2] ms (default 400).
+    const std::uint64_t run_ns = static_cast<std::uint64_t>(argc > 2 ? std::atoi(argv[2]) : 400) * 1000000u;
+    const std::uint64_t start = now_ns();
+    while (now_ns() - start < run_ns) {
+      EDGETRACE_SCOPE(app, "timed");
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return 0;
+  }
+  if (std::strcmp(mode, "capture-signal") == 0) {
+    // EDGETRACE_TOGGLE_SIGNAL=SIGUSR2: off until the first toggle.
+    for (int i = 0; i < 10; ++i) { EDGETRACE_SCOPE(app, "before"); }
+    std::raise(SIGUSR2);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the flusher applies it (EDGETRACE_FLUSH_MS)
+    for (int i = 0; i < 10; ++i) { EDGETRACE_SCOPE(app, "inside"); }
+    std::raise(SIGUSR2);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (int i = 0; i < 10; ++i) { EDGETRACE_SCOPE(app, "after"); }
+    return 0;
+  }
+  if (std::strcmp(mode, "capture-phases") == 0) {
+    // Phases "warm up" (3 spans) and "measure" (7 spans), 1 ms apart.
+    edgetrace::phase("warm up");
+    for (int i = 0; i < 10; ++i) {
+      if (i == 3) edgetrace::phase(std::string("measure"));
+      EDGETRACE_SCOPE(app, "work");
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return 0;
+  }
   std::fprintf(stderr, "trace_app: unknown mode %s\n", mode);
   return 2;
 }

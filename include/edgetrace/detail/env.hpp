@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cerrno>
+#include <csignal>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -39,7 +40,7 @@ inline void report(const char* fmt, ...) noexcept {
 inline constexpr const char* known_variables[] = {
     "EDGETRACE_OUTPUT", "EDGETRACE_CATEGORIES", "EDGETRACE_BUFFER_KB", "EDGETRACE_FLUSH_MS",
     "EDGETRACE_SIGNAL_FLUSH", "EDGETRACE_FORK", "EDGETRACE_CLOCK", "EDGETRACE_ASSUME_UNSTABLE_COUNTER",
-    "EDGETRACE_NVTX",
+    "EDGETRACE_NVTX", "EDGETRACE_START_AFTER", "EDGETRACE_DURATION", "EDGETRACE_TOGGLE_SIGNAL",
 };
 
 struct settings {
@@ -56,6 +57,14 @@ struct settings {
   bool assume_unstable_counter = false;
   /// EDGETRACE_NVTX=1: scopes also become NVTX ranges (needs <edgetrace/nvtx.hpp>)
   bool nvtx = false;
+  /// EDGETRACE_START_AFTER: record nothing until this many ns after start-up,
+  /// or until this many EDGETRACE_MARK marks were seen (0 = from the start).
+  std::uint64_t start_after_ns = 0;
+  std::uint64_t start_after_marks = 0;
+  /// EDGETRACE_DURATION: stop recording this many ns after it started (0 = never).
+  std::uint64_t duration_ns = 0;
+  /// EDGETRACE_TOGGLE_SIGNAL: SIGUSR1 or SIGUSR2 toggles recording (0 = none).
+  int toggle_signal = 0;
   std::uint8_t clock = 1;          ///< chosen clock_mode (runtime.hpp: choose_clock)
   bool clock_fell_back = false;    ///< auto found the counter unreliable
 };
@@ -92,6 +101,50 @@ inline std::uint64_t env_unsigned(const char* name, std::uint64_t lo, std::uint6
     return fallback;
   }
   return value;
+}
+
+/// Parses a capture-window length: seconds (`2.5`, `2.5s`), milliseconds
+/// (`500ms`) or, when `marks` is not null, a mark count (`100marks`). On
+/// anything else reports one line naming the variable and what it does
+/// instead (`fallback`), and leaves both outputs 0.
+inline void env_window(const char* name, std::uint64_t& ns, std::uint64_t* marks, const char* fallback) noexcept {
+  ns = 0;
+  if (marks != nullptr) *marks = 0;
+  const char* text = std::getenv(name);
+  if (text == nullptr) return;
+  const char* p = text;
+  while (*p == ' ') ++p;
+  // Digits with at most one decimal point, at most 9 decimals, below 10^7 s.
+  std::uint64_t whole = 0, fraction = 0, scale = 1;
+  bool digits = false, point = false, ok = true;
+  for (; ok && ((*p >= '0' && *p <= '9') || (*p == '.' && !point)); ++p) {
+    if (*p == '.') {
+      point = true;
+    } else if (!point) {
+      digits = true;
+      whole = whole * 10 + static_cast<std::uint64_t>(*p - '0');
+      ok = whole < 10000000u;
+    } else if (scale < 1000000000u) {
+      digits = true;
+      fraction = fraction * 10 + static_cast<std::uint64_t>(*p - '0');
+      scale *= 10;
+    }
+  }
+  while (*p == ' ') ++p;
+  std::uint64_t unit_ns = 0;  // 0: a count of marks
+  if (*p == '\0' || std::strcmp(p, "s") == 0) unit_ns = 1000000000u;
+  else if (std::strcmp(p, "ms") == 0) unit_ns = 1000000u;
+  else if (marks == nullptr || (std::strcmp(p, "marks") != 0 && std::strcmp(p, "mark") != 0) || point) ok = false;
+  const std::uint64_t value = unit_ns == 0 ? whole : whole * unit_ns + fraction * (unit_ns / scale);
+  if (!ok || !digits || value == 0) {
+    report("%s='%.64s' is not %s; %s", name, text,
+           marks != nullptr ? "a positive time (2.5, 2.5s, 500ms) or mark count (100marks)"
+                            : "a positive time (2.5, 2.5s, 500ms)",
+           fallback);
+    return;
+  }
+  if (unit_ns == 0) *marks = value;
+  else ns = value;
 }
 
 /// Edit distance between two short ASCII strings (bounded work: ≤ 64 chars).
@@ -181,6 +234,13 @@ inline settings read_settings() noexcept {
   s.clock_choice = static_cast<settings::clock_choice_t>(env_choice("EDGETRACE_CLOCK", {"auto", "counter", "monotonic"}));
   s.assume_unstable_counter = env_choice("EDGETRACE_ASSUME_UNSTABLE_COUNTER", {"0", "1"}) == 1;
   s.nvtx = env_choice("EDGETRACE_NVTX", {"0", "1"}) == 1;
+  env_window("EDGETRACE_START_AFTER", s.start_after_ns, &s.start_after_marks, "recording from the start");
+  env_window("EDGETRACE_DURATION", s.duration_ns, nullptr, "recording to the end");
+  switch (env_choice("EDGETRACE_TOGGLE_SIGNAL", {"off", "SIGUSR1", "SIGUSR2"})) {
+    case 1: s.toggle_signal = SIGUSR1; break;
+    case 2: s.toggle_signal = SIGUSR2; break;
+    default: break;
+  }
   return s;
 }
 

@@ -20,6 +20,11 @@ namespace detail {
 /// `mode_hooks` calls the hooks without recording (hooks on, no dump).
 inline constexpr std::uint8_t mode_hooks = 4;
 inline constexpr std::uint8_t mode_clock_bits = 3;
+/// Mode-byte bit: recording waits for EDGETRACE_START_AFTER=N marks. Instants
+/// and marks take event_slow, which counts the marks; spans take the slow
+/// path and record nothing. Set only while waiting (runtime.hpp), so the
+/// plain scope never sees it.
+inline constexpr std::uint8_t mode_count_marks = 8;
 
 /// What a hook receives is the record word (detail/ring.hpp): a
 /// `const site*` (tag bits 00) or an interned-name word

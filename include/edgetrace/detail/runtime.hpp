@@ -108,10 +108,23 @@ inline void mark_filter_matches_locked(const char* name) noexcept {
 /// without recording. Guarded by category_mutex.
 inline bool hooks_wanted = false;
 
+/// Capture control: recording happens while tracing_on and no source holds
+/// it back. All guarded by category_mutex; see "capture control" below.
+inline bool paused_by_api = false;      ///< edgetrace::pause()
+inline bool window_waiting = false;     ///< EDGETRACE_START_AFTER not reached yet
+inline bool waiting_for_marks = false;  ///< ... and it counts marks (mode_count_marks)
+inline bool window_over = false;        ///< EDGETRACE_DURATION ran out (for good)
+inline bool signal_paused = false;      ///< EDGETRACE_TOGGLE_SIGNAL: off until toggled on
+
+inline bool capturing_locked() noexcept {
+  return tracing_on && !paused_by_api && !window_waiting && !window_over && !signal_paused;
+}
+
 /// The mode byte category `name` should have now. Caller holds category_mutex.
 inline std::uint8_t category_flag_locked(const char* name) noexcept {
   if (!runtime_category_selected(category_filter, name)) return clock_off;
-  std::uint8_t flag = tracing_on ? recording_clock : std::uint8_t{clock_off};
+  std::uint8_t flag = capturing_locked() ? recording_clock : std::uint8_t{clock_off};
+  if (tracing_on && window_waiting && waiting_for_marks) flag |= mode_count_marks;
   if (hooks_wanted && installed_hooks.load(std::memory_order_acquire) != nullptr) flag |= mode_hooks;
   return flag;
 }
@@ -279,6 +292,27 @@ class runtime {
   named_cache_entry named_cache_[256] = {};
   std::uint64_t last_calibration_ns_ = 0;
   int calibrations_ = 0;
+
+  // ---- capture control (docs/FORMAT.md, chunk 9)
+  /// A recording change or a phase, waiting for the flusher to write it.
+  struct capture_entry {
+    format::capture_record type;
+    std::uint64_t tick;
+    bool on;
+    format::capture_reason reason;
+    std::string name;  ///< phases
+  };
+  /// Written by any thread under category_mutex; the flusher swaps it out
+  /// under the same lock.
+  std::vector<capture_entry> capture_pending_;
+  std::vector<capture_entry> capture_out_;  ///< flusher only
+  /// CLOCK_MONOTONIC at start-up (set before the flusher starts).
+  std::uint64_t started_ns_ = 0;
+  /// CLOCK_MONOTONIC when recording first came on, 0 before (category_mutex).
+  std::uint64_t first_capture_ns_ = 0;
+  /// Toggle signals received and not yet applied (the handler adds, the
+  /// flusher takes: relaxed, it is a count and nothing else hangs on it).
+  std::atomic<std::uint32_t> toggles_pending_{0};
 
   // ------------------------------------------------------------ output
 
@@ -449,6 +483,44 @@ class runtime {
     define_site(id, format::site_kind::span, category_index, name.data(), name.size(), "", 0);
     return id;
   }
+
+  // ------------------------------------------------------------ capture
+
+  /// Writes the recording changes and phases queued since the last cycle
+  /// as one capture chunk (records: u8 tag, varint size, body).
+  void write_capture() {
+    {
+      std::lock_guard<std::mutex> lock(category_mutex);
+      capture_out_.swap(capture_pending_);
+    }
+    if (capture_out_.empty() || failed_.load(std::memory_order_relaxed) || ended_) {
+      capture_out_.clear();
+      return;
+    }
+    std::vector<unsigned char>& b = scratch_;
+    begin_chunk(b);
+    std::vector<unsigned char> body;
+    for (const capture_entry& e : capture_out_) {
+      body.clear();
+      put_varint(body, e.tick);
+      if (e.type == format::capture_record::recording) {
+        body.push_back(e.on ? 1 : 0);
+        body.push_back(static_cast<unsigned char>(e.reason));
+      } else {
+        put_string(body, e.name.data(), e.name.size());
+      }
+      b.push_back(static_cast<unsigned char>(e.type));
+      put_varint(b, body.size());
+      b.insert(b.end(), body.begin(), body.end());
+    }
+    capture_out_.clear();
+    emit_chunk(b, format::chunk_type::capture);
+  }
+
+  /// Applies what only the flusher watches: EDGETRACE_START_AFTER's and
+  /// EDGETRACE_DURATION's times and toggle signals. Returns the ns until the
+  /// next deadline (or `longest`), so the flusher wakes up in time for it.
+  std::uint64_t check_capture(std::uint64_t now, std::uint64_t longest) noexcept;
 
   // ------------------------------------------------------------ draining
 
@@ -693,7 +765,7 @@ class runtime {
     std::uint64_t last_drain_ns = clock_ns(CLOCK_MONOTONIC);
     refill_pool();  // here, not in start-up: page faults stay off the app's start
     for (;;) {
-      const auto wait = nanoseconds(wait_ns);
+      const auto wait = nanoseconds(check_capture(clock_ns(CLOCK_MONOTONIC), wait_ns));
       std::uint64_t serving;
       {
         std::unique_lock<std::mutex> lock(control_mutex_);
@@ -706,6 +778,8 @@ class runtime {
         for (site_cache_entry& entry : site_cache_) entry = {};
       }
       const std::uint64_t drain_start_ns = clock_ns(CLOCK_MONOTONIC);
+      check_capture(drain_start_ns, 0);
+      write_capture();
       const double fullest = drain_all(false);
       // Adapt the period to the busiest ring: come back before it can fill
       // an eighth at the rate just seen (never sooner than 50 µs, never
@@ -753,6 +827,7 @@ class runtime {
   /// Final pass: everything drained, thread totals, a last calibration
   /// pair and the end chunk, written out.
   void end_stream() {
+    write_capture();
     drain_all(true);
     if (!failed_.load()) {
       write_calibration();
@@ -803,6 +878,130 @@ inline std::atomic<runtime*> the_runtime{nullptr};
 alignas(runtime) inline unsigned char runtime_storage[sizeof(runtime)];
 
 inline bool owns_runtime(const runtime* rt) noexcept { return rt != nullptr && rt->owner_pid_ == ::getpid(); }
+
+// ------------------------------------------------------------ capture control
+//
+// Pausing flips the categories' mode bytes, the one thing a scope loads, so
+// a paused scope costs what a runtime-disabled one does. Every change of
+// the effective state is queued with its tick and written in-band (capture
+// chunk) by the flusher. The tick is read before recording comes on and
+// after it goes off, so on the thread that made the change every recorded
+// span begins inside a window; other threads see the flag a few ns later
+// or sooner (a relaxed load), which the boundary cannot order.
+
+/// Marks seen while EDGETRACE_START_AFTER=N marks waits (any mark name).
+inline std::atomic<std::uint64_t> start_marks_seen{0};
+
+/// Recomputes the mode bytes after a capture source changed, and queues a
+/// recording record if the effective state changed. Caller holds
+/// category_mutex.
+inline void update_capture_locked(format::capture_reason reason) noexcept {
+  static bool logged_on = true;  // what the dump says now (on at the start)
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  const bool on = capturing_locked();
+  if (!tracing_on || !owns_runtime(rt)) {
+    apply_category_flags_locked();
+    return;
+  }
+  if (on && rt->first_capture_ns_ == 0) rt->first_capture_ns_ = clock_ns(CLOCK_MONOTONIC);  // EDGETRACE_DURATION starts
+  if (on == logged_on) {
+    apply_category_flags_locked();
+    return;
+  }
+  std::uint64_t tick = on ? ticks(recording_clock) : 0;
+  apply_category_flags_locked();
+  if (!on) tick = ticks(recording_clock);
+  logged_on = on;
+  rt->capture_pending_.push_back({format::capture_record::recording, tick, on, reason, std::string()});
+}
+
+inline std::uint64_t runtime::check_capture(std::uint64_t now, std::uint64_t longest) noexcept {
+  std::uint64_t wait = longest;
+  const std::uint32_t toggles = toggles_pending_.exchange(0, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(category_mutex);
+  if (toggles % 2 != 0) {
+    signal_paused = !signal_paused;
+    update_capture_locked(format::capture_reason::signal);
+  }
+  if (window_waiting && !waiting_for_marks && config_.start_after_ns != 0) {
+    const std::uint64_t start = started_ns_ + config_.start_after_ns;
+    if (now >= start) {
+      window_waiting = false;
+      update_capture_locked(format::capture_reason::start_after);
+    } else if (start - now < wait) {
+      wait = start - now;
+    }
+  }
+  if (config_.duration_ns != 0 && first_capture_ns_ != 0 && !window_over) {
+    const std::uint64_t stop = first_capture_ns_ + config_.duration_ns;
+    if (now >= stop) {
+      window_over = true;
+      update_capture_locked(format::capture_reason::duration);
+    } else if (stop - now < wait) {
+      wait = stop - now;
+    }
+  }
+  return wait;
+}
+
+EDGETRACE_DETAIL_API void set_paused(bool paused) noexcept {
+  std::lock_guard<std::mutex> lock(category_mutex);
+  if (paused_by_api == paused) return;
+  paused_by_api = paused;
+  update_capture_locked(format::capture_reason::api);
+}
+
+EDGETRACE_DETAIL_API std::uint8_t start_mark_seen() noexcept {
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  if (!owns_runtime(rt)) return clock_off;
+  // The first N marks close the first N iterations' warm-up; mark N+1
+  // starts recording and is recorded.
+  if (start_marks_seen.fetch_add(1, std::memory_order_relaxed) < rt->config_.start_after_marks) return clock_off;
+  std::lock_guard<std::mutex> lock(category_mutex);
+  if (window_waiting && waiting_for_marks) {
+    window_waiting = false;
+    waiting_for_marks = false;
+    update_capture_locked(format::capture_reason::start_after);
+  }
+  return capturing_locked() ? recording_clock : std::uint8_t{clock_off};
+}
+
+EDGETRACE_DETAIL_API void begin_phase(const char* name, std::size_t size) noexcept {
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  if (!owns_runtime(rt) || name == nullptr) return;
+  if (size > 255) size = 255;
+  std::lock_guard<std::mutex> lock(category_mutex);
+  if (!tracing_on) return;
+  rt->capture_pending_.push_back(
+      {format::capture_record::phase, ticks(recording_clock), false, format::capture_reason::api, std::string(name, size)});
+}
+
+/// EDGETRACE_TOGGLE_SIGNAL's handler: counts the signal for the flusher
+/// (which applies it within EDGETRACE_FLUSH_MS) and chains to the handler
+/// that was there before, if any. Async-signal-safe: one atomic add.
+inline struct sigaction previous_toggle_action;
+
+inline void toggle_signal_handler(int signo, siginfo_t* info, void* context) noexcept {
+  const int saved_errno = errno;
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  if (owns_runtime(rt)) rt->toggles_pending_.fetch_add(1, std::memory_order_relaxed);
+  const struct sigaction& previous = previous_toggle_action;
+  if ((previous.sa_flags & SA_SIGINFO) != 0) {
+    if (previous.sa_sigaction != nullptr) previous.sa_sigaction(signo, info, context);
+  } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
+    previous.sa_handler(signo);
+  }
+  errno = saved_errno;
+}
+
+inline void install_toggle_signal(int signo) noexcept {
+  struct sigaction action;
+  std::memset(&action, 0, sizeof action);
+  action.sa_sigaction = &toggle_signal_handler;
+  action.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  sigaction(signo, &action, &previous_toggle_action);
+}
 
 // ------------------------------------------------------------ threads
 
@@ -1097,7 +1296,12 @@ inline void switch_flags_on(const settings& config) noexcept {
   recording_clock = config.clock;
   hooks_wanted = config.nvtx;
   for (const category_state* c = category_list; c != nullptr; c = c->next) mark_filter_matches_locked(c->name);
-  set_recording_locked(true);
+  window_waiting = config.start_after_ns != 0 || config.start_after_marks != 0;
+  waiting_for_marks = config.start_after_marks != 0;
+  signal_paused = config.toggle_signal != 0;
+  tracing_on = true;
+  // Not recording from the start: the dump says so (and why) at once.
+  update_capture_locked(window_waiting ? format::capture_reason::start_after : format::capture_reason::signal);
 }
 
 inline void switch_flags_off() noexcept {
@@ -1159,6 +1363,7 @@ inline bool start_from_environment() noexcept {
   choose_clock(config);
   auto* rt = new (runtime_storage) runtime(config);
   rt->owner_pid_ = ::getpid();
+  rt->started_ns_ = clock_ns(CLOCK_MONOTONIC);
   if (!expand_output_path(config.output, rt->path_, sizeof rt->path_, static_cast<long>(rt->owner_pid_),
                           static_cast<long long>(std::time(nullptr)))) {
     report("EDGETRACE_OUTPUT is longer than %zu bytes; tracing is off", sizeof rt->path_ - 1);
@@ -1173,6 +1378,7 @@ inline bool start_from_environment() noexcept {
   std::atexit(&shutdown);
   if (config.nvtx) std::atexit(&report_missing_hooks);
   if (config.signal_flush) install_signal_flush();
+  if (config.toggle_signal != 0) install_toggle_signal(config.toggle_signal);
   switch_flags_on(config);
   attach_thread();  // the starting thread (usually main) gets a ring now
   return true;
@@ -1193,6 +1399,7 @@ inline void restart_in_child() noexcept {
   std::memcpy(parent_path, parent->path_, sizeof parent_path);
   auto* rt = new (runtime_storage) runtime(config);
   rt->owner_pid_ = ::getpid();
+  rt->started_ns_ = clock_ns(CLOCK_MONOTONIC);
   rt->exit_key_ = exit_key;
   const bool has_pid = std::strstr(config.output, "%p") != nullptr;
   const bool fits = has_pid ? expand_output_path(config.output, rt->path_, sizeof rt->path_,

@@ -2,6 +2,7 @@
 // Writes a dump as Chrome Trace Event Format JSON (Perfetto UI, chrome://tracing, speedscope, DevTools), streamed.
 #pragma once
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -172,6 +173,7 @@ struct chrome_json_result {
   std::uint64_t instants = 0;
   std::uint64_t counters = 0;
   std::uint64_t loss_markers = 0;
+  std::uint64_t capture_markers = 0;   ///< recording on/off and phase markers (1.2)
   std::uint64_t counters_skipped = 0;  ///< NaN/Inf samples left out
   std::uint64_t filtered = 0;          ///< events left out by min_dur_ns / filter
   std::int64_t origin_ns = 0;          ///< CLOCK_MONOTONIC ns that ts 0 stands for
@@ -280,6 +282,39 @@ class chrome_json_document {
         o_.write(",\"args\":{\"sort_index\":");
         o_.write_u64(sort_index++);
         o_.write("}}");
+      }
+    write_capture_markers(inputs);
+  }
+
+  /// Recording windows and phases (capture chunks, 1.2) as process-wide
+  /// instants in category "edgetrace". One before the first event is shown
+  /// at the start of the timeline.
+  void write_capture_markers(const std::vector<chrome_json_input>& inputs) {
+    for (const chrome_json_input& in : inputs)
+      for (const writer_info* w : in.reader->writers_in_order()) {
+        for (const recording_change& change : w->recording) {
+          begin_event();
+          o_.write(change.on ? "{\"name\":\"edgetrace: recording on\"" : "{\"name\":\"edgetrace: recording off\"");
+          o_.write(",\"cat\":\"edgetrace\",\"ph\":\"i\",\"s\":\"p\",\"ts\":");
+          o_.write_us(ts(std::max(change.ns + in.shift_ns, origin_ + 1000)));
+          write_pid_tid(in.pid(*w), 0);
+          o_.write(",\"args\":{\"reason\":");
+          o_.write_string(capture_reason_name(change.reason));
+          o_.write("}}");
+          ++result_.capture_markers;
+        }
+        for (const phase_change& change : w->phases) {
+          begin_event();
+          o_.write("{\"name\":");
+          o_.write_string("phase: " + change.name);
+          o_.write(",\"cat\":\"edgetrace\",\"ph\":\"i\",\"s\":\"p\",\"ts\":");
+          o_.write_us(ts(std::max(change.ns + in.shift_ns, origin_ + 1000)));
+          write_pid_tid(in.pid(*w), 0);
+          o_.write(",\"args\":{\"phase\":");
+          o_.write_string(change.name);
+          o_.write("}}");
+          ++result_.capture_markers;
+        }
       }
   }
 

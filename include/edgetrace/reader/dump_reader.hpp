@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -37,6 +38,35 @@ struct diagnostic {
 };
 
 struct writer_info;
+
+/// Recording stopped or started (capture chunk, 1.2): edgetrace::pause(),
+/// EDGETRACE_START_AFTER, EDGETRACE_DURATION or EDGETRACE_TOGGLE_SIGNAL.
+/// Spans are absent on purpose between an "off" and the next "on".
+struct recording_change {
+  std::uint64_t tick = 0;
+  std::int64_t ns = 0;  ///< resolved after pass 1
+  bool on = false;
+  format::capture_reason reason = format::capture_reason::api;
+};
+
+/// A labelled phase begins (edgetrace::phase(), capture chunk, 1.2); it
+/// lasts until the writer's next phase.
+struct phase_change {
+  std::uint64_t tick = 0;
+  std::int64_t ns = 0;  ///< resolved after pass 1
+  std::string name;
+};
+
+/// What a recording change's reason is called in outputs.
+inline const char* capture_reason_name(format::capture_reason reason) noexcept {
+  switch (reason) {
+    case format::capture_reason::api: return "pause/resume";
+    case format::capture_reason::start_after: return "EDGETRACE_START_AFTER";
+    case format::capture_reason::duration: return "EDGETRACE_DURATION";
+    case format::capture_reason::signal: return "EDGETRACE_TOGGLE_SIGNAL";
+  }
+  return "unknown reason";
+}
 
 /// A call site (or interned runtime name) of one writer.
 struct site_info {
@@ -103,6 +133,10 @@ struct writer_info {
   std::map<std::uint64_t, std::string> categories;
   std::map<std::uint64_t, site_info> sites;
   std::map<std::uint64_t, thread_info> threads;
+
+  /// Capture chunks (1.2), in tick order: recording windows and phases.
+  std::vector<recording_change> recording;
+  std::vector<phase_change> phases;
 
   /// Tick and ns range of all events (from pass 1); valid when has_events.
   bool has_events = false;
@@ -408,6 +442,7 @@ class dump_reader {
           break;
         case format::chunk_type::thread_stats: read_thread_stats(w, in, c.offset); break;
         case format::chunk_type::end: w.has_end = true; break;
+        case format::chunk_type::capture: read_capture(w, in, c.offset); break;
         default: ++stats_.chunks_unknown; break;  // a newer minor's chunk: skipped silently
       }
     }
@@ -818,6 +853,31 @@ class dump_reader {
     t.stats_dropped = dropped;
   }
 
+  /// A capture chunk: records of `u8 tag, varint size, body`; tags and
+  /// trailing body bytes of a newer minor are stepped over.
+  void read_capture(writer_info& w, detail::payload_cursor& in, std::uint64_t offset) {
+    while (in.left() != 0) {
+      std::uint8_t tag;
+      std::uint64_t size;
+      if (!in.u8(tag) || !in.varint(size) || size > in.left()) return malformed("capture", offset, w);
+      detail::payload_cursor body{in.pos, in.pos + size};
+      in.pos += size;
+      if (tag == static_cast<std::uint8_t>(format::capture_record::recording)) {
+        recording_change change;
+        std::uint8_t on, reason;
+        if (!body.varint(change.tick) || !body.u8(on) || !body.u8(reason) || on > 1)
+          return malformed("capture", offset, w);
+        change.on = on == 1;
+        change.reason = static_cast<format::capture_reason>(reason);
+        w.recording.push_back(change);
+      } else if (tag == static_cast<std::uint8_t>(format::capture_record::phase)) {
+        phase_change change;
+        if (!body.varint(change.tick) || !body.string(change.name)) return malformed("capture", offset, w);
+        w.phases.push_back(std::move(change));
+      }
+    }
+  }
+
   /// Pass 1 look at an events chunk: only the tick range (for the output's
   /// time origin and `info`); sites are not needed to walk the records.
   void scan_event_ticks(writer_info& w, detail::payload_cursor& in) {
@@ -853,6 +913,11 @@ class dump_reader {
           s.second.category = text;
         }
       }
+      auto by_tick = [](const auto& a, const auto& b) { return a.tick < b.tick; };
+      std::stable_sort(w.recording.begin(), w.recording.end(), by_tick);
+      std::stable_sort(w.phases.begin(), w.phases.end(), by_tick);
+      for (recording_change& change : w.recording) change.ns = w.clock.to_ns(change.tick);
+      for (phase_change& change : w.phases) change.ns = w.clock.to_ns(change.tick);
       if (w.has_events) {
         w.first_ns = w.clock.to_ns(w.min_tick);
         w.last_ns = w.clock.to_ns(w.max_tick);

@@ -45,6 +45,36 @@ inline std::string format_duration(std::uint64_t ns) {
   return format_text("%llu ns", ull(ns));
 }
 
+/// Time of `ns` relative to the writer's first event: "+1.250 ms", "-3.000 us".
+inline std::string relative_time(const writer_info& w, std::int64_t ns) {
+  const std::int64_t origin = w.has_events ? w.first_ns : ns;
+  return ns >= origin ? "+" + format_duration(static_cast<std::uint64_t>(ns - origin))
+                      : "-" + format_duration(static_cast<std::uint64_t>(origin - ns));
+}
+
+/// The "recording" and "phases" lines of a writer (capture chunks, 1.2):
+/// every change with its time from the writer's first event and its cause.
+template <class Field>
+void write_capture_info(const writer_info& w, Field& field) {
+  if (!w.recording.empty()) {
+    std::string text;
+    for (const recording_change& change : w.recording) {
+      if (!text.empty()) text += ", ";
+      text += format_text("%s at %s (%s)", change.on ? "on" : "off", relative_time(w, change.ns).c_str(),
+                          capture_reason_name(change.reason));
+    }
+    field("  ", "recording", text);
+  }
+  if (!w.phases.empty()) {
+    std::string text;
+    for (const phase_change& change : w.phases) {
+      if (!text.empty()) text += ", ";
+      text += "\"" + change.name + "\" at " + relative_time(w, change.ns);
+    }
+    field("  ", "phases", text);
+  }
+}
+
 }  // namespace detail
 
 /// Writes the `info` report of an opened dump to `out`. Runs pass 2 to
@@ -112,6 +142,7 @@ inline bool write_info(dump_reader& r, std::FILE* out, const info_options& optio
           w->has_events ? detail::format_duration(static_cast<std::uint64_t>(w->last_ns - w->first_ns))
                         : std::string("no events"));
     field("  ", "end record", w->has_end ? "yes (clean shutdown)" : "missing (killed or crashed?)");
+    detail::write_capture_info(*w, field);
 
     // Thread table, columns sized to their content.
     using row = std::array<std::string, 8>;

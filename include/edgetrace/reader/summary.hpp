@@ -70,6 +70,7 @@ struct summary_options {
   std::uint64_t max_time_ns = std::numeric_limits<std::uint64_t>::max();  ///< and longer than this
   std::string iteration;          ///< mark or span name that delimits iterations ("" = every mark name)
   std::uint64_t skip_warmup = 0;  ///< iterations to skip at the start of each dump
+  std::string phase;              ///< keep spans that began in this phase (edgetrace::phase; "" = all)
   std::size_t exact_limit = latency_stats::default_exact_limit;  ///< exact samples per row
   std::size_t exact_budget = 2000000;  ///< exact samples over all rows (16 MiB); past it the largest rows switch
 };
@@ -110,6 +111,7 @@ struct summary_result {
   std::uint64_t spans_read = 0;       ///< spans decoded
   std::uint64_t spans_in_rows = 0;    ///< spans counted in some row (before --top)
   std::uint64_t spans_warmup = 0;     ///< spans that ended during warm-up
+  std::uint64_t spans_other_phases = 0;  ///< spans that began outside --phase
   std::uint64_t spans_filtered = 0;   ///< left out by thread/name/category/time filters
   std::uint64_t dropped = 0;          ///< records the writers dropped (ring full), per thread_info::dropped()
   std::uint64_t self_total_ns = 0;    ///< self time of all spans after thread and warm-up filters
@@ -201,6 +203,8 @@ class summary_builder {
     if (!prepare_iterations(r, error)) return false;
     std::int64_t cutoff = std::numeric_limits<std::int64_t>::min();
     if (options_.skip_warmup > 0 && !find_warmup_cutoff(r, cutoff, error)) return false;
+    if (!prepare_phase(r, error)) return false;
+    const std::uint64_t other_phases_before = result_.spans_other_phases;
     if (r.has_events()) result_.wall_ns += static_cast<std::uint64_t>(r.last_ns() - r.first_ns());
     prepare_sites(r);
 
@@ -258,6 +262,10 @@ class summary_builder {
             ++result_.spans_warmup;
             return;
           }
+          if (!in_phase(s.thread->writer, s.begin_ns)) {
+            ++result_.spans_other_phases;
+            return;
+          }
           result_.self_total_ns += s.self_ns;
           const std::uint64_t duration = s.duration();
           if (s.depth == 0) {
@@ -299,7 +307,7 @@ class summary_builder {
           auto key = std::make_pair(e.thread, e.site->name);
           const auto later = later_mark.find(key);
           if (later != later_mark.end()) {
-            if (e.begin_ns >= cutoff) {
+            if (e.begin_ns >= cutoff && in_phase(e.writer, e.begin_ns)) {
               it.latency.add(static_cast<std::uint64_t>(later->second - e.begin_ns));
               iteration_range[found->second].extend(e.begin_ns, later->second);
             } else {
@@ -334,6 +342,10 @@ class summary_builder {
         it.last_ns = t.last;
       }
     }
+    if (!options_.phase.empty())
+      result_.notes.push_back(r.path() + ": phase \"" + options_.phase + "\": " +
+                              std::to_string(result_.spans_other_phases - other_phases_before) +
+                              " span(s) that began outside it are left out of every table");
     if (cutoff != std::numeric_limits<std::int64_t>::min()) {
       char text[200];
       std::snprintf(text, sizeof text,
@@ -521,6 +533,39 @@ class summary_builder {
     return true;
   }
 
+  /// --phase: the [begin, end) ranges of that phase per writer (a phase
+  /// lasts until the writer's next one). Fails when no writer has it.
+  bool prepare_phase(const dump_reader& r, std::string& error) {
+    phase_ranges_.clear();
+    if (options_.phase.empty()) return true;
+    std::set<std::string> known;
+    for (const auto& w : r.writers()) {
+      const std::vector<phase_change>& phases = w.second.phases;
+      for (std::size_t i = 0; i < phases.size(); ++i) {
+        known.insert(phases[i].name);
+        if (phases[i].name != options_.phase) continue;
+        const std::int64_t end = i + 1 < phases.size() ? phases[i + 1].ns : std::numeric_limits<std::int64_t>::max();
+        phase_ranges_[&w.second].emplace_back(phases[i].ns, end);
+      }
+    }
+    if (!phase_ranges_.empty()) return true;
+    std::string names;
+    for (const auto& name : known) names += (names.empty() ? "" : ", ") + ("\"" + name + "\"");
+    return fail(error, "no phase named \"" + options_.phase + "\" in the dump" +
+                           (names.empty() ? std::string(" (it has no phases: see edgetrace::phase)")
+                                          : " (phases: " + names + ")"));
+  }
+
+  /// Whether time `ns` of writer `w` falls in the --phase (always without it).
+  bool in_phase(const writer_info* w, std::int64_t ns) const {
+    if (options_.phase.empty()) return true;
+    const auto found = phase_ranges_.find(w);
+    if (found == phase_ranges_.end()) return false;
+    for (const auto& range : found->second)
+      if (ns >= range.first && ns < range.second) return true;
+    return false;
+  }
+
   /// Forward pre-pass: the time before which spans belong to the first K
   /// iterations (the (K+1)-th mark, or the end of the K-th iteration span).
   bool find_warmup_cutoff(dump_reader& r, std::int64_t& cutoff, std::string& error) {
@@ -576,6 +621,7 @@ class summary_builder {
   std::unordered_map<const site_info*, site_slot> sites_;
   bool iterations_are_spans_ = false;
   std::string warmup_marks_;
+  std::map<const writer_info*, std::vector<std::pair<std::int64_t, std::int64_t>>> phase_ranges_;
   std::size_t exact_added_ = 0;
   static constexpr bool multi_dump_labels_ = false;
 };
@@ -765,6 +811,7 @@ inline std::string summary_json(const summary_result& s, const std::string& sour
   out += ",\"group_by\":\"" + std::string(detail::group_name(s.by)) + "\"";
   out += ",\"spans\":" + std::to_string(s.spans_read) + ",\"spans_in_rows\":" + std::to_string(s.spans_in_rows) +
          ",\"spans_warmup\":" + std::to_string(s.spans_warmup) +
+         ",\"spans_other_phases\":" + std::to_string(s.spans_other_phases) +
          ",\"spans_filtered\":" + std::to_string(s.spans_filtered) + ",\"dropped\":" + std::to_string(s.dropped) +
          ",\"self_total_ns\":" + std::to_string(s.self_total_ns) + ",\"wall_ns\":" + std::to_string(s.wall_ns) +
          ",\"rows_before_top\":" + std::to_string(s.rows_before_top);
