@@ -306,7 +306,9 @@ class runtime {
   /// under the same lock.
   std::vector<capture_entry> capture_pending_;
   std::vector<capture_entry> capture_out_;  ///< flusher only
-  /// CLOCK_MONOTONIC at start-up (set before the flusher starts).
+  /// CLOCK_MONOTONIC when tracing came on: the origin of
+  /// EDGETRACE_START_AFTER (set again under category_mutex as the "off"
+  /// record is queued, so the window is timed from what the dump shows).
   std::uint64_t started_ns_ = 0;
   /// CLOCK_MONOTONIC when recording first came on, 0 before (category_mutex).
   std::uint64_t first_capture_ns_ = 0;
@@ -1300,6 +1302,10 @@ inline void switch_flags_on(const settings& config) noexcept {
   waiting_for_marks = config.start_after_marks != 0;
   signal_paused = config.toggle_signal != 0;
   tracing_on = true;
+  // The window counts from here, not from before the file was opened (a
+  // slow open, e.g. under an emulator, would otherwise shorten it).
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  if (owns_runtime(rt)) rt->started_ns_ = clock_ns(CLOCK_MONOTONIC);
   // Not recording from the start: the dump says so (and why) at once.
   update_capture_locked(window_waiting ? format::capture_reason::start_after : format::capture_reason::signal);
 }
