@@ -13,6 +13,18 @@
 #define EDGETRACE_TEST_SANITIZED 0
 #endif
 
+// AddressSanitizer (and with it LeakSanitizer) in particular.
+#if defined(__SANITIZE_ADDRESS__)
+#define EDGETRACE_TEST_ADDRESS_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define EDGETRACE_TEST_ADDRESS_SANITIZED 1
+#endif
+#endif
+#ifndef EDGETRACE_TEST_ADDRESS_SANITIZED
+#define EDGETRACE_TEST_ADDRESS_SANITIZED 0
+#endif
+
 namespace edgetrace_test {
 
 /// ASan's and TSan's allocators (GCC 12, clang 14) are not fork-safe: a
