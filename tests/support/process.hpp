@@ -38,15 +38,21 @@ inline std::string read_file(const std::string& path) {
 inline bool file_exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
 /// Runs `argv` with the current environment minus every EDGETRACE_* variable,
-/// plus `env` ("NAME=value" entries). Output goes through temp files.
+/// plus `env` ("NAME=value" entries, replacing an inherited NAME). Output
+/// goes through temp files.
 inline process_result run(const std::vector<std::string>& argv, const std::vector<std::string>& env = {},
                           const std::string& tmpdir = EDGETRACE_TEST_TMPDIR) {
   static int counter = 0;
   const std::string base = tmpdir + "/proc_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
   const std::string out_path = base + ".out", err_path = base + ".err";
   std::vector<std::string> environment;
+  auto overridden = [&](const std::string& entry) {
+    for (const auto& e : env)
+      if (entry.compare(0, e.find('=') + 1, e, 0, e.find('=') + 1) == 0) return true;
+    return false;
+  };
   for (char** e = ::environ; *e != nullptr; ++e)
-    if (std::string(*e).rfind("EDGETRACE_", 0) != 0) environment.emplace_back(*e);
+    if (std::string(*e).rfind("EDGETRACE_", 0) != 0 && !overridden(*e)) environment.emplace_back(*e);
   for (const auto& e : env) environment.push_back(e);
   std::vector<char*> args, envp;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
