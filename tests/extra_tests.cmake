@@ -5,6 +5,14 @@
 # The doctest main is linked into every test: give it the sanitizers too.
 edgetrace_project_sanitizers(edgetrace_doctest_main)
 
+# Label `toolchain`: entries that only run the compiler or CMake on a file or
+# a separate project (compile-fail, codegen identity, packaging). Nothing the
+# preset instruments executes in them, so a sanitizer adds nothing: the tsan
+# test preset leaves them out (asan keeps compile-fail and codegen: with the
+# clang preset out of the default CI run, that is their clang run), and both
+# sanitizer presets leave out `packaging` (a separate, uninstrumented CMake
+# build of ~1 min). See docs/RELIABILITY.md, "Sanitizers".
+
 set(edgetrace_include_dir ${PROJECT_SOURCE_DIR}/include)
 set(edgetrace_std_flag "${CMAKE_CXX17_STANDARD_COMPILE_OPTION}")
 if(NOT edgetrace_std_flag)
@@ -34,7 +42,7 @@ while(edgetrace_compile_fail_configs)
         -DSOURCE=${CMAKE_CURRENT_SOURCE_DIR}/compile_fail/undeclared_category.cpp
         "-DDEFINES=${all_defines}" -DEXPECT=${expect} -DEXPECT_IN_ERROR=edgetrace_category_typo
         -P ${CMAKE_CURRENT_SOURCE_DIR}/compile_fail/check_compile.cmake)
-    set_tests_properties(${name} PROPERTIES LABELS compile_fail)
+    set_tests_properties(${name} PROPERTIES LABELS "compile_fail;toolchain")
     if(expect STREQUAL "fail")
       set_tests_properties(${name} PROPERTIES WILL_FAIL TRUE)
     endif()
@@ -59,7 +67,7 @@ if(EDGETRACE_OBJCOPY AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
         -DINCLUDE_DIR=${edgetrace_include_dir} -DSOURCE=${CMAKE_CURRENT_SOURCE_DIR}/codegen/probe.cpp
         -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/codegen/${case} "-DDEFINES=${defines}"
         -P ${CMAKE_CURRENT_SOURCE_DIR}/codegen/check_codegen.cmake)
-    set_tests_properties(codegen_identical_${case} PROPERTIES LABELS codegen)
+    set_tests_properties(codegen_identical_${case} PROPERTIES LABELS "codegen;toolchain")
   endwhile()
 else()
   message(STATUS "edgetrace: no objcopy found; the codegen identity tests are not registered")
@@ -92,7 +100,7 @@ foreach(mode IN LISTS edgetrace_packaging_modes)
       -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/consumer/${mode}
       -DCOMPILER=${CMAKE_CXX_COMPILER} "-DGENERATOR=${CMAKE_GENERATOR}" -DBUILD_TYPE=${CMAKE_BUILD_TYPE}
       -P ${CMAKE_CURRENT_SOURCE_DIR}/consumer/run_consumer.cmake)
-  set_tests_properties(packaging_${mode} PROPERTIES LABELS packaging TIMEOUT 600)
+  set_tests_properties(packaging_${mode} PROPERTIES LABELS "packaging;toolchain" TIMEOUT 600)
 endforeach()
 
 # --- README: its quick start is examples/minimal.cpp, verbatim -------------

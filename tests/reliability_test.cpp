@@ -37,17 +37,11 @@ const std::string app = EDGETRACE_TEST_TRACE_APP;
 const std::string cli = EDGETRACE_TEST_CLI;
 const std::string tmp = EDGETRACE_TEST_TMPDIR;
 
-#if defined(__SANITIZE_THREAD__)
-constexpr bool thread_sanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-constexpr bool thread_sanitizer = true;
-#else
-constexpr bool thread_sanitizer = false;
-#endif
-#else
-constexpr bool thread_sanitizer = false;
-#endif
+/// "threads=N\n" as a traced program prints it, N counting the app's own
+/// threads and flushers (plus TSan's thread under the tsan preset).
+std::string threads_line(int app_threads) {
+  return "threads=" + std::to_string(app_threads + edgetrace_test::sanitizer_threads) + "\n";
+}
 
 bool long_tests() {
   const char* v = std::getenv("EDGETRACE_LONG_TESTS");
@@ -295,7 +289,7 @@ TEST_CASE("reliability: EDGETRACE_SIGNAL_FLUSH=1 completes the dump on SIGINT; w
 // ------------------------------------------------------------ threads
 
 TEST_CASE("reliability: 10,000 short-lived threads: every span kept, memory back to a bound, no leak") {
-  const int thread_total = thread_sanitizer ? 2000 : 10000;  // TSan keeps per-thread state: fewer
+  const int thread_total = edgetrace_test::thread_sanitized_build ? 2000 : 10000;  // TSan keeps per-thread state: fewer
   const std::string dump_path = fresh("many-threads.etr");
   auto child = edgetrace_test::spawn({app, "many-threads", std::to_string(thread_total), "3"},
                                      {"EDGETRACE_OUTPUT=" + dump_path, "EDGETRACE_BUFFER_KB=64",
@@ -313,7 +307,7 @@ TEST_CASE("reliability: 10,000 short-lived threads: every span kept, memory back
                       "threads=%ld rss_before_kb=%ld rss_after_kb=%ld vm_before_kb=%ld vm_after_kb=%ld live_threads=%ld",
                       &threads, &rss_before, &rss_after, &vm_before, &vm_after, &live) == 6);
   CHECK(threads == thread_total + 64);
-  CHECK(live == 2);  // main + flusher
+  CHECK(live == 2 + edgetrace_test::sanitizer_threads);  // main + flusher
   // Rings are recycled (2 kept) or unmapped. Leaked rings would cost 68 KiB
   // each: 680 MB of VmSize for 10,000 threads (MALLOC_ARENA_MAX=1 keeps
   // glibc's 64 MiB per-thread arenas out of the figure).
@@ -498,7 +492,7 @@ TEST_CASE("reliability: app + linked DSO + dlopen'd DSO: one writer, one flusher
   const auto r = run({EDGETRACE_TEST_DSO_APP, "shared", EDGETRACE_TEST_DSO_LIB_B}, {"EDGETRACE_OUTPUT=" + dump_path});
   CAPTURE(r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK(r.out == "threads=2\n");  // the app's main thread + one flusher
+  CHECK(r.out == threads_line(2));  // the app's main thread + one flusher
   CHECK(r.err.empty());
   edgetrace::reader::dump_reader reader;
   REQUIRE(reader.open(dump_path));
@@ -538,7 +532,7 @@ TEST_CASE("reliability: a dlopen'd plugin binds to the executable's copy when it
   const auto r =
       run({EDGETRACE_TEST_DSO_APP_PLAIN, "shared", EDGETRACE_TEST_DSO_LIB_B}, {"EDGETRACE_OUTPUT=" + dump_path});
   REQUIRE(r.exit_code == 0);
-  CHECK(r.out == "threads=2\n");
+  CHECK(r.out == threads_line(2));
   CHECK(writer_count(dump_path) == 1);
   const auto dump = load_dump(dump_path);
   CHECK(dump.complete);
@@ -558,7 +552,7 @@ void check_second_copy(const std::string& program, const std::string& library, c
                      {"EDGETRACE_OUTPUT=" + dump_path});
   CHECK(r.exit_code == 0);
   CHECK(r.err.empty());
-  CHECK(r.out == "threads=3\n");  // main + two flushers
+  CHECK(r.out == threads_line(3));  // main + two flushers
   CHECK(writer_count(dump_path) == 2);
   const auto dump = load_dump(dump_path);
   REQUIRE(dump.opened);

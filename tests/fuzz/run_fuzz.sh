@@ -3,7 +3,7 @@
 # Fuzzes the dump reader for a bounded time (docs/RELIABILITY.md).
 #
 # Usage: bash tests/fuzz/run_fuzz.sh FUZZER SECONDS WORK_DIR [TRACE_APP [PIPELINE]]
-#   FUZZER     the libFuzzer binary (build/clang/tests/reader_fuzz)
+#   FUZZER     the libFuzzer binary (build/asan/tests/reader_fuzz, or build/clang/tests/reader_fuzz)
 #   SECONDS    -max_total_time (CI: 60; longer: e.g. 3600)
 #   WORK_DIR   corpus and crash artifacts go here (WORK_DIR/corpus, WORK_DIR/crashes)
 #   TRACE_APP, PIPELINE: traced programs whose dumps seed the corpus

@@ -26,14 +26,19 @@ struct process_result {
 };
 
 /// Forks and execs `argv` (no shell) with the current environment minus
-/// every EDGETRACE_* variable, plus `env` ("NAME=value" entries). The
-/// child's stdout is `out_fd`, its stderr the file `err_path`. Returns the
-/// child's pid, or -1.
+/// every EDGETRACE_* variable, plus `env` ("NAME=value" entries, replacing an
+/// inherited NAME). The child's stdout is `out_fd`, its stderr the file
+/// `err_path`. Returns the child's pid, or -1.
 inline pid_t launch(const std::vector<std::string>& argv, const std::vector<std::string>& env, int out_fd,
                     const std::string& err_path) {
   std::vector<std::string> environment;
+  auto overridden = [&](const std::string& entry) {
+    for (const auto& e : env)
+      if (entry.compare(0, e.find('=') + 1, e, 0, e.find('=') + 1) == 0) return true;
+    return false;
+  };
   for (char** e = ::environ; *e != nullptr; ++e)
-    if (std::string(*e).rfind("EDGETRACE_", 0) != 0) environment.emplace_back(*e);
+    if (std::string(*e).rfind("EDGETRACE_", 0) != 0 && !overridden(*e)) environment.emplace_back(*e);
   for (const auto& e : env) environment.push_back(e);
   std::vector<char*> args, envp;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
