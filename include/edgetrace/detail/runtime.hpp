@@ -160,6 +160,45 @@ inline void unmap_ring(thread_ring* ring) noexcept {
   ::munmap(ring, bytes);
 }
 
+// ------------------------------------------------------------ flusher clients
+// The flusher's one extension point. Code with data of its own to write
+// (the GPU resolver of detail/gpu.hpp) registers a client; the flusher
+// calls it after each drain. Everything client-specific stays with the
+// client: this section knows only the interface.
+
+/// Why the flusher calls a client.
+enum class poll_reason : std::uint8_t {
+  cycle,  ///< a periodic cycle: do a bounded amount of work
+  flush,  ///< edgetrace::flush() or a non-fatal signal: write what is ready, do not wait
+  final,  ///< shutdown or a terminating signal: the last call; may wait briefly
+};
+
+class flusher_output;
+
+/// A client of the flusher, in static storage, never unregistered.
+struct flusher_client {
+  /// Called on the flusher thread only (never concurrently with itself),
+  /// whether or not the output still works: a client may have resources
+  /// to recycle. Must not block for long except with poll_reason::final.
+  void (*poll)(flusher_client& self, flusher_output& out, poll_reason why) noexcept = nullptr;
+  flusher_client* next = nullptr;  ///< written once, before publication
+};
+
+/// Client list. register_flusher_client pushes under client_mutex and
+/// publishes with a release store; the flusher's acquire load then sees
+/// every field of each client it reaches. Clients are never removed.
+inline std::mutex client_mutex;
+inline std::atomic<flusher_client*> client_list{nullptr};
+
+/// Adds `client` (once; later calls are no-ops). Any thread, any time.
+inline void register_flusher_client(flusher_client& client) noexcept {
+  std::lock_guard<std::mutex> lock(client_mutex);
+  for (flusher_client* c = client_list.load(std::memory_order_relaxed); c != nullptr; c = c->next)
+    if (c == &client) return;
+  client.next = client_list.load(std::memory_order_relaxed);
+  client_list.store(&client, std::memory_order_release);
+}
+
 // ------------------------------------------------------------ runtime
 
 /// Everything that exists only while tracing is (or was) on. Built once in
@@ -242,6 +281,7 @@ class runtime {
   named_cache_entry named_cache_[256] = {};
   std::uint64_t last_calibration_ns_ = 0;
   int calibrations_ = 0;
+  std::vector<unsigned char> client_chunk_;  ///< flusher clients' chunk being sealed
 
   // ------------------------------------------------------------ output
 
@@ -413,6 +453,31 @@ class runtime {
     define_site(id, format::site_kind::span, category_index, name.data(), name.size(), "", 0);
     return id;
   }
+
+  // ------------------------------------------------------------ flusher clients
+
+  /// Dump site id of a record word (a site pointer or a named-span word),
+  /// defined on first sight like the rings' own records.
+  std::uint32_t word_site_id(std::uint64_t word) {
+    if ((word & 3) == tag_named) return named_site_id(word);
+    return site_id(reinterpret_cast<const site*>(static_cast<std::uintptr_t>(word)));
+  }
+
+  /// Seals a client's payload as a chunk, after any pending definitions it
+  /// may refer to. Nothing once output failed or the stream ended.
+  void emit_client_chunk(format::chunk_type type, const unsigned char* payload, std::size_t size) {
+    if (failed_.load(std::memory_order_relaxed) || ended_ || size > format::max_chunk_payload) return;
+    if (!defs_.empty()) {
+      emit_chunk(defs_, format::chunk_type::definitions);
+      defs_.clear();
+    }
+    begin_chunk(client_chunk_);
+    client_chunk_.insert(client_chunk_.end(), payload, payload + size);
+    emit_chunk(client_chunk_, type);
+  }
+
+  /// Calls every registered client (defined after flusher_output).
+  void poll_clients(poll_reason why) noexcept;
 
   // ------------------------------------------------------------ draining
 
@@ -659,11 +724,13 @@ class runtime {
     for (;;) {
       const auto wait = nanoseconds(wait_ns);
       std::uint64_t serving;
+      bool flushing;
       {
         std::unique_lock<std::mutex> lock(control_mutex_);
         if (!stop_ && flush_requested_ == flush_completed_) wake_.wait_for(lock, wait);
         if (stop_) break;
         serving = flush_requested_;
+        flushing = serving != flush_completed_;
       }
       if (forget_sites.exchange(false, std::memory_order_acq_rel)) {
         site_ids_.clear();
@@ -671,6 +738,7 @@ class runtime {
       }
       const std::uint64_t drain_start_ns = clock_ns(CLOCK_MONOTONIC);
       const double fullest = drain_all(false);
+      poll_clients(flushing ? poll_reason::flush : poll_reason::cycle);
       // Adapt the period to the busiest ring: come back before it can fill
       // an eighth at the rate just seen (never sooner than 50 µs, never
       // later than EDGETRACE_FLUSH_MS), so bursts are not dropped. A ring
@@ -718,6 +786,7 @@ class runtime {
   /// pair and the end chunk, written out.
   void end_stream() {
     drain_all(true);
+    poll_clients(poll_reason::final);
     if (!failed_.load()) {
       write_calibration();
       begin_chunk(scratch_);
@@ -735,6 +804,7 @@ class runtime {
         end_stream();
       } else {
         drain_all(false);
+        poll_clients(poll_reason::flush);
         flush_output();
       }
     }
@@ -761,6 +831,33 @@ class runtime {
     return nullptr;
   }
 };
+
+/// What a flusher client may do from its poll (flusher thread only).
+class flusher_output {
+ public:
+  explicit flusher_output(runtime& rt) noexcept : rt_(rt) {}
+
+  /// Dump site id of a record word (site pointer or named-span word, as a
+  /// scope pushes it), defining the site in the dump if it is new.
+  std::uint32_t site_id(std::uint64_t word) { return rt_.word_site_id(word); }
+  /// Appends one chunk of `type` with `payload`, after pending definitions.
+  /// A no-op once the output failed or the stream ended.
+  void emit(format::chunk_type type, const unsigned char* payload, std::size_t size) {
+    rt_.emit_client_chunk(type, payload, size);
+  }
+  /// The clock_mode host ticks are recorded with (ticks(mode) in clock.hpp).
+  std::uint8_t clock() const noexcept { return rt_.config_.clock; }
+  /// False once output failed or the stream ended (emit() then drops).
+  bool writable() const noexcept { return !rt_.failed_.load(std::memory_order_relaxed) && !rt_.ended_; }
+
+ private:
+  runtime& rt_;
+};
+
+inline void runtime::poll_clients(poll_reason why) noexcept {
+  flusher_output out(*this);
+  for (flusher_client* c = client_list.load(std::memory_order_acquire); c != nullptr; c = c->next) c->poll(*c, out, why);
+}
 
 /// The runtime, once tracing started (acquire to read: release-published
 /// after construction). Null while tracing is off.
