@@ -17,7 +17,7 @@ namespace format {
 /// transfers and files that are not edgetrace dumps at all.
 inline constexpr unsigned char file_magic[8] = {0x89, 'E', 'T', 'R', '\r', '\n', 0x1A, '\n'};
 inline constexpr std::uint16_t version_major = 1;
-inline constexpr std::uint16_t version_minor = 1;
+inline constexpr std::uint16_t version_minor = 2;
 inline constexpr std::size_t file_header_size = 16;
 
 /// Chunk framing: sync0 sync1 type flags | u32 payload_size | u32 writer_id |
@@ -41,6 +41,7 @@ enum class chunk_type : std::uint8_t {
   events = 5,       ///< delta-encoded records of one thread
   thread_stats = 6, ///< per-thread written/dropped totals
   end = 7,          ///< clean end of this writer's stream
+  gpu = 8,          ///< GPU devices, streams, clock anchors and spans (1.2, cuda.hpp)
 };
 
 enum class clock_source : std::uint8_t {
@@ -59,6 +60,38 @@ enum class event_type : std::uint8_t { span = 0, instant = 1, counter = 2, speci
 enum class special_type : std::uint8_t { loss = 0, rebase = 1 };
 
 enum class definition_tag : std::uint8_t { category = 1, site = 2 };
+
+/// Records of a gpu chunk (1.2). Each is `u8 tag, varint size, body`, so a
+/// reader steps over tags (and trailing body bytes) it does not know.
+enum class gpu_record : std::uint8_t {
+  runtime = 1,  ///< driver and runtime versions, device count
+  device = 2,   ///< device index, name, compute capability
+  stream = 3,   ///< dump stream id, device, handle (first use)
+  anchor = 4,   ///< GPU event bracketed by host ticks: clock alignment
+  span = 5,     ///< one GPU scope: host launch and its resolved GPU time
+  stats = 6,    ///< totals so far (the last one wins)
+  off = 7,      ///< GPU tracing turned off, with the reason
+};
+
+/// Flags of a gpu span record.
+enum gpu_span_flag : std::uint8_t {
+  gpu_span_resolved = 1,    ///< GPU times follow
+  gpu_span_captured = 2,    ///< the stream was capturing a CUDA graph: host span only
+  gpu_span_unresolved = 4,  ///< the events never completed (exit, GPU tracing off)
+};
+
+/// Stream handles with a meaning of their own (the CUDA runtime's values).
+inline constexpr std::uint64_t gpu_stream_legacy = 0;      ///< 0: the legacy default stream
+inline constexpr std::uint64_t gpu_stream_legacy_alias = 1;  ///< cudaStreamLegacy
+inline constexpr std::uint64_t gpu_stream_per_thread = 2;  ///< cudaStreamPerThread
+
+/// Zigzag encoding of a signed value as an unsigned varint.
+constexpr std::uint64_t zigzag(std::int64_t v) noexcept {
+  return (static_cast<std::uint64_t>(v) << 1) ^ (v < 0 ? ~std::uint64_t{0} : 0);
+}
+constexpr std::int64_t unzigzag(std::uint64_t v) noexcept {
+  return static_cast<std::int64_t>(v >> 1) ^ -static_cast<std::int64_t>(v & 1);
+}
 
 // ---------------------------------------------------------------- varints
 

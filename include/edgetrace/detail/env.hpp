@@ -39,6 +39,7 @@ inline void report(const char* fmt, ...) noexcept {
 inline constexpr const char* known_variables[] = {
     "EDGETRACE_OUTPUT", "EDGETRACE_CATEGORIES", "EDGETRACE_BUFFER_KB", "EDGETRACE_FLUSH_MS",
     "EDGETRACE_SIGNAL_FLUSH", "EDGETRACE_FORK", "EDGETRACE_CLOCK", "EDGETRACE_ASSUME_UNSTABLE_COUNTER",
+    "EDGETRACE_CUDA",
 };
 
 struct settings {
@@ -141,7 +142,8 @@ inline void check_unknown_variables() noexcept {
       report("unknown variable %s (did you mean %s?); ignored", name, closest);
     else
       report("unknown variable %s; ignored (known: EDGETRACE_OUTPUT, EDGETRACE_CATEGORIES, "
-             "EDGETRACE_BUFFER_KB, EDGETRACE_FLUSH_MS, EDGETRACE_SIGNAL_FLUSH, EDGETRACE_FORK, EDGETRACE_CLOCK)", name);
+             "EDGETRACE_BUFFER_KB, EDGETRACE_FLUSH_MS, EDGETRACE_SIGNAL_FLUSH, EDGETRACE_FORK, EDGETRACE_CLOCK, "
+             "EDGETRACE_CUDA)", name);
   }
 }
 
