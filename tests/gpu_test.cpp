@@ -499,6 +499,24 @@ TEST_CASE("gpu end to end: fake pipeline -> dump -> edgetrace json and info") {
     if (e["name"].str() == "captured_kernel" && e["args"]["cuda_graph"].str() == "captured") flagged = true;
   CHECK(flagged);
 
+  // summary: GPU time next to host time, per name.
+  const auto summary = edgetrace_test::run({EDGETRACE_TEST_CLI, "summary", dump, "--format", "json"});
+  REQUIRE(summary.exit_code == 0);
+  json_lite::value table;
+  REQUIRE_MESSAGE(json_lite::parse(summary.out, table, error), error);
+  std::map<std::string, const json_lite::value*> rows;
+  for (const auto& row : table["rows"].items) rows[row["key"].str()] = &row;
+  for (const auto& expected : lengths_us) {
+    CAPTURE(expected.first);
+    REQUIRE(rows.count(expected.first) == 1);
+    const auto& gpu = (*rows[expected.first])["gpu"];
+    CHECK(gpu["calls"].num() == 20);
+    CHECK(gpu["mean_ns"].num() == doctest::Approx(expected.second * 1000).epsilon(1e-6));
+    CHECK((*rows[expected.first])["calls"].num() == 20);
+  }
+  REQUIRE(rows.count("frame") == 1);
+  CHECK_FALSE((*rows["frame"]).has("gpu"));
+
   const auto info = edgetrace_test::run({EDGETRACE_TEST_CLI, "info", dump});
   REQUIRE(info.exit_code == 0);
   CHECK(info.out.find("fake backend, driver 13.0, runtime 13.0, 1 device(s)") != std::string::npos);
