@@ -270,12 +270,7 @@ class chrome_json_document {
     for (const chrome_json_input& in : inputs)
       for (const writer_info* w : in.reader->writers_in_order()) {
         if (!named_processes.insert(in.pid(*w)).second) continue;
-        begin_event();
-        o_.write("{\"name\":\"process_name\",\"ph\":\"M\"");
-        write_pid_tid(in.pid(*w), 0);
-        o_.write(",\"args\":{\"name\":");
-        o_.write_string(w->process_name.empty() ? std::string("process") : w->process_name);
-        o_.write("}}");
+        write_process_name(in.pid(*w), w->process_name.empty() ? std::string("process") : w->process_name);
       }
     std::set<std::pair<std::uint64_t, std::uint64_t>> named_threads;
     std::uint64_t sort_index = 0;
@@ -283,18 +278,8 @@ class chrome_json_document {
       for (const thread_info* t : in.reader->threads_in_order()) {
         const std::uint64_t pid = in.pid(*t->writer);
         if (!t->has_record || !named_threads.insert({pid, t->os_tid}).second) continue;
-        begin_event();
-        o_.write("{\"name\":\"thread_name\",\"ph\":\"M\"");
-        write_pid_tid(pid, t->os_tid);
-        o_.write(",\"args\":{\"name\":");
-        o_.write_string(t->name.empty() ? "thread " + std::to_string(t->os_tid) : t->name);
-        o_.write("}}");
-        begin_event();
-        o_.write("{\"name\":\"thread_sort_index\",\"ph\":\"M\"");
-        write_pid_tid(pid, t->os_tid);
-        o_.write(",\"args\":{\"sort_index\":");
-        o_.write_u64(sort_index++);
-        o_.write("}}");
+        write_thread_name(pid, t->os_tid, t->name.empty() ? "thread " + std::to_string(t->os_tid) : t->name,
+                          sort_index++);
       }
     // One "GPU" process per writer with GPU spans, one track per stream
     // (tid = the dump's stream id), ordered by device then first use.
@@ -303,35 +288,13 @@ class chrome_json_document {
       for (const writer_info* w : in.reader->writers_in_order()) {
         if (w->gpu.streams.empty()) continue;
         const std::uint64_t pid = gpu_pid(in.pid(*w));
-        begin_event();
-        o_.write("{\"name\":\"process_name\",\"ph\":\"M\"");
-        write_pid_tid(pid, 0);
-        o_.write(",\"args\":{\"name\":");
-        o_.write_string(several ? "GPU (pid " + std::to_string(in.pid(*w)) + ")" : std::string("GPU"));
-        o_.write("}}");
-        std::vector<const gpu_stream_info*> streams;
-        for (const auto& s : w->gpu.streams) streams.push_back(&s.second);
-        std::sort(streams.begin(), streams.end(), [](const gpu_stream_info* a, const gpu_stream_info* b) {
-          return a->device != b->device ? a->device < b->device : a->order < b->order;
-        });
+        write_process_name(pid, several ? "GPU (pid " + std::to_string(in.pid(*w)) + ")" : std::string("GPU"));
         std::uint64_t index = 0;
-        for (const gpu_stream_info* s : streams) {
+        for (const gpu_stream_info* s : w->gpu.sorted_streams()) {
           std::string name = "GPU " + std::to_string(s->device);
           const auto device = w->gpu.devices.find(s->device);
           if (device != w->gpu.devices.end() && !device->second.name.empty()) name += " (" + device->second.name + ")";
-          name += " " + s->label();
-          begin_event();
-          o_.write("{\"name\":\"thread_name\",\"ph\":\"M\"");
-          write_pid_tid(pid, s->id);
-          o_.write(",\"args\":{\"name\":");
-          o_.write_string(name);
-          o_.write("}}");
-          begin_event();
-          o_.write("{\"name\":\"thread_sort_index\",\"ph\":\"M\"");
-          write_pid_tid(pid, s->id);
-          o_.write(",\"args\":{\"sort_index\":");
-          o_.write_u64(index++);
-          o_.write("}}");
+          write_thread_name(pid, s->id, name + " " + s->label(), index++);
         }
       }
   }
@@ -500,6 +463,29 @@ class chrome_json_document {
     o_.write(first_ ? "\n" : ",\n");
     first_ = false;
     ++result_.events;
+  }
+  void write_process_name(std::uint64_t pid, const std::string& name) {
+    begin_event();
+    o_.write("{\"name\":\"process_name\",\"ph\":\"M\"");
+    write_pid_tid(pid, 0);
+    o_.write(",\"args\":{\"name\":");
+    o_.write_string(name);
+    o_.write("}}");
+  }
+  /// A track's name and its place among its process's tracks.
+  void write_thread_name(std::uint64_t pid, std::uint64_t tid, const std::string& name, std::uint64_t sort_index) {
+    begin_event();
+    o_.write("{\"name\":\"thread_name\",\"ph\":\"M\"");
+    write_pid_tid(pid, tid);
+    o_.write(",\"args\":{\"name\":");
+    o_.write_string(name);
+    o_.write("}}");
+    begin_event();
+    o_.write("{\"name\":\"thread_sort_index\",\"ph\":\"M\"");
+    write_pid_tid(pid, tid);
+    o_.write(",\"args\":{\"sort_index\":");
+    o_.write_u64(sort_index);
+    o_.write("}}");
   }
   void write_pid_tid(std::uint64_t pid, std::uint64_t tid) {
     o_.write(",\"pid\":");

@@ -142,6 +142,16 @@ struct writer_gpu {
   std::set<std::pair<std::uint64_t, std::uint64_t>> captured_spans;
   static constexpr std::size_t max_captured_keys = 65536;
 
+  /// Streams by device, then in order of first use.
+  std::vector<const gpu_stream_info*> sorted_streams() const {
+    std::vector<const gpu_stream_info*> out;
+    for (const auto& s : streams) out.push_back(&s.second);
+    std::sort(out.begin(), out.end(), [](const gpu_stream_info* a, const gpu_stream_info* b) {
+      return a->device != b->device ? a->device < b->device : a->order < b->order;
+    });
+    return out;
+  }
+
   bool captured_span(std::uint64_t os_tid, std::uint64_t end_tick) const {
     return !captured_spans.empty() && captured_spans.count({os_tid, end_tick}) != 0;
   }

@@ -109,12 +109,7 @@ inline std::string gpu_text(const writer_info& w, std::uint64_t placed_at_launch
     text += "\n";
     std::vector<std::array<std::string, 5>> rows;
     rows.push_back({"device", "stream", "resolved", "captured", "unresolved"});
-    std::vector<const gpu_stream_info*> streams;
-    for (const auto& s : g.streams) streams.push_back(&s.second);
-    std::sort(streams.begin(), streams.end(), [](const gpu_stream_info* a, const gpu_stream_info* b) {
-      return a->device != b->device ? a->device < b->device : a->order < b->order;
-    });
-    for (const gpu_stream_info* s : streams)
+    for (const gpu_stream_info* s : g.sorted_streams())
       rows.push_back({std::to_string(s->device), s->label(), std::to_string(s->resolved), std::to_string(s->captured),
                       std::to_string(s->unresolved)});
     std::array<std::size_t, 5> width{};
