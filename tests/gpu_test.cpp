@@ -82,7 +82,7 @@ TEST_CASE("gpu: events come from a pool; no cudaEventCreate after warm-up") {
   for (int round = 0; round < 8; ++round) {
     for (int i = 0; i < 20; ++i) {
       FAKE_GPU_SCOPE(gpu, "pooled", s);
-      g.launch(s, 5e3);
+      g.launch(s, 200e3);
     }
     wait_gpu_idle();
     edgetrace::flush();  // resolves them all: the pairs go back to this thread
@@ -93,13 +93,14 @@ TEST_CASE("gpu: events come from a pool; no cudaEventCreate after warm-up") {
   const auto dump = gpu_spans_now();
   const auto pooled = named(dump->spans, "pooled");
   CHECK(pooled.size() == 160);
-  std::size_t exact = 0;
+  std::vector<std::uint64_t> lengths;
   for (const auto& span : pooled) {
     CHECK(span.resolved);
-    CHECK(span.gpu_duration_ns >= 5000);  // longer when the host was slower than the work
-    exact += span.gpu_duration_ns == 5000 ? 1 : 0;
+    CHECK(span.gpu_duration_ns >= 200000);  // longer when the host was slower than the work
+    lengths.push_back(span.gpu_duration_ns);
   }
-  CHECK(exact > 100);
+  std::nth_element(lengths.begin(), lengths.begin() + 80, lengths.end());
+  CHECK(lengths[80] == 200000);
 }
 
 TEST_CASE("gpu: FIFO per stream, and a held stream does not block another") {
@@ -158,8 +159,8 @@ TEST_CASE("gpu: nested scopes and run-time names") {
   const auto inner = named(dump->spans, "layer_17");
   REQUIRE(outer.size() == 1);
   REQUIRE(inner.size() == 1);
-  CHECK(outer[0].gpu_duration_ns >= 70000);
-  CHECK(inner[0].gpu_duration_ns == 50000);
+  CHECK(outer[0].gpu_duration_ns >= 70000);  // more when the host is slower than the work (qemu)
+  CHECK(inner[0].gpu_duration_ns >= 50000);
   CHECK(inner[0].begin_ns >= outer[0].begin_ns);
   CHECK(inner[0].end_ns <= outer[0].end_ns);
 }
@@ -442,19 +443,26 @@ TEST_CASE("gpu end to end: fake pipeline -> dump -> edgetrace json and info") {
   std::map<std::string, std::vector<slice>> gpu_by_name;
   for (const auto& track : gpu_slices)
     for (const auto& s : track.second) gpu_by_name[s.name].push_back(s);
-  const std::map<std::string, double> lengths_us = {{"h2d", 300}, {"kernel_a", 500}, {"kernel_b", 400}, {"d2h", 200}};
+  // The simulated work lengths (gpu_app.cpp). A span measures exactly that
+  // unless the host took longer between its two event records (the first
+  // frame's warm-up; qemu): the median is exact.
+  const std::map<std::string, double> lengths_us = {{"h2d", 3000}, {"kernel_a", 5000}, {"kernel_b", 4000}, {"d2h", 2000}};
   for (const auto& expected : lengths_us) {
     CAPTURE(expected.first);
     const auto& gpu = gpu_by_name[expected.first];
     const auto& host = host_slices[expected.first];
     REQUIRE(gpu.size() == 20);
     REQUIRE(host.size() == 20);
+    std::vector<double> measured;
     for (std::size_t i = 0; i < gpu.size(); ++i) {
-      CHECK(gpu[i].gpu_us == doctest::Approx(expected.second).epsilon(1e-6));
+      CHECK(gpu[i].gpu_us >= expected.second - 0.001);
+      measured.push_back(gpu[i].gpu_us);
       // On the host clock the GPU's 150 ppm fast clock gives slightly less.
-      CHECK(gpu[i].dur == doctest::Approx(expected.second / (1 + 150e-6)).epsilon(5e-5));
+      CHECK(gpu[i].dur == doctest::Approx(gpu[i].gpu_us / (1 + 150e-6)).epsilon(5e-5));
       CHECK(gpu[i].cat == "gpu");
     }
+    std::nth_element(measured.begin(), measured.begin() + 10, measured.end());
+    CHECK(measured[10] == doctest::Approx(expected.second).epsilon(1e-6));
   }
   // Placement: an idle stream starts the work at its launch (within a few
   // µs of alignment error); queued work starts when the previous ends.
@@ -522,7 +530,8 @@ TEST_CASE("gpu end to end: fake pipeline -> dump -> edgetrace json and info") {
     REQUIRE(rows.count(expected.first) == 1);
     const auto& gpu = (*rows[expected.first])["gpu"];
     CHECK(gpu["calls"].num() == 20);
-    CHECK(gpu["mean_ns"].num() == doctest::Approx(expected.second * 1000).epsilon(1e-6));
+    CHECK(gpu["p50_ns"].num() == doctest::Approx(expected.second * 1000).epsilon(1e-6));
+    CHECK(gpu["mean_ns"].num() >= expected.second * 1000 - 1);
     CHECK((*rows[expected.first])["calls"].num() == 20);
   }
   REQUIRE(rows.count("frame") == 1);

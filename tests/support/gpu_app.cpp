@@ -32,25 +32,26 @@ void wait_gpu_idle(double extra_ns = 0) {
 }
 
 /// One frame: copy in and a kernel on stream 0, a kernel on stream 1,
-/// copy out on stream 0 (durations in µs of simulated GPU time).
+/// copy out on stream 0 (simulated GPU time, long enough that the host
+/// records both events of a scope before its work ends, even under qemu).
 void frame(void* copy, void* compute) {
   fake_gpu& g = fake_gpu::instance();
   EDGETRACE_SCOPE(host, "frame");
   {
     FAKE_GPU_SCOPE(gpu, "h2d", copy);
-    g.launch(copy, 300e3);
+    g.launch(copy, 3e6);
   }
   {
     FAKE_GPU_SCOPE(gpu, "kernel_a", copy);
-    g.launch(copy, 500e3);
+    g.launch(copy, 5e6);
   }
   {
     FAKE_GPU_SCOPE(gpu, "kernel_b", compute);
-    g.launch(compute, 400e3);
+    g.launch(compute, 4e6);
   }
   {
     FAKE_GPU_SCOPE(gpu, "d2h", copy);
-    g.launch(copy, 200e3);
+    g.launch(copy, 2e6);
   }
 }
 
