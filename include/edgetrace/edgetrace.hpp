@@ -91,8 +91,10 @@ EDGETRACE_DETAIL_NOINLINE std::uint64_t span_begin_slow(std::uint64_t word, std:
   return slow_begin_flag | (std::uint64_t{mode} << slow_begin_mode_shift) | (tick & slow_begin_tick_mask);
 }
 
+/// The end of a span begun by span_begin_slow. Returns the end tick pushed
+/// (0 when nothing is recorded).
 template <class = void>
-EDGETRACE_DETAIL_NOINLINE void span_end_slow(std::uint64_t word, std::uint64_t begin) noexcept {
+EDGETRACE_DETAIL_NOINLINE std::uint64_t span_end_slow(std::uint64_t word, std::uint64_t begin) noexcept {
   const auto mode = static_cast<std::uint8_t>((begin >> slow_begin_mode_shift) & 7);
   const std::uint8_t clock = mode & mode_clock_bits;
   const std::uint64_t end = clock == clock_off ? 0 : ticks(clock);
@@ -100,6 +102,7 @@ EDGETRACE_DETAIL_NOINLINE void span_end_slow(std::uint64_t word, std::uint64_t b
     if (const scope_hooks* hooks = installed_hooks.load(order_acquire)) hooks->end(word);
   }
   if (clock != clock_off) push(word, begin & slow_begin_tick_mask, end);
+  return end;
 }
 
 /// The begin of a span in compact mode (EDGETRACE_COMPACT_SCOPES=1): out of

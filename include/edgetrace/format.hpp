@@ -43,6 +43,7 @@ enum class chunk_type : std::uint8_t {
   events = 5,       ///< delta-encoded records of one thread
   thread_stats = 6, ///< per-thread written/dropped totals
   end = 7,          ///< clean end of this writer's stream
+  gpu = 8,          ///< GPU devices, streams, clock anchors and spans (1.2, cuda.hpp)
   capture = 9,      ///< recording windows (pause/resume) and phases (1.2)
 };
 
@@ -73,6 +74,38 @@ enum class capture_reason : std::uint8_t {
   duration = 2,     ///< EDGETRACE_DURATION ran out
   signal = 3,       ///< EDGETRACE_TOGGLE_SIGNAL: waiting at start-up, then a toggle signal
 };
+
+/// Records of a gpu chunk (1.2). Each is `u8 tag, varint size, body`, so a
+/// reader steps over tags (and trailing body bytes) it does not know.
+enum class gpu_record : std::uint8_t {
+  runtime = 1,  ///< driver and runtime versions, device count
+  device = 2,   ///< device index, name, compute capability
+  stream = 3,   ///< dump stream id, device, handle (first use)
+  anchor = 4,   ///< GPU event bracketed by host ticks: clock alignment
+  span = 5,     ///< one GPU scope: host launch and its resolved GPU time
+  stats = 6,    ///< totals so far (the last one wins)
+  off = 7,      ///< GPU tracing turned off, with the reason
+};
+
+/// Flags of a gpu span record.
+enum gpu_span_flag : std::uint8_t {
+  gpu_span_resolved = 1,    ///< GPU times follow
+  gpu_span_captured = 2,    ///< the stream was capturing a CUDA graph: host span only
+  gpu_span_unresolved = 4,  ///< the events never completed (exit, GPU tracing off)
+};
+
+/// Stream handles with a meaning of their own (the CUDA runtime's values).
+inline constexpr std::uint64_t gpu_stream_legacy = 0;      ///< 0: the legacy default stream
+inline constexpr std::uint64_t gpu_stream_legacy_alias = 1;  ///< cudaStreamLegacy
+inline constexpr std::uint64_t gpu_stream_per_thread = 2;  ///< cudaStreamPerThread
+
+/// Zigzag encoding of a signed value as an unsigned varint.
+constexpr std::uint64_t zigzag(std::int64_t v) noexcept {
+  return (static_cast<std::uint64_t>(v) << 1) ^ (v < 0 ? ~std::uint64_t{0} : 0);
+}
+constexpr std::int64_t unzigzag(std::uint64_t v) noexcept {
+  return static_cast<std::int64_t>(v >> 1) ^ -static_cast<std::int64_t>(v & 1);
+}
 
 // ---------------------------------------------------------------- varints
 

@@ -7,6 +7,7 @@
 #include "reader/csv.hpp"
 #include "reader/diff.hpp"
 #include "reader/dump_reader.hpp"
+#include "reader/gpu_clock.hpp"
 #include "reader/info.hpp"
 #include "reader/latency.hpp"
 #include "reader/merge.hpp"

@@ -2,7 +2,7 @@
 // libFuzzer target for the dump reader and its outputs (issue 7). The input
 // is written to a memfd (the reader opens paths; a memfd is a regular,
 // seekable file reachable as /proc/self/fd/N), then read as a dump: both
-// passes, Chrome JSON and info, to /dev/null. Any crash, hang, sanitizer
+// passes (and the GPU pass), Chrome JSON and info, to /dev/null. Any crash, hang, sanitizer
 // report or unbounded allocation is a bug; see docs/RELIABILITY.md.
 //
 // Built as reader_fuzz (clang, -fsanitize=fuzzer,address,undefined) and as
@@ -44,6 +44,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       r.read_events([&](const edgetrace::reader::event&) { ++events; });
       r.read_events([&](const edgetrace::reader::event&) { --events; });  // a second pass must agree
       if (events != 0) __builtin_trap();
+      std::uint64_t gpu_spans = 0;
+      r.read_gpu_spans([&](const edgetrace::reader::gpu_span& g) {
+        ++gpu_spans;
+        if (g.resolved && (g.begin_ns < g.host_begin_ns || g.end_ns < g.begin_ns)) __builtin_trap();
+      });
+      r.read_gpu_spans([&](const edgetrace::reader::gpu_span&) { --gpu_spans; });
+      if (gpu_spans != 0) __builtin_trap();
       for (const auto* t : r.threads_in_order()) (void)t->dropped();
       (void)r.complete();
       (void)r.damaged();

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <sys/syscall.h>
@@ -28,8 +29,19 @@ void log_line(const std::string& line) {
 
 std::string tid() { return std::to_string(static_cast<long>(::syscall(SYS_gettid))); }
 
-/// Handles are pointers to heap strings owned here (never freed: NVTX
-/// handles live as long as the process).
+/// Handles point into this list, never freed (NVTX handles live as long as
+/// the process); a deque never moves its elements, and the global pointer
+/// keeps them reachable (a handle cached in an exited thread's storage
+/// would otherwise look leaked to LeakSanitizer).
+std::mutex handles_mutex;
+std::deque<std::string>* const handles = new std::deque<std::string>;
+
+std::string* own(const char* text) {
+  std::lock_guard<std::mutex> lock(handles_mutex);
+  handles->emplace_back(text);
+  return &handles->back();
+}
+
 std::string text_of(const nvtxEventAttributes_t* a) {
   if (a == nullptr) return "(null)";
   switch (a->messageType) {
@@ -42,11 +54,11 @@ std::string text_of(const nvtxEventAttributes_t* a) {
 
 nvtxDomainHandle_t NVTX_API domain_create(const char* name) {
   log_line(std::string("domain ") + name);
-  return reinterpret_cast<nvtxDomainHandle_t>(new std::string(name));
+  return reinterpret_cast<nvtxDomainHandle_t>(own(name));
 }
 nvtxStringHandle_t NVTX_API register_string(nvtxDomainHandle_t, const char* text) {
   log_line(std::string("string ") + text);
-  return reinterpret_cast<nvtxStringHandle_t>(new std::string(text));
+  return reinterpret_cast<nvtxStringHandle_t>(own(text));
 }
 void NVTX_API name_category(nvtxDomainHandle_t, uint32_t id, const char* name) {
   log_line("category " + std::to_string(id) + " " + name);

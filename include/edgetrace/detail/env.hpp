@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <initializer_list>
 #include <unistd.h>
 
@@ -41,6 +42,7 @@ inline constexpr const char* known_variables[] = {
     "EDGETRACE_OUTPUT", "EDGETRACE_CATEGORIES", "EDGETRACE_BUFFER_KB", "EDGETRACE_FLUSH_MS",
     "EDGETRACE_SIGNAL_FLUSH", "EDGETRACE_FORK", "EDGETRACE_CLOCK", "EDGETRACE_ASSUME_UNSTABLE_COUNTER",
     "EDGETRACE_NVTX", "EDGETRACE_START_AFTER", "EDGETRACE_DURATION", "EDGETRACE_TOGGLE_SIGNAL",
+    "EDGETRACE_CUDA",
 };
 
 struct settings {
@@ -197,7 +199,8 @@ inline void check_unknown_variables() noexcept {
       report("unknown variable %s (did you mean %s?); ignored", name, closest);
     else
       report("unknown variable %s; ignored (known: EDGETRACE_OUTPUT, EDGETRACE_CATEGORIES, "
-             "EDGETRACE_BUFFER_KB, EDGETRACE_FLUSH_MS, EDGETRACE_SIGNAL_FLUSH, EDGETRACE_FORK, EDGETRACE_CLOCK)", name);
+             "EDGETRACE_BUFFER_KB, EDGETRACE_FLUSH_MS, EDGETRACE_SIGNAL_FLUSH, EDGETRACE_FORK, EDGETRACE_CLOCK, "
+             "EDGETRACE_CUDA)", name);
   }
 }
 

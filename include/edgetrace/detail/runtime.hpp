@@ -8,6 +8,7 @@
 #include <edgetrace/clock.hpp>
 #include <edgetrace/config.hpp>
 #include <edgetrace/detail/env.hpp>
+#include <edgetrace/detail/flusher_client.hpp>
 #include <edgetrace/detail/hooks.hpp>
 #include <edgetrace/detail/ring.hpp>
 #include <edgetrace/format.hpp>
@@ -210,6 +211,23 @@ inline void unmap_ring(thread_ring* ring) noexcept {
   ::munmap(ring, bytes);
 }
 
+// ------------------------------------------------------------ flusher clients
+// (detail/flusher_client.hpp)
+
+/// Client list. register_flusher_client pushes under client_mutex and
+/// publishes with a release store; the flusher's acquire load then sees
+/// every field of each client it reaches. Clients are never removed.
+inline std::mutex client_mutex;
+inline std::atomic<flusher_client*> client_list{nullptr};
+
+EDGETRACE_DETAIL_API void register_flusher_client(flusher_client& client) noexcept {
+  std::lock_guard<std::mutex> lock(client_mutex);
+  for (flusher_client* c = client_list.load(std::memory_order_relaxed); c != nullptr; c = c->next)
+    if (c == &client) return;
+  client.next = client_list.load(std::memory_order_relaxed);
+  client_list.store(&client, std::memory_order_release);
+}
+
 // ------------------------------------------------------------ runtime
 
 /// Everything that exists only while tracing is (or was) on. Built once in
@@ -292,6 +310,7 @@ class runtime {
   named_cache_entry named_cache_[256] = {};
   std::uint64_t last_calibration_ns_ = 0;
   int calibrations_ = 0;
+  std::vector<unsigned char> client_chunk_;  ///< flusher clients' chunk being sealed
 
   // ---- capture control (docs/FORMAT.md, chunk 9)
   /// A recording change or a phase, waiting for the flusher to write it.
@@ -523,6 +542,31 @@ class runtime {
   /// EDGETRACE_DURATION's times and toggle signals. Returns the ns until the
   /// next deadline (or `longest`), so the flusher wakes up in time for it.
   std::uint64_t check_capture(std::uint64_t now, std::uint64_t longest) noexcept;
+
+  // ------------------------------------------------------------ flusher clients
+
+  /// Dump site id of a record word (a site pointer or a named-span word),
+  /// defined on first sight like the rings' own records.
+  std::uint32_t word_site_id(std::uint64_t word) {
+    if ((word & 3) == tag_named) return named_site_id(word);
+    return site_id(reinterpret_cast<const site*>(static_cast<std::uintptr_t>(word)));
+  }
+
+  /// Seals a client's payload as a chunk, after any pending definitions it
+  /// may refer to. Nothing once output failed or the stream ended.
+  void emit_client_chunk(format::chunk_type type, const unsigned char* payload, std::size_t size) {
+    if (failed_.load(std::memory_order_relaxed) || ended_ || size > format::max_chunk_payload) return;
+    if (!defs_.empty()) {
+      emit_chunk(defs_, format::chunk_type::definitions);
+      defs_.clear();
+    }
+    begin_chunk(client_chunk_);
+    client_chunk_.insert(client_chunk_.end(), payload, payload + size);
+    emit_chunk(client_chunk_, type);
+  }
+
+  /// Calls every registered client (defined after flusher_output).
+  void poll_clients(poll_reason why) noexcept;
 
   // ------------------------------------------------------------ draining
 
@@ -769,11 +813,13 @@ class runtime {
     for (;;) {
       const auto wait = nanoseconds(check_capture(clock_ns(CLOCK_MONOTONIC), wait_ns));
       std::uint64_t serving;
+      bool flushing;
       {
         std::unique_lock<std::mutex> lock(control_mutex_);
         if (!stop_ && flush_requested_ == flush_completed_) wake_.wait_for(lock, wait);
         if (stop_) break;
         serving = flush_requested_;
+        flushing = serving != flush_completed_;
       }
       if (forget_sites.exchange(false, std::memory_order_acq_rel)) {
         site_ids_.clear();
@@ -783,6 +829,7 @@ class runtime {
       check_capture(drain_start_ns, 0);
       write_capture();
       const double fullest = drain_all(false);
+      poll_clients(flushing ? poll_reason::flush : poll_reason::cycle);
       // Adapt the period to the busiest ring: come back before it can fill
       // an eighth at the rate just seen (never sooner than 50 µs, never
       // later than EDGETRACE_FLUSH_MS), so bursts are not dropped. A ring
@@ -831,6 +878,7 @@ class runtime {
   void end_stream() {
     write_capture();
     drain_all(true);
+    poll_clients(poll_reason::final);
     if (!failed_.load()) {
       write_calibration();
       begin_chunk(scratch_);
@@ -848,6 +896,7 @@ class runtime {
         end_stream();
       } else {
         drain_all(false);
+        poll_clients(poll_reason::flush);
         flush_output();
       }
     }
@@ -873,6 +922,20 @@ class runtime {
     return nullptr;
   }
 };
+
+EDGETRACE_DETAIL_API std::uint32_t flusher_output::site_id(std::uint64_t word) { return rt_.word_site_id(word); }
+EDGETRACE_DETAIL_API void flusher_output::emit(format::chunk_type type, const unsigned char* payload, std::size_t size) {
+  rt_.emit_client_chunk(type, payload, size);
+}
+EDGETRACE_DETAIL_API std::uint8_t flusher_output::clock() const noexcept { return rt_.config_.clock; }
+EDGETRACE_DETAIL_API bool flusher_output::writable() const noexcept {
+  return !rt_.failed_.load(std::memory_order_relaxed) && !rt_.ended_;
+}
+
+inline void runtime::poll_clients(poll_reason why) noexcept {
+  flusher_output out(*this);
+  for (flusher_client* c = client_list.load(std::memory_order_acquire); c != nullptr; c = c->next) c->poll(*c, out, why);
+}
 
 /// The runtime, once tracing started (acquire to read: release-published
 /// after construction). Null while tracing is off.

@@ -174,6 +174,8 @@ struct chrome_json_result {
   std::uint64_t counters = 0;
   std::uint64_t loss_markers = 0;
   std::uint64_t capture_markers = 0;   ///< recording on/off and phase markers (1.2)
+  std::uint64_t gpu_spans = 0;         ///< GPU X events (on the "GPU" processes)
+  std::uint64_t flows = 0;             ///< launch → GPU arrows
   std::uint64_t counters_skipped = 0;  ///< NaN/Inf samples left out
   std::uint64_t filtered = 0;          ///< events left out by min_dur_ns / filter
   std::int64_t origin_ns = 0;          ///< CLOCK_MONOTONIC ns that ts 0 stands for
@@ -241,6 +243,18 @@ inline std::int64_t earliest_ns(const std::vector<chrome_json_input>& inputs) {
   return first;
 }
 
+/// Pid of the "GPU" process that shows a writer's streams: numeric (every
+/// viewer needs that) and clear of real pids (Linux caps them at 2^22).
+inline std::uint64_t gpu_pid(std::uint64_t host_pid) noexcept { return 1000000000u + host_pid; }
+
+/// Writers with GPU streams, over all inputs (to name their processes).
+inline std::size_t gpu_writers(const std::vector<chrome_json_input>& inputs) {
+  std::size_t n = 0;
+  for (const chrome_json_input& in : inputs)
+    for (const writer_info* w : in.reader->writers_in_order()) n += w->gpu.streams.empty() ? 0 : 1;
+  return n;
+}
+
 /// One JSON document being written: header and metadata, events, trailer.
 class chrome_json_document {
  public:
@@ -257,12 +271,7 @@ class chrome_json_document {
     for (const chrome_json_input& in : inputs)
       for (const writer_info* w : in.reader->writers_in_order()) {
         if (!named_processes.insert(in.pid(*w)).second) continue;
-        begin_event();
-        o_.write("{\"name\":\"process_name\",\"ph\":\"M\"");
-        write_pid_tid(in.pid(*w), 0);
-        o_.write(",\"args\":{\"name\":");
-        o_.write_string(w->process_name.empty() ? std::string("process") : w->process_name);
-        o_.write("}}");
+        write_process_name(in.pid(*w), w->process_name.empty() ? std::string("process") : w->process_name);
       }
     std::set<std::pair<std::uint64_t, std::uint64_t>> named_threads;
     std::uint64_t sort_index = 0;
@@ -270,18 +279,24 @@ class chrome_json_document {
       for (const thread_info* t : in.reader->threads_in_order()) {
         const std::uint64_t pid = in.pid(*t->writer);
         if (!t->has_record || !named_threads.insert({pid, t->os_tid}).second) continue;
-        begin_event();
-        o_.write("{\"name\":\"thread_name\",\"ph\":\"M\"");
-        write_pid_tid(pid, t->os_tid);
-        o_.write(",\"args\":{\"name\":");
-        o_.write_string(t->name.empty() ? "thread " + std::to_string(t->os_tid) : t->name);
-        o_.write("}}");
-        begin_event();
-        o_.write("{\"name\":\"thread_sort_index\",\"ph\":\"M\"");
-        write_pid_tid(pid, t->os_tid);
-        o_.write(",\"args\":{\"sort_index\":");
-        o_.write_u64(sort_index++);
-        o_.write("}}");
+        write_thread_name(pid, t->os_tid, t->name.empty() ? "thread " + std::to_string(t->os_tid) : t->name,
+                          sort_index++);
+      }
+    // One "GPU" process per writer with GPU spans, one track per stream
+    // (tid = the dump's stream id), ordered by device then first use.
+    const bool several = gpu_writers(inputs) > 1;
+    for (const chrome_json_input& in : inputs)
+      for (const writer_info* w : in.reader->writers_in_order()) {
+        if (w->gpu.streams.empty()) continue;
+        const std::uint64_t pid = gpu_pid(in.pid(*w));
+        write_process_name(pid, several ? "GPU (pid " + std::to_string(in.pid(*w)) + ")" : std::string("GPU"));
+        std::uint64_t index = 0;
+        for (const gpu_stream_info* s : w->gpu.sorted_streams()) {
+          std::string name = "GPU " + std::to_string(s->device);
+          const auto device = w->gpu.devices.find(s->device);
+          if (device != w->gpu.devices.end() && !device->second.name.empty()) name += " (" + device->second.name + ")";
+          write_thread_name(pid, s->id, name + " " + s->label(), index++);
+        }
       }
     write_capture_markers(inputs);
   }
@@ -318,6 +333,54 @@ class chrome_json_document {
       }
   }
 
+  /// Writes one resolved GPU span on its stream's track, and the arrow from
+  /// its launch (when `with_flow`: the launching host span was written).
+  /// DevTools and Perfetto draw a flow when both ends sit at the exact
+  /// start of a slice of the same cat on their track, written after it.
+  void write_gpu(const gpu_span& g, std::uint64_t pid, std::int64_t shift, bool with_flow) {
+    const std::string_view name = g.site != nullptr ? json_site_name(*g.site) : std::string_view("(unknown site)");
+    const std::string& cat = g.site != nullptr ? g.site->category : unknown_category_;
+    const std::uint64_t gpu_process = gpu_pid(pid);
+    const std::uint64_t begin = ts(g.begin_ns + shift);
+    begin_event();
+    o_.write("{\"name\":");
+    o_.write_string(name);
+    o_.write(",\"cat\":");
+    o_.write_string(cat);
+    o_.write(",\"ph\":\"X\",\"ts\":");
+    o_.write_us(begin);
+    o_.write(",\"dur\":");
+    o_.write_us(ts(g.end_ns + shift) - begin);
+    write_pid_tid(gpu_process, g.stream->id);
+    // The GPU's own measure of the span (the dur above is that mapped onto
+    // the host clock, to the ns).
+    o_.write(",\"args\":{\"gpu_us\":");
+    o_.write_us(g.gpu_duration_ns);
+    o_.write("}}");
+    ++result_.gpu_spans;
+    if (!with_flow) return;
+    const std::uint64_t id = ++flow_id_;
+    begin_event();
+    o_.write("{\"name\":\"launch\",\"cat\":");
+    o_.write_string(cat);
+    o_.write(",\"ph\":\"s\",\"id\":");
+    o_.write_u64(id);
+    o_.write(",\"ts\":");
+    o_.write_us(ts(g.host_begin_ns + shift));
+    write_pid_tid(pid, g.os_tid);
+    o_.put('}');
+    begin_event();
+    o_.write("{\"name\":\"launch\",\"cat\":");
+    o_.write_string(cat);
+    o_.write(",\"ph\":\"f\",\"bp\":\"e\",\"id\":");
+    o_.write_u64(id);
+    o_.write(",\"ts\":");
+    o_.write_us(begin);
+    write_pid_tid(gpu_process, g.stream->id);
+    o_.put('}');
+    ++result_.flows;
+  }
+
   /// Writes one event (already filtered). `pid` is the pid to show.
   void write(const event& e, std::uint64_t pid, std::int64_t shift, dump_reader& r) {
     switch (e.kind) {
@@ -332,6 +395,9 @@ class chrome_json_document {
         o_.write(",\"dur\":");
         o_.write_us(ts(e.end_ns + shift) - ts(e.begin_ns + shift));
         write_pid_tid(pid, e.thread->os_tid);
+        // The same constant for every such span: viewers that make a frame
+        // per distinct args (speedscope) still merge them.
+        if (e.writer->gpu.captured_span(e.thread->os_tid, e.end_tick)) o_.write(",\"args\":{\"cuda_graph\":\"captured\"}");
         o_.put('}');
         ++result_.spans;
         break;
@@ -432,6 +498,29 @@ class chrome_json_document {
     first_ = false;
     ++result_.events;
   }
+  void write_process_name(std::uint64_t pid, const std::string& name) {
+    begin_event();
+    o_.write("{\"name\":\"process_name\",\"ph\":\"M\"");
+    write_pid_tid(pid, 0);
+    o_.write(",\"args\":{\"name\":");
+    o_.write_string(name);
+    o_.write("}}");
+  }
+  /// A track's name and its place among its process's tracks.
+  void write_thread_name(std::uint64_t pid, std::uint64_t tid, const std::string& name, std::uint64_t sort_index) {
+    begin_event();
+    o_.write("{\"name\":\"thread_name\",\"ph\":\"M\"");
+    write_pid_tid(pid, tid);
+    o_.write(",\"args\":{\"name\":");
+    o_.write_string(name);
+    o_.write("}}");
+    begin_event();
+    o_.write("{\"name\":\"thread_sort_index\",\"ph\":\"M\"");
+    write_pid_tid(pid, tid);
+    o_.write(",\"args\":{\"sort_index\":");
+    o_.write_u64(sort_index);
+    o_.write("}}");
+  }
   void write_pid_tid(std::uint64_t pid, std::uint64_t tid) {
     o_.write(",\"pid\":");
     o_.write_u64(pid);
@@ -446,6 +535,8 @@ class chrome_json_document {
   buffered_output o_;
   std::int64_t origin_;
   bool first_ = true;
+  std::uint64_t flow_id_ = 0;
+  const std::string unknown_category_ = "unknown";
   chrome_json_result result_;
   std::string name_json_;
 };
@@ -467,8 +558,22 @@ class json_event_filter {
     last_verdict_ = it->second;
     return it->second;
   }
+  /// Is the host span that launched `g` in the output?
+  bool keep_launch(const gpu_span& g) { return keep_span(g.site, g.host_begin_ns, g.host_end_ns); }
+  /// Is `g` itself (resolved) in the output? Same rules as for host spans.
+  bool keep_gpu(const gpu_span& g) { return keep_span(g.site, g.begin_ns, g.end_ns); }
 
  private:
+  bool keep_span(const site_info* site, std::int64_t begin_ns, std::int64_t end_ns) {
+    if (site == nullptr) return !options_.filter;
+    event e;
+    e.kind = event_kind::span;
+    e.site = site;
+    e.begin_ns = begin_ns;
+    e.end_ns = end_ns;
+    return keep(e);
+  }
+
   const chrome_json_options& options_;
   std::map<const site_info*, bool> verdicts_;
   const site_info* last_site_ = nullptr;
@@ -508,6 +613,16 @@ inline bool write_chrome_json(const std::vector<chrome_json_input>& inputs, std:
       }
       doc.write(e, pid, in.shift_ns, r);
     });
+    if (ok && r.has_gpu())
+      r.read_gpu_spans([&](const gpu_span& g) {
+        if (!g.resolved) return;
+        if (!filter.keep_gpu(g)) {
+          ++doc.result().filtered;
+          return;
+        }
+        const bool launch_written = g.thread != nullptr && filter.keep_launch(g);
+        doc.write_gpu(g, in.pid(*g.writer), in.shift_ns, launch_written);
+      });
     if (doc.result().counters_skipped > 1)
       r.add_diagnostic(diagnostic::severity::note, 0,
                        std::to_string(doc.result().counters_skipped) +
@@ -604,6 +719,13 @@ inline bool write_chrome_json_split(const std::vector<chrome_json_input>& inputs
         if (error) *error = in.reader->error();
         return false;
       }
+      // A GPU span goes with its launch: to the window of the host span.
+      if (in.reader->has_gpu())
+        in.reader->read_gpu_spans([&](const gpu_span& g) {
+          if (!g.resolved || !filter.keep_gpu(g)) return;
+          const std::size_t text = g.site ? g.site->name.size() + 2 * g.site->category.size() : 20;
+          bytes[slice_of(g.host_begin_ns + in.shift_ns)] += 330 + text;
+        });
     }
   }
   std::uint64_t total = 0;
@@ -655,6 +777,12 @@ inline bool write_chrome_json_split(const std::vector<chrome_json_input>& inputs
         ok = false;
         break;
       }
+      if (r.has_gpu())
+        r.read_gpu_spans([&](const gpu_span& g) {
+          if (!g.resolved || !filter.keep_gpu(g)) return;
+          docs[window_of[slice_of(g.host_begin_ns + in.shift_ns)]]->write_gpu(
+              g, in.pid(*g.writer), in.shift_ns, g.thread != nullptr && filter.keep_launch(g));
+        });
     }
   }
   for (std::size_t w = 0; w < count; ++w) {

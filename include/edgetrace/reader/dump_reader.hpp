@@ -12,12 +12,14 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "../format.hpp"
 #include "clock_model.hpp"
+#include "gpu_clock.hpp"
 
 namespace edgetrace {
 inline namespace v1 {
@@ -112,6 +114,78 @@ struct thread_info {
   bool has_last_events_ = false;
 };
 
+/// One GPU of one writer (gpu chunks, format 1.2).
+struct gpu_device_info {
+  std::uint64_t index = 0;  ///< CUDA device ordinal
+  std::string name;         ///< empty when no device record was read
+  std::uint64_t cc_major = 0;
+  std::uint64_t cc_minor = 0;
+  std::vector<gpu_clock::anchor> anchors;  ///< host times filled in after pass 1
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> anchor_ticks;  ///< (before, after) host ticks, as read
+  gpu_clock clock;          ///< GPU time on the host timeline
+};
+
+/// One GPU stream of one writer, as the dump numbers it.
+struct gpu_stream_info {
+  std::uint64_t id = 0;
+  std::uint64_t device = 0;
+  std::uint64_t handle = 0;     ///< cudaStream_t value (0: legacy default stream)
+  std::uint64_t owner_tid = 0;  ///< the thread of a per-thread default stream, else 0
+  std::size_t order = 0;        ///< order of first appearance
+  // Counts of span records (pass 1).
+  std::uint64_t resolved = 0;
+  std::uint64_t captured = 0;
+  std::uint64_t unresolved = 0;
+
+  /// "stream 0x7f3a2c000b20", "default stream", "per-thread stream (tid 1234)".
+  std::string label() const {
+    char text[64];
+    if (handle == format::gpu_stream_legacy || handle == format::gpu_stream_legacy_alias)
+      return "default stream";
+    if (handle == format::gpu_stream_per_thread) {
+      std::snprintf(text, sizeof text, "per-thread stream (tid %llu)", static_cast<unsigned long long>(owner_tid));
+      return text;
+    }
+    std::snprintf(text, sizeof text, "stream 0x%llx", static_cast<unsigned long long>(handle));
+    return text;
+  }
+};
+
+/// The GPU side of one writer.
+struct writer_gpu {
+  bool present = false;  ///< at least one gpu chunk
+  bool has_runtime = false;
+  std::uint64_t driver_version = 0;   ///< CUDA's encoding: 1000 * major + 10 * minor
+  std::uint64_t runtime_version = 0;
+  std::uint64_t device_count = 0;
+  std::string backend;                ///< "cudart", "fake"
+  std::string off_reason;             ///< why GPU spans went off (empty: they did not)
+  std::map<std::uint64_t, gpu_device_info> devices;
+  std::map<std::uint64_t, gpu_stream_info> streams;
+  /// The writer's totals (last stats record), when has_stats.
+  bool has_stats = false;
+  std::uint64_t launches = 0, resolved = 0, captured = 0, unresolved = 0, skipped = 0, event_pairs = 0;
+  /// (OS tid, host end tick) of launches recorded while their stream was
+  /// capturing a CUDA graph, to flag those host spans; at most
+  /// max_captured_keys are kept.
+  std::set<std::pair<std::uint64_t, std::uint64_t>> captured_spans;
+  static constexpr std::size_t max_captured_keys = 65536;
+
+  /// Streams by device, then in order of first use.
+  std::vector<const gpu_stream_info*> sorted_streams() const {
+    std::vector<const gpu_stream_info*> out;
+    for (const auto& s : streams) out.push_back(&s.second);
+    std::sort(out.begin(), out.end(), [](const gpu_stream_info* a, const gpu_stream_info* b) {
+      return a->device != b->device ? a->device < b->device : a->order < b->order;
+    });
+    return out;
+  }
+
+  bool captured_span(std::uint64_t os_tid, std::uint64_t end_tick) const {
+    return !captured_spans.empty() && captured_spans.count({os_tid, end_tick}) != 0;
+  }
+};
+
 /// Everything known about one writer (a process, or one copy of the library).
 struct writer_info {
   std::uint32_t id = 0;
@@ -133,6 +207,7 @@ struct writer_info {
   std::map<std::uint64_t, std::string> categories;
   std::map<std::uint64_t, site_info> sites;
   std::map<std::uint64_t, thread_info> threads;
+  writer_gpu gpu;
 
   /// Capture chunks (1.2), in tick order: recording windows and phases.
   std::vector<recording_change> recording;
@@ -173,6 +248,30 @@ struct event {
   std::uint64_t count = 0;  ///< loss records: records dropped
 };
 
+/// One GPU scope as read_gpu_spans() hands it to a sink: the host span
+/// that launched the work and, when resolved, where the GPU ran it on the
+/// host timeline. Pointers stay valid as long as the dump_reader lives.
+struct gpu_span {
+  const writer_info* writer = nullptr;
+  const gpu_stream_info* stream = nullptr;
+  const gpu_device_info* device = nullptr;
+  const site_info* site = nullptr;      ///< the host span's site (null if undefined)
+  const thread_info* thread = nullptr;  ///< the launching thread (null if unknown)
+  std::uint64_t os_tid = 0;             ///< the launching thread's OS tid
+  std::uint32_t flags = 0;              ///< format::gpu_span_flag
+  std::uint64_t host_begin_tick = 0;    ///< exactly the host span's ticks
+  std::uint64_t host_end_tick = 0;
+  std::int64_t host_begin_ns = 0;
+  std::int64_t host_end_ns = 0;
+  bool resolved = false;  ///< GPU times below are valid
+  std::int64_t begin_ns = 0;  ///< GPU start on the host timeline (never before host_begin_ns)
+  std::int64_t end_ns = 0;
+  std::uint64_t gpu_duration_ns = 0;  ///< as measured by the GPU's events
+  /// The aligned start fell before the launch (alignment error) and was
+  /// moved to the launch's start.
+  bool placed_at_launch = false;
+};
+
 /// Counters about the file as a whole (pass 1).
 struct read_stats {
   std::uint64_t file_size = 0;
@@ -184,6 +283,7 @@ struct read_stats {
   std::uint64_t events_chunks = 0;
   std::uint64_t events_chunks_damaged = 0;  ///< pass 2: events chunks not fully decoded
   std::uint64_t events_bytes_undecoded = 0;
+  std::uint64_t gpu_chunks = 0;
 };
 
 namespace detail {
@@ -443,6 +543,7 @@ class dump_reader {
         case format::chunk_type::thread_stats: read_thread_stats(w, in, c.offset); break;
         case format::chunk_type::end: w.has_end = true; break;
         case format::chunk_type::capture: read_capture(w, in, c.offset); break;
+        case format::chunk_type::gpu: read_gpu(w, in, c.offset); break;
         default: ++stats_.chunks_unknown; break;  // a newer minor's chunk: skipped silently
       }
     }
@@ -492,6 +593,90 @@ class dump_reader {
   }
 
  public:
+
+  /// GPU pass: calls `sink(const gpu_span&)` for every GPU span record of
+  /// every writer, in file order (per stream: completion order). Host
+  /// times use the writer's clock model exactly as read_events does, so a
+  /// span's host_begin_ns equals its host span's begin_ns; GPU times go
+  /// through the device's fitted gpu_clock. Returns false only on an I/O
+  /// error. Memory: one chunk.
+  template <class Sink>
+  bool read_gpu_spans(Sink&& sink) {
+    if (!metadata_read_ && !read_metadata()) return false;
+    report_layout_ = false;
+    crc_spent_ = 0;
+    std::map<std::pair<std::uint32_t, std::uint64_t>, const thread_info*> by_tid;
+    for (const auto& w : writers_)
+      for (const auto& t : w.second.threads)
+        if (t.second.has_record) by_tid.emplace(std::make_pair(w.first, t.second.os_tid), &t.second);
+    // Per stream, the span resolved last (see below).
+    std::map<const gpu_stream_info*, std::pair<std::int64_t, std::int64_t>> previous;
+    std::uint64_t pos = format::file_header_size;
+    chunk c;
+    while (next_chunk(pos, c)) {
+      if (c.type != format::chunk_type::gpu) continue;
+      const writer_info& w = writers_[c.writer];
+      detail::payload_cursor in{c.payload, c.payload + c.size};
+      for_each_record(in, [&](std::uint8_t tag, detail::payload_cursor& b) {
+        if (tag != static_cast<std::uint8_t>(format::gpu_record::span)) return true;
+        raw_gpu_span s;
+        if (!decode_gpu_span(b, s)) return false;
+        const auto stream = w.gpu.streams.find(s.stream);
+        if (stream == w.gpu.streams.end()) return true;
+        gpu_span g;
+        g.writer = &w;
+        g.stream = &stream->second;
+        const auto device = w.gpu.devices.find(stream->second.device);
+        g.device = device != w.gpu.devices.end() ? &device->second : nullptr;
+        const auto site = w.sites.find(s.site);
+        g.site = site != w.sites.end() ? &site->second : nullptr;
+        const auto thread = by_tid.find(std::make_pair(w.id, s.os_tid));
+        g.thread = thread != by_tid.end() ? thread->second : nullptr;
+        g.os_tid = s.os_tid;
+        g.flags = static_cast<std::uint32_t>(s.flags);
+        g.host_begin_tick = s.begin;
+        g.host_end_tick = s.begin + s.length;
+        g.host_begin_ns = w.clock.to_ns(g.host_begin_tick);
+        g.host_end_ns = s.length == 0 ? g.host_begin_ns : w.clock.to_ns(g.host_end_tick);
+        if ((s.flags & format::gpu_span_resolved) != 0 && g.device != nullptr &&
+            g.device->clock.to_host_ns(s.anchor, static_cast<long double>(s.offset), g.begin_ns) &&
+            g.device->clock.to_host_ns(s.anchor, static_cast<long double>(s.offset) + static_cast<long double>(s.duration),
+                                       g.end_ns)) {
+          g.resolved = true;
+          g.gpu_duration_ns = s.duration;
+          if (g.end_ns < g.begin_ns) g.end_ns = g.begin_ns;
+          if (g.begin_ns < g.host_begin_ns) {
+            // The GPU cannot start work before the host enqueued it: the
+            // alignment is off here. Keep the measured length (both ends
+            // are within +-2^61 and host times within +-2^62: no overflow).
+            const std::int64_t length = std::min(g.end_ns - g.begin_ns, std::int64_t{1} << 61);
+            g.begin_ns = g.host_begin_ns;
+            g.end_ns = g.begin_ns + length;
+            g.placed_at_launch = true;
+          }
+          // A stream runs its work in order. Two spans timed from different
+          // anchors (float ms) can disagree by tens of ns: a span that
+          // starts inside the previous one and ends after it, by at most
+          // gpu_fifo_tolerance_ns, is moved to start where that one ends.
+          // Nested spans (a scope inside a scope) are left alone.
+          auto& last = previous[g.stream];
+          if (last.second != 0 && g.begin_ns > last.first && g.begin_ns < last.second && g.end_ns > last.second &&
+              last.second - g.begin_ns <= gpu_fifo_tolerance_ns) {
+            g.end_ns += last.second - g.begin_ns;
+            g.begin_ns = last.second;
+          }
+          // Back-to-back work starts 1 ns after the previous end: viewers
+          // that rebuild an end as ts + dur in floating point (speedscope)
+          // could otherwise see the next start before it.
+          if (last.second != 0 && g.begin_ns == last.second && g.end_ns > g.begin_ns + 1) ++g.begin_ns;
+          last = {g.begin_ns, g.end_ns};
+        }
+        sink(static_cast<const gpu_span&>(g));
+        return true;
+      });
+    }
+    return error_.empty();
+  }
 
   /// Pass 2, backwards: like read_events, but every thread's events arrive
   /// in reverse order (latest end first), so a span's ancestors arrive
@@ -568,6 +753,12 @@ class dump_reader {
   std::uint16_t version_major() const noexcept { return major_; }
   std::uint16_t version_minor() const noexcept { return minor_; }
   const read_stats& stats() const noexcept { return stats_; }
+  /// How far read_gpu_spans moves a GPU span that starts inside the
+  /// previous span of its stream (rounding of float ms, not real overlap).
+  static constexpr std::int64_t gpu_fifo_tolerance_ns = 1000;
+
+  /// True when the dump holds gpu chunks (read_gpu_spans has work to do).
+  bool has_gpu() const noexcept { return stats_.gpu_chunks != 0; }
 
   /// Writers by id; iterate writers_in_order() for file order.
   const std::map<std::uint32_t, writer_info>& writers() const noexcept { return writers_; }
@@ -853,28 +1044,168 @@ class dump_reader {
     t.stats_dropped = dropped;
   }
 
-  /// A capture chunk: records of `u8 tag, varint size, body`; tags and
-  /// trailing body bytes of a newer minor are stepped over.
-  void read_capture(writer_info& w, detail::payload_cursor& in, std::uint64_t offset) {
+  /// Calls `fn(tag, body)` for each record of a capture or gpu chunk (u8
+  /// tag, varint size, body); stops and returns false when the framing is
+  /// broken or `fn` returns false. A newer minor's tags and trailing body
+  /// bytes are stepped over by `fn` (it ignores what it does not know).
+  template <class Fn>
+  static bool for_each_record(detail::payload_cursor& in, Fn&& fn) {
     while (in.left() != 0) {
       std::uint8_t tag;
       std::uint64_t size;
-      if (!in.u8(tag) || !in.varint(size) || size > in.left()) return malformed("capture", offset, w);
+      if (!in.u8(tag) || !in.varint(size) || size > in.left()) return false;
       detail::payload_cursor body{in.pos, in.pos + size};
       in.pos += size;
+      if (!fn(tag, body)) return false;
+    }
+    return true;
+  }
+
+  /// A capture chunk (1.2): recording windows and phases.
+  void read_capture(writer_info& w, detail::payload_cursor& in, std::uint64_t offset) {
+    const bool ok = for_each_record(in, [&w](std::uint8_t tag, detail::payload_cursor& body) {
       if (tag == static_cast<std::uint8_t>(format::capture_record::recording)) {
         recording_change change;
         std::uint8_t on, reason;
-        if (!body.varint(change.tick) || !body.u8(on) || !body.u8(reason) || on > 1)
-          return malformed("capture", offset, w);
+        if (!body.varint(change.tick) || !body.u8(on) || !body.u8(reason) || on > 1) return false;
         change.on = on == 1;
         change.reason = static_cast<format::capture_reason>(reason);
         w.recording.push_back(change);
       } else if (tag == static_cast<std::uint8_t>(format::capture_record::phase)) {
         phase_change change;
-        if (!body.varint(change.tick) || !body.string(change.name)) return malformed("capture", offset, w);
+        if (!body.varint(change.tick) || !body.string(change.name)) return false;
         w.phases.push_back(std::move(change));
       }
+      return true;
+    });
+    if (!ok) malformed("capture", offset, w);
+  }
+
+  /// A gpu span record's fields.
+  struct raw_gpu_span {
+    std::uint64_t flags = 0, stream = 0, site = 0, os_tid = 0, begin = 0, length = 0;
+    std::uint64_t anchor = 0, duration = 0;
+    std::int64_t offset = 0;
+  };
+  static bool decode_gpu_span(detail::payload_cursor& b, raw_gpu_span& s) {
+    if (!b.varint(s.flags) || !b.varint(s.stream) || !b.varint(s.site) || !b.varint(s.os_tid) ||
+        !b.varint(s.begin) || !b.varint(s.length) || s.begin + s.length < s.begin)
+      return false;
+    if ((s.flags & format::gpu_span_resolved) == 0) return true;
+    std::uint64_t offset;
+    if (!b.varint(s.anchor) || !b.varint(offset) || !b.varint(s.duration)) return false;
+    s.offset = format::unzigzag(offset);
+    return true;
+  }
+
+  /// Pass 1: a gpu chunk's devices, streams, anchors, totals; span records
+  /// are only counted (and captured launches remembered, to flag them).
+  void read_gpu(writer_info& w, detail::payload_cursor& in, std::uint64_t offset) {
+    ++stats_.gpu_chunks;
+    writer_gpu& g = w.gpu;
+    g.present = true;
+    std::uint64_t unknown_streams = 0;
+    const bool ok = for_each_record(in, [&](std::uint8_t tag, detail::payload_cursor& b) {
+      switch (static_cast<format::gpu_record>(tag)) {
+        case format::gpu_record::runtime:
+          if (!b.varint(g.driver_version) || !b.varint(g.runtime_version) || !b.varint(g.device_count) ||
+              !b.string(g.backend))
+            return false;
+          g.has_runtime = true;
+          return true;
+        case format::gpu_record::device: {
+          std::uint64_t index;
+          std::string name;
+          std::uint64_t major, minor;
+          if (!b.varint(index) || !b.string(name) || !b.varint(major) || !b.varint(minor)) return false;
+          gpu_device_info& d = g.devices[index];
+          d.index = index;
+          d.name = std::move(name);
+          d.cc_major = major;
+          d.cc_minor = minor;
+          return true;
+        }
+        case format::gpu_record::stream: {
+          gpu_stream_info s;
+          if (!b.varint(s.id) || s.id == 0 || !b.varint(s.device) || !b.u64(s.handle) || !b.varint(s.owner_tid))
+            return false;
+          auto found = g.streams.find(s.id);
+          if (found == g.streams.end()) {
+            s.order = g.streams.size();
+            g.streams.emplace(s.id, s);
+          }
+          g.devices[s.device].index = s.device;
+          return true;
+        }
+        case format::gpu_record::anchor: {
+          std::uint64_t device, before, after, since;
+          gpu_clock::anchor a;
+          if (!b.varint(device) || !b.varint(a.seq) || !b.u64(before) || !b.u64(after) || !b.varint(a.link) ||
+              !b.varint(since))
+            return false;
+          a.since_previous_ns = format::unzigzag(since);
+          gpu_device_info& d = g.devices[device];
+          d.index = device;
+          d.anchors.push_back(a);
+          d.anchor_ticks.emplace_back(before, after);
+          return true;
+        }
+        case format::gpu_record::span: {
+          raw_gpu_span s;
+          if (!decode_gpu_span(b, s)) return false;
+          const auto stream = g.streams.find(s.stream);
+          if (stream == g.streams.end()) {
+            ++unknown_streams;
+            return true;
+          }
+          // The launch is a host span: it belongs to the writer's time range.
+          if (!w.has_events) {
+            w.has_events = true;
+            w.min_tick = s.begin;
+            w.max_tick = s.begin + s.length;
+          }
+          w.min_tick = std::min(w.min_tick, s.begin);
+          w.max_tick = std::max(w.max_tick, s.begin + s.length);
+          if (s.flags & format::gpu_span_resolved) {
+            ++stream->second.resolved;
+          } else if (s.flags & format::gpu_span_captured) {
+            ++stream->second.captured;
+            if (g.captured_spans.size() < writer_gpu::max_captured_keys)
+              g.captured_spans.emplace(s.os_tid, s.begin + s.length);
+          } else {
+            ++stream->second.unresolved;
+          }
+          return true;
+        }
+        case format::gpu_record::stats:
+          if (!b.varint(g.launches) || !b.varint(g.resolved) || !b.varint(g.captured) || !b.varint(g.unresolved) ||
+              !b.varint(g.skipped) || !b.varint(g.event_pairs))
+            return false;
+          g.has_stats = true;
+          return true;
+        case format::gpu_record::off: return b.string(g.off_reason);
+      }
+      return true;  // a record of a newer minor: its size lets us step over it
+    });
+    if (!ok) malformed("gpu", offset, w);
+    if (unknown_streams != 0) {
+      char text[200];
+      std::snprintf(text, sizeof text, "gpu chunk at offset %llu (%s): %llu GPU span(s) of an undefined stream ignored",
+                    static_cast<unsigned long long>(offset), w.label().c_str(),
+                    static_cast<unsigned long long>(unknown_streams));
+      add_diagnostic(diagnostic::severity::damage, offset, text);
+    }
+  }
+
+  /// After the writer's clock model: anchors to host ns, one fit per device.
+  void build_gpu_clocks(writer_info& w) {
+    for (auto& entry : w.gpu.devices) {
+      gpu_device_info& d = entry.second;
+      for (std::size_t i = 0; i < d.anchors.size(); ++i) {
+        d.anchors[i].host_before_ns = w.clock.to_ns(d.anchor_ticks[i].first);
+        d.anchors[i].host_after_ns = w.clock.to_ns(d.anchor_ticks[i].second);
+      }
+      d.clock.build(d.anchors);
     }
   }
 
@@ -901,6 +1232,7 @@ class dump_reader {
     for (auto& entry : writers_) {
       writer_info& w = entry.second;
       w.clock.build(w.calibration, w.clock_source, w.nominal_tick_rate);
+      build_gpu_clocks(w);
       if (!w.clock.warning().empty())
         add_diagnostic(diagnostic::severity::note, 0, w.label() + ": " + w.clock.warning());
       for (auto& s : w.sites) {

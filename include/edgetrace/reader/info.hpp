@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,90 @@ void write_capture_info(const writer_info& w, Field& field) {
 
 }  // namespace detail
 
+namespace detail {
+
+/// CUDA's version encoding (1000 * major + 10 * minor) as "13.0".
+inline std::string cuda_version_text(std::uint64_t v) {
+  if (v == 0) return "none";
+  return format_text("%llu.%llu", static_cast<unsigned long long>(v / 1000), static_cast<unsigned long long>(v % 1000 / 10));
+}
+
+/// The GPU lines of one writer: runtime, status, totals, devices with
+/// their clock alignment, and a stream table.
+inline std::string gpu_text(const writer_info& w, std::uint64_t placed_at_launch) {
+  using ull = unsigned long long;
+  const writer_gpu& g = w.gpu;
+  std::string text;
+  auto field = [&text](const std::string& label, const std::string& value) {
+    std::string padded = "  " + label;
+    padded.resize(std::max<std::size_t>(padded.size() + 1, 17), ' ');
+    text += padded + value + '\n';
+  };
+  if (g.has_runtime)
+    field("gpu", format_text("%s backend, driver %s, runtime %s, %llu device(s)", g.backend.c_str(),
+                             cuda_version_text(g.driver_version).c_str(), cuda_version_text(g.runtime_version).c_str(),
+                             ull(g.device_count)));
+  field("gpu status", g.off_reason.empty() ? std::string("on") : "off: " + g.off_reason);
+  std::uint64_t resolved = 0, captured = 0, unresolved = 0;
+  for (const auto& s : g.streams) {
+    resolved += s.second.resolved;
+    captured += s.second.captured;
+    unresolved += s.second.unresolved;
+  }
+  std::string spans = format_text("%llu resolved, %llu captured (CUDA graph capture: host span only), %llu unresolved",
+                                  ull(resolved), ull(captured), ull(unresolved));
+  if (g.has_stats)
+    spans += format_text("; %llu launches, %llu skipped (no slot or event pair free), %llu event pairs created",
+                         ull(g.launches), ull(g.skipped), ull(g.event_pairs));
+  field("gpu spans", spans);
+  if (placed_at_launch != 0)
+    field("", format_text("%llu GPU span(s) aligned before their launch: moved to it (alignment error)",
+                          ull(placed_at_launch)));
+  for (const auto& entry : g.devices) {
+    const gpu_device_info& d = entry.second;
+    std::string line = d.name.empty() ? std::string("(no device record)")
+                                      : format_text("%s, compute %llu.%llu", d.name.c_str(), ull(d.cc_major),
+                                                    ull(d.cc_minor));
+    if (d.clock.empty()) {
+      line += "; no clock anchor: its GPU spans cannot be placed";
+    } else {
+      line += format_text("; alignment: %zu anchor(s)", d.clock.anchors_used());
+      if (d.clock.anchors_rejected() != 0) line += format_text(" (%zu rejected)", d.clock.anchors_rejected());
+      if (d.clock.chains() > 1) line += format_text(" in %zu chains", d.clock.chains());
+      line += format_text(", drift %+.2f ppm, residual rms %s, max %s, anchor bracket +-%s", d.clock.drift_ppm(),
+                          format_duration(static_cast<std::uint64_t>(d.clock.residual_rms_ns())).c_str(),
+                          format_duration(static_cast<std::uint64_t>(d.clock.residual_max_ns())).c_str(),
+                          format_duration(static_cast<std::uint64_t>(d.clock.median_half_window_ns())).c_str());
+    }
+    field("device " + std::to_string(d.index), line);
+  }
+  if (!g.streams.empty()) {
+    text += "\n";
+    std::vector<std::array<std::string, 5>> rows;
+    rows.push_back({"device", "stream", "resolved", "captured", "unresolved"});
+    for (const gpu_stream_info* s : g.sorted_streams())
+      rows.push_back({std::to_string(s->device), s->label(), std::to_string(s->resolved), std::to_string(s->captured),
+                      std::to_string(s->unresolved)});
+    std::array<std::size_t, 5> width{};
+    for (const auto& row : rows)
+      for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+    for (const auto& row : rows) {
+      std::string line = "  ";
+      for (std::size_t c = 0; c < row.size(); ++c) {
+        const std::size_t pad = width[c] - row[c].size();
+        if (c >= 2) line.append(pad, ' ');
+        line += row[c];
+        if (c < 2) line.append(pad, ' ');
+        if (c + 1 < row.size()) line += "  ";
+      }
+      text += line + '\n';
+    }
+  }
+  return text;
+}
+
+}  // namespace detail
+
 /// Writes the `info` report of an opened dump to `out`. Runs pass 2 to
 /// count events (so the numbers are what a conversion would produce).
 /// Returns false when reading or writing failed; `error` says why.
@@ -89,6 +174,17 @@ inline bool write_info(dump_reader& r, std::FILE* out, const info_options& optio
     return false;
   }
   if (!r.read_events([](const event&) {})) {
+    if (error) *error = r.error();
+    return false;
+  }
+  // GPU spans whose aligned start fell before their launch, per writer.
+  std::map<const writer_info*, std::pair<std::uint64_t, std::int64_t>> early;
+  if (r.has_gpu() && !r.read_gpu_spans([&](const gpu_span& g) {
+        if (!g.placed_at_launch) return;
+        auto& e = early[g.writer];
+        ++e.first;
+        e.second = std::max(e.second, g.begin_ns - g.host_begin_ns);
+      })) {
     if (error) *error = r.error();
     return false;
   }
@@ -165,6 +261,7 @@ inline bool write_info(dump_reader& r, std::FILE* out, const info_options& optio
                          std::to_string(t.spans), std::to_string(t.instants), std::to_string(t.counters),
                          std::to_string(t.dropped()), t.has_stats ? std::to_string(t.stats_written) : "-", check});
     }
+    if (w->gpu.present) text += detail::gpu_text(*w, early[w].first);
     if (rows.size() == 1) {
       text += "  (no threads)\n";
       continue;

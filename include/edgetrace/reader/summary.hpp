@@ -31,9 +31,10 @@ namespace reader {
 /// What one row of the summary stands for.
 enum class group_by : std::uint8_t { name, category, thread };
 
-/// Columns of the summary table. Time columns belong to a group ("host"
-/// today); GPU spans will add a "gpu" group with the same statistics, shown
-/// side by side, without changing the host columns.
+/// Columns of the summary table. Time columns belong to the group "host";
+/// when the dumps hold GPU spans, a "gpu" group (calls, total, mean, p50,
+/// p99, max of the GPU time of each row's GPU scopes) follows, side by
+/// side, without changing the host columns.
 enum class summary_column : std::uint8_t { key, calls, total, self, mean, min, p50, p90, p95, p99, p999, max, share };
 
 struct summary_column_info {
@@ -79,9 +80,11 @@ struct summary_row {
   std::string key;
   std::string category;  ///< by name: the category ("(several)" when names repeat across categories)
   latency_stats host;
+  latency_stats gpu;  ///< GPU time of the row's GPU scopes (resolved ones; empty without)
   std::uint64_t self_ns = 0;
   double share = 0;  ///< self_ns / summary_result::self_total_ns
-  explicit summary_row(std::size_t exact_limit = latency_stats::default_exact_limit) : host(exact_limit) {}
+  explicit summary_row(std::size_t exact_limit = latency_stats::default_exact_limit)
+      : host(exact_limit), gpu(exact_limit) {}
 };
 
 /// End-to-end latency of one kind of iteration.
@@ -121,6 +124,7 @@ struct summary_result {
   std::vector<iteration_row> iterations;
   std::vector<thread_usage> threads_usage;
   std::vector<std::string> notes;     ///< lines worth saying under the table
+  std::uint64_t gpu_spans = 0;        ///< resolved GPU spans counted in rows
   group_by by = group_by::name;
   summary_column sort_by = summary_column::total;
   bool ascending = false;
@@ -319,6 +323,23 @@ class summary_builder {
           }
         });
     if (!ok) return fail(error, r.error());
+    // GPU time per row: a GPU scope's span goes to the row of its host
+    // span (same site, same thread), under the same filters.
+    if (r.has_gpu() &&
+        !r.read_gpu_spans([&](const gpu_span& g) {
+          if (!g.resolved || g.site == nullptr || g.host_end_ns < cutoff) return;
+          const auto found = sites_.find(g.site);
+          if (found == sites_.end()) return;
+          const auto thread = g.thread != nullptr ? thread_slots.find(g.thread) : thread_slots.end();
+          if (thread != thread_slots.end() && !thread->second.selected) return;
+          int row = found->second.row;
+          if (options_.by == group_by::thread) row = found->second.selected && thread != thread_slots.end() ? thread->second.row : -1;
+          const std::uint64_t host = static_cast<std::uint64_t>(g.host_end_ns - g.host_begin_ns);
+          if (row < 0 || host < options_.min_time_ns || host > options_.max_time_ns) return;
+          rows_[static_cast<std::size_t>(row)].gpu.add(g.gpu_duration_ns);
+          ++result_.gpu_spans;
+        }))
+      return fail(error, r.error());
     // Lost records are part of the answer: say how many and where.
     std::uint64_t dropped = 0;
     std::string where;
@@ -729,6 +750,9 @@ inline std::string summary_table(const summary_result& s, const std::string& sou
     for (const auto& c : summary_columns())
       header.push_back(c.id == summary_column::key ? detail::group_name(s.by) : c.header);
     if (s.by == group_by::name) header.insert(header.begin() + 1, "category");
+    const bool gpu = s.gpu_spans != 0;
+    if (gpu)
+      for (const char* h : {"gpu calls", "gpu total", "gpu mean", "gpu p50", "gpu p99", "gpu max"}) header.push_back(h);
     cells.push_back(header);
     for (const summary_row& r : s.rows) {
       std::vector<std::string> line;
@@ -746,6 +770,16 @@ inline std::string summary_table(const summary_result& s, const std::string& sou
           line.push_back((r.host.exact() || c.percentile == 0 ? "" : "~") +
                          detail::readable_time(detail::column_ns(r, c.id)));
         }
+      }
+      if (gpu) {
+        const latency_stats& g = r.gpu;
+        const std::string mark = g.exact() ? "" : "~";
+        if (g.count() == 0)
+          line.insert(line.end(), {"-", "-", "-", "-", "-", "-"});
+        else
+          line.insert(line.end(), {std::to_string(g.count()), detail::readable_time(g.total()),
+                                   detail::readable_time(g.mean()), mark + detail::readable_time(g.percentile(50)),
+                                   mark + detail::readable_time(g.percentile(99)), detail::readable_time(g.max())});
       }
       cells.push_back(line);
     }
@@ -772,6 +806,8 @@ inline std::string summary_table(const summary_result& s, const std::string& sou
                 "(%s)\n",
                 detail::readable_time(s.self_total_ns).c_str());
   out += foot;
+  if (s.gpu_spans != 0)
+    out += "gpu = time the GPU spent between the start and end events of the row's CUDA scopes (as the GPU measured it)\n";
   for (const std::string& n : s.notes) out += "note: " + n + "\n";
   return out;
 }
@@ -786,6 +822,8 @@ inline std::string summary_csv(const summary_result& s) {
     if (c.id == summary_column::p999) name = "p999";
     out += "," + name + (*c.group ? "_ns" : "");
   }
+  const bool gpu = s.gpu_spans != 0;
+  if (gpu) out += ",gpu_calls,gpu_total_ns,gpu_mean_ns,gpu_p50_ns,gpu_p99_ns,gpu_max_ns";
   out += ",exact\n";
   for (const summary_row& r : s.rows) {
     out += detail::csv_field(r.key);
@@ -799,6 +837,10 @@ inline std::string summary_csv(const summary_result& s) {
         out += text;
       } else out += "," + std::to_string(detail::column_ns(r, c.id));
     }
+    if (gpu)
+      for (std::uint64_t v : {r.gpu.count(), r.gpu.total(), r.gpu.mean(), r.gpu.percentile(50), r.gpu.percentile(99),
+                              r.gpu.max()})
+        out += "," + std::to_string(v);
     out += r.host.exact() ? ",1\n" : ",0\n";
   }
   return out;
@@ -837,6 +879,13 @@ inline std::string summary_json(const summary_result& s, const std::string& sour
       first_field = false;
     }
     out += std::string(",\"exact\":") + (r.host.exact() ? "true" : "false") + "}";
+    if (r.gpu.count() != 0) {
+      const latency_stats& g = r.gpu;
+      out += ",\"gpu\":{\"calls\":" + std::to_string(g.count()) + ",\"total_ns\":" + std::to_string(g.total()) +
+             ",\"mean_ns\":" + std::to_string(g.mean()) + ",\"min_ns\":" + std::to_string(g.min()) +
+             ",\"p50_ns\":" + std::to_string(g.percentile(50)) + ",\"p99_ns\":" + std::to_string(g.percentile(99)) +
+             ",\"max_ns\":" + std::to_string(g.max()) + ",\"exact\":" + (g.exact() ? "true" : "false") + "}";
+    }
     std::snprintf(text, sizeof text, ",\"share\":%.6f}", r.share);
     out += text;
   }

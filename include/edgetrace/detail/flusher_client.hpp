@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+// The flusher's one extension point. Code with data of its own to write
+// (the GPU resolver of detail/gpu.hpp) registers a client; the flusher calls
+// it after each drain. Everything client-specific stays with the client:
+// the runtime knows only this interface. Declarations only (the runtime
+// defines them), so an add-on works with a separate runtime too.
+#pragma once
+
+#include <edgetrace/config.hpp>
+#include <edgetrace/format.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace edgetrace {
+inline namespace v1 {
+namespace detail {
+
+/// Why the flusher calls a client.
+enum class poll_reason : std::uint8_t {
+  cycle,  ///< a periodic cycle: do a bounded amount of work
+  flush,  ///< edgetrace::flush() or a non-fatal signal: write what is ready, do not wait
+  final,  ///< shutdown or a terminating signal: the last call; may wait briefly
+};
+
+class runtime;
+
+/// What a flusher client may do from its poll (flusher thread only).
+class flusher_output {
+ public:
+  explicit flusher_output(runtime& rt) noexcept : rt_(rt) {}
+
+  /// Dump site id of a record word (site pointer or named-span word, as a
+  /// scope pushes it), defining the site in the dump if it is new.
+  std::uint32_t site_id(std::uint64_t word);
+  /// Appends one chunk of `type` with `payload`, after pending definitions.
+  /// A no-op once the output failed or the stream ended.
+  void emit(format::chunk_type type, const unsigned char* payload, std::size_t size);
+  /// The clock_mode host ticks are recorded with (ticks(mode) in tick.hpp).
+  std::uint8_t clock() const noexcept;
+  /// False once output failed or the stream ended (emit() then drops).
+  bool writable() const noexcept;
+
+ private:
+  runtime& rt_;
+};
+
+/// A client of the flusher, in static storage, never unregistered.
+struct flusher_client {
+  /// Called on the flusher thread only (never concurrently with itself),
+  /// whether or not the output still works: a client may have resources
+  /// to recycle. Must not block for long except with poll_reason::final.
+  void (*poll)(flusher_client& self, flusher_output& out, poll_reason why) noexcept = nullptr;
+  flusher_client* next = nullptr;  ///< written once, before publication
+};
+
+/// Adds `client` (once; later calls are no-ops). Any thread, any time.
+EDGETRACE_DETAIL_API void register_flusher_client(flusher_client& client) noexcept;
+
+}  // namespace detail
+}  // namespace v1
+}  // namespace edgetrace

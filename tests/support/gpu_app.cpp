@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: MIT
+// A traced program on the fake GPU, run as a child process by
+// tests/gpu_test.cpp, one behaviour per mode (argv[1]); it prints what it
+// observed as key=value lines on stdout.
+//   pipeline       H2D copy -> two kernels on two streams -> D2H, 20 frames, on a
+//                  GPU clock 3 s ahead and 150 ppm fast; one launch captured
+//   fail-record    cudaEventRecord fails on the 6th call: one line, host spans go on
+//   no-device      cudaGetDeviceCount says 0 devices
+//   old-driver     cudaGetDeviceCount fails with cudaErrorInsufficientDriver
+//   exit-pending   work still running at exit: resolved within the final wait
+#include <edgetrace/detail/gpu.hpp>
+#include <edgetrace/edgetrace.hpp>
+#include <support/fake_gpu.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+
+EDGETRACE_CATEGORY(gpu);
+EDGETRACE_CATEGORY(host);
+
+namespace {
+
+using edgetrace_test::fake_gpu;
+
+void wait_gpu_idle(double extra_ns = 0) {
+  fake_gpu& g = fake_gpu::instance();
+  const double until = g.now() + extra_ns;
+  while (g.now() < until || g.pending_events() != 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+}
+
+/// One frame: copy in and a kernel on stream 0, a kernel on stream 1,
+/// copy out on stream 0 (simulated GPU time, long enough that the host
+/// records both events of a scope before its work ends, even under qemu).
+void frame(void* copy, void* compute) {
+  fake_gpu& g = fake_gpu::instance();
+  EDGETRACE_SCOPE(host, "frame");
+  {
+    FAKE_GPU_SCOPE(gpu, "h2d", copy);
+    g.launch(copy, 3e6);
+  }
+  {
+    FAKE_GPU_SCOPE(gpu, "kernel_a", copy);
+    g.launch(copy, 5e6);
+  }
+  {
+    FAKE_GPU_SCOPE(gpu, "kernel_b", compute);
+    g.launch(compute, 4e6);
+  }
+  {
+    FAKE_GPU_SCOPE(gpu, "d2h", copy);
+    g.launch(copy, 2e6);
+  }
+}
+
+int pipeline() {
+  fake_gpu& g = fake_gpu::instance();
+  g.offset_ns = 3e9;
+  g.drift = 150e-6;
+  EDGETRACE_THREAD_NAME("launcher");
+  void* copy = fake_gpu::stream(0);
+  void* compute = fake_gpu::stream(1);
+  for (int i = 0; i < 20; ++i) {
+    frame(copy, compute);
+    wait_gpu_idle();
+    // Spread the run over more than 2 s of GPU time so drift is fitted.
+    std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  }
+  // A graph capture: the launch is recorded as a host span only.
+  g.set_capturing(compute, true);
+  {
+    FAKE_GPU_SCOPE(gpu, "captured_kernel", compute);
+  }
+  g.set_capturing(compute, false);
+  std::printf("captured_records=%ld\n", g.captured_records());
+  std::printf("event_creates=%ld\n", g.calls(fake_gpu::c_event_create));
+  return 0;
+}
+
+int fail_record() {
+  fake_gpu& g = fake_gpu::instance();
+  g.fail(fake_gpu::c_event_record, 700, 5);
+  void* s = fake_gpu::stream(0);
+  long at_failure = -1;
+  for (int i = 0; i < 10; ++i) {
+    FAKE_GPU_SCOPE(gpu, "step", s);
+    g.launch(s, 10e3);
+    if (at_failure < 0 && edgetrace::detail::gpu_state.load() == edgetrace::detail::gpu_off) at_failure = g.total_calls();
+  }
+  edgetrace::flush();
+  for (int i = 0; i < 10; ++i) {
+    FAKE_GPU_SCOPE(gpu, "after", s);
+  }
+  edgetrace::flush();
+  std::printf("calls_after_off=%ld\n", g.total_calls() - at_failure);
+  return 0;
+}
+
+int not_usable() {
+  void* s = fake_gpu::stream(0);
+  for (int i = 0; i < 5; ++i) {
+    FAKE_GPU_SCOPE(gpu, "step", s);
+  }
+  edgetrace::flush();
+  std::printf("calls=%ld\n", fake_gpu::instance().total_calls());
+  return 0;
+}
+
+int exit_pending() {
+  fake_gpu& g = fake_gpu::instance();
+  void* s = fake_gpu::stream(0);
+  for (int i = 0; i < 5; ++i) {
+    FAKE_GPU_SCOPE(gpu, "late", s);
+    g.launch(s, 40e6);  // 40 ms each: 200 ms of work still queued at exit
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  fake_gpu& g = fake_gpu::instance();
+  if (mode == "pipeline") return pipeline();
+  if (mode == "fail-record") return fail_record();
+  if (mode == "no-device") {
+    g.devices = 0;
+    return not_usable();
+  }
+  if (mode == "old-driver") {
+    g.device_count_error = 35;
+    g.driver = 11040;
+    return not_usable();
+  }
+  if (mode == "cuda-off") return not_usable();
+  if (mode == "exit-pending") return exit_pending();
+  std::fprintf(stderr, "usage: gpu_app pipeline|fail-record|no-device|old-driver|cuda-off|exit-pending\n");
+  return 2;
+}
