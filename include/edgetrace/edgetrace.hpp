@@ -68,6 +68,10 @@ EDGETRACE_DETAIL_API bool active() noexcept;
 EDGETRACE_DETAIL_API void set_paused(bool paused) noexcept;
 EDGETRACE_DETAIL_API std::uint8_t start_mark_seen() noexcept;
 EDGETRACE_DETAIL_API void begin_phase(const char* name, std::size_t size) noexcept;
+/// EDGETRACE_RECORD: a span timed elsewhere, in CLOCK_MONOTONIC ns, mapped
+/// to the recording clock's ticks and pushed like any span.
+EDGETRACE_DETAIL_API void record_measured(std::uint64_t word, std::uint64_t start_ns, std::uint64_t duration_ns,
+                                          std::uint8_t mode) noexcept;
 
 /// A span's begin value when its mode is anything but "record with the CPU
 /// counter" (CLOCK_MONOTONIC, scope hooks, hooks without recording): bit 63
@@ -142,6 +146,12 @@ EDGETRACE_DETAIL_NOINLINE void event_slow(std::uint64_t word, std::uint64_t valu
   if (clock != clock_off) push(word, ticks(clock), value);
 }
 
+/// The record word of an interned-name span of category `Category`.
+template <class Category>
+EDGETRACE_DETAIL_ALWAYS_INLINE std::uint64_t named_word(name_handle handle) noexcept {
+  return (std::uint64_t{handle.id} << 32) | (std::uint64_t{Category::state.index} << 2) | tag_named;
+}
+
 /// A span from construction to destruction, of category `Category`.
 /// Enabled cost: 1 relaxed load + 1 branch + 2 tick reads + push() (with
 /// EDGETRACE_COMPACT_SCOPES=1: two calls around the same work). Runtime-
@@ -157,7 +167,7 @@ class span_scope {
   EDGETRACE_DETAIL_ALWAYS_INLINE span_scope(named_tag, name_handle handle) noexcept {
     const std::uint8_t mode = Category::state.enabled.load(order_relaxed);
     if (mode != clock_off)
-      start((std::uint64_t{handle.id} << 32) | (std::uint64_t{Category::state.index} << 2) | tag_named, mode);
+      start(named_word<Category>(handle), mode);
   }
   EDGETRACE_DETAIL_ALWAYS_INLINE ~span_scope() {
     if (word_ == 0) return;
@@ -360,6 +370,34 @@ auto phase(const String& name) noexcept -> decltype(static_cast<const char*>(nam
     }                                                                                                       \
   } while (false)
 
+/// Records a span measured elsewhere: it began at `start_ns` and lasted
+/// `duration_ns`, both in nanoseconds of CLOCK_MONOTONIC (what
+/// std::chrono::steady_clock counts on Linux). For engines that report
+/// per-layer times through callbacks (the TensorRT IProfiler pattern). The
+/// span belongs to the calling thread; the arguments are evaluated only when
+/// the category is recording. Cost: an out-of-line call, two clock reads.
+#define EDGETRACE_RECORD(cat, name, start_ns, duration_ns)                                                  \
+  do {                                                                                                      \
+    if constexpr (EDGETRACE_DETAIL_CATEGORY_TYPE(cat)::compiled_in) {                                         \
+      if (const std::uint8_t edgetrace_mode = ::edgetrace::detail::recording<EDGETRACE_DETAIL_CATEGORY_TYPE(cat)>()) \
+        ::edgetrace::detail::record_measured(                                                                 \
+            reinterpret_cast<std::uintptr_t>(&EDGETRACE_DETAIL_SITE(cat, name, ::edgetrace::format::site_kind::span)()), \
+            static_cast<std::uint64_t>(start_ns), static_cast<std::uint64_t>(duration_ns), edgetrace_mode);   \
+    }                                                                                                       \
+  } while (false)
+
+/// EDGETRACE_RECORD with a run-time name (an edgetrace::name_handle from
+/// edgetrace::intern(), e.g. a layer name from the engine's callback).
+#define EDGETRACE_RECORD_NAMED(cat, handle, start_ns, duration_ns)                                          \
+  do {                                                                                                      \
+    if constexpr (EDGETRACE_DETAIL_CATEGORY_TYPE(cat)::compiled_in) {                                         \
+      if (const std::uint8_t edgetrace_mode = ::edgetrace::detail::recording<EDGETRACE_DETAIL_CATEGORY_TYPE(cat)>()) \
+        ::edgetrace::detail::record_measured(                                                                 \
+            ::edgetrace::detail::named_word<EDGETRACE_DETAIL_CATEGORY_TYPE(cat)>(handle),                      \
+            static_cast<std::uint64_t>(start_ns), static_cast<std::uint64_t>(duration_ns), edgetrace_mode);   \
+    }                                                                                                       \
+  } while (false)
+
 /// Names the calling thread in the trace.
 #define EDGETRACE_THREAD_NAME(name) ::edgetrace::set_thread_name(name)
 
@@ -376,6 +414,12 @@ auto phase(const String& name) noexcept -> decltype(static_cast<const char*>(nam
 #define EDGETRACE_COUNTER(cat, name, value)                                                 \
   EDGETRACE_DETAIL_CHECK_CATEGORY(cat), static_cast<void>(sizeof(::edgetrace::detail::check_name(name))), \
       static_cast<void>(sizeof(::edgetrace::detail::check_value(static_cast<double>(value))))
+#define EDGETRACE_RECORD(cat, name, start_ns, duration_ns)                                        \
+  EDGETRACE_DETAIL_CHECK_CATEGORY(cat), static_cast<void>(sizeof(::edgetrace::detail::check_name(name))), \
+      static_cast<void>(sizeof(static_cast<std::uint64_t>(start_ns) + static_cast<std::uint64_t>(duration_ns)))
+#define EDGETRACE_RECORD_NAMED(cat, handle, start_ns, duration_ns)                                    \
+  EDGETRACE_DETAIL_CHECK_CATEGORY(cat), static_cast<void>(sizeof(::edgetrace::detail::check_handle(handle))), \
+      static_cast<void>(sizeof(static_cast<std::uint64_t>(start_ns) + static_cast<std::uint64_t>(duration_ns)))
 #define EDGETRACE_THREAD_NAME(name) static_cast<void>(sizeof(::edgetrace::detail::check_name(name)))
 
 #endif

@@ -509,6 +509,33 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
+  if (std::strcmp(mode, "record-measured") == 0) {
+    // Spans measured elsewhere (CLOCK_MONOTONIC ns, here steady_clock), and
+    // a scope measured by the app around a known sleep, for comparison.
+    // Prints each recorded span's start and duration.
+    const auto steady_ns = [] {
+      return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                            std::chrono::steady_clock::now().time_since_epoch())
+                                            .count());
+    };
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));  // past the second calibration pair
+    const edgetrace::name_handle layer = edgetrace::intern(std::string("layer_3"));
+    for (int i = 0; i < 5; ++i) {
+      const std::uint64_t start = steady_ns();
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      const std::uint64_t end = steady_ns();
+      // Reported later, as an engine's profiler callback would.
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      EDGETRACE_RECORD(app, "measured", start, end - start);
+      EDGETRACE_RECORD_NAMED(app, layer, start + 100000, 50000);
+      std::printf("measured %llu %llu\n", static_cast<unsigned long long>(start),
+                  static_cast<unsigned long long>(end - start));
+    }
+    edgetrace::pause();
+    EDGETRACE_RECORD(app, "paused", steady_ns(), 1000);
+    edgetrace::resume();
+    return 0;
+  }
   std::fprintf(stderr, "trace_app: unknown mode %s\n", mode);
   return 2;
 }

@@ -905,8 +905,7 @@ class gpu_span_scope {
                                                 const gpu_backend* backend) noexcept {
     const std::uint8_t mode = Category::state.enabled.load(order_relaxed);
     if (mode != clock_off)
-      start((std::uint64_t{handle.id} << 32) | (std::uint64_t{Category::state.index} << 2) | tag_named, mode, stream,
-            backend);
+      start(named_word<Category>(handle), mode, stream, backend);
   }
   EDGETRACE_DETAIL_ALWAYS_INLINE ~gpu_span_scope() {
     if (word_ == 0) return;

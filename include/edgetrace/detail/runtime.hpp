@@ -310,6 +310,9 @@ class runtime {
   named_cache_entry named_cache_[256] = {};
   std::uint64_t last_calibration_ns_ = 0;
   int calibrations_ = 0;
+  /// The stream's first calibration pair: record_measured's reference for
+  /// CLOCK_MONOTONIC ns → ticks. Written before the_runtime is published.
+  calibration_pair first_calibration_ = {};
   std::vector<unsigned char> client_chunk_;  ///< flusher clients' chunk being sealed
 
   // ---- capture control (docs/FORMAT.md, chunk 9)
@@ -426,6 +429,7 @@ class runtime {
     format::put_u64(b.data() + format::chunk_header_size + 16, pair.realtime_ns);
     emit_chunk(b, format::chunk_type::calibration);
     last_calibration_ns_ = pair.monotonic_ns;
+    if (calibrations_ == 0) first_calibration_ = pair;  // before the runtime is published
     ++calibrations_;
   }
 
@@ -1039,6 +1043,48 @@ EDGETRACE_DETAIL_API void begin_phase(const char* name, std::size_t size) noexce
   if (!tracing_on) return;
   rt->capture_pending_.push_back(
       {format::capture_record::phase, ticks(recording_clock), false, format::capture_reason::api, std::string(name, size)});
+}
+
+/// EDGETRACE_RECORD: pushes a span timed elsewhere. Its CLOCK_MONOTONIC ns
+/// become ticks of the recording clock: with CLOCK_MONOTONIC as the clock
+/// they are ticks already; with the CPU counter, the tick rate is measured
+/// between the stream's first calibration pair and a (tick, ns) pair read
+/// now, and the start is placed that many ticks before now. The reader maps
+/// ticks back through its own fit of the calibration pairs, so a recorded
+/// span lands within about a microsecond of where it was measured (the
+/// rate's error times the distance from now; tests/capture_test.cpp).
+EDGETRACE_DETAIL_API void record_measured(std::uint64_t word, std::uint64_t start_ns, std::uint64_t duration_ns,
+                                          std::uint8_t mode) noexcept {
+  const std::uint8_t clock = mode & mode_clock_bits;
+  if (clock == clock_off) return;  // hooks only, or waiting for marks: nothing is recorded
+  if (clock != clock_counter) {
+    push(word, start_ns, start_ns + duration_ns);
+    return;
+  }
+  const runtime* rt = the_runtime.load(std::memory_order_acquire);
+  if (rt == nullptr) return;
+  const calibration_pair& first = rt->first_calibration_;
+  // (tick, ns) now: the tightest of three bracketed reads (a preemption
+  // between the two clock reads would otherwise shift the span).
+  std::uint64_t tick_now = 0, ns_now = 0, width = ~std::uint64_t{0};
+  for (int i = 0; i < 3; ++i) {
+    const std::uint64_t before = ticks();
+    const std::uint64_t ns = clock_ns(CLOCK_MONOTONIC);
+    const std::uint64_t after = ticks();
+    if (after >= before && after - before < width) {
+      width = after - before;
+      tick_now = before + (after - before) / 2;
+      ns_now = ns;
+    }
+  }
+  if (tick_now <= first.tick || ns_now <= first.monotonic_ns) return;  // a clock went back: nothing sound to record
+  const double per_ns = static_cast<double>(tick_now - first.tick) / static_cast<double>(ns_now - first.monotonic_ns);
+  // Signed: a start "in the future" (another clock, a bad value) lands
+  // after now rather than wrapping.
+  const double back = (static_cast<double>(ns_now) - static_cast<double>(start_ns)) * per_ns;
+  if (back >= static_cast<double>(tick_now)) return;  // before the counter's zero: not a CLOCK_MONOTONIC time
+  const std::uint64_t begin = tick_now - static_cast<std::uint64_t>(static_cast<std::int64_t>(back));
+  push(word, begin, begin + static_cast<std::uint64_t>(static_cast<double>(duration_ns) * per_ns + 0.5));
 }
 
 /// EDGETRACE_TOGGLE_SIGNAL's handler: counts the signal for the flusher
