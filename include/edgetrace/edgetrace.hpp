@@ -375,27 +375,25 @@ auto phase(const String& name) noexcept -> decltype(static_cast<const char*>(nam
 /// std::chrono::steady_clock counts on Linux). For engines that report
 /// per-layer times through callbacks (the TensorRT IProfiler pattern). The
 /// span belongs to the calling thread; the arguments are evaluated only when
-/// the category is recording. Cost: an out-of-line call, two clock reads.
-#define EDGETRACE_RECORD(cat, name, start_ns, duration_ns)                                                  \
-  do {                                                                                                      \
-    if constexpr (EDGETRACE_DETAIL_CATEGORY_TYPE(cat)::compiled_in) {                                         \
-      if (const std::uint8_t edgetrace_mode = ::edgetrace::detail::recording<EDGETRACE_DETAIL_CATEGORY_TYPE(cat)>()) \
-        ::edgetrace::detail::record_measured(                                                                 \
-            reinterpret_cast<std::uintptr_t>(&EDGETRACE_DETAIL_SITE(cat, name, ::edgetrace::format::site_kind::span)()), \
-            static_cast<std::uint64_t>(start_ns), static_cast<std::uint64_t>(duration_ns), edgetrace_mode);   \
-    }                                                                                                       \
-  } while (false)
+/// the category is recording. Cost: an out-of-line call, a few clock reads.
+#define EDGETRACE_RECORD(cat, name, start_ns, duration_ns)                                                    \
+  EDGETRACE_DETAIL_RECORD(cat,                                                                                \
+                          reinterpret_cast<std::uintptr_t>(                                                   \
+                              &EDGETRACE_DETAIL_SITE(cat, name, ::edgetrace::format::site_kind::span)()),     \
+                          start_ns, duration_ns)
 
 /// EDGETRACE_RECORD with a run-time name (an edgetrace::name_handle from
 /// edgetrace::intern(), e.g. a layer name from the engine's callback).
-#define EDGETRACE_RECORD_NAMED(cat, handle, start_ns, duration_ns)                                          \
-  do {                                                                                                      \
-    if constexpr (EDGETRACE_DETAIL_CATEGORY_TYPE(cat)::compiled_in) {                                         \
+#define EDGETRACE_RECORD_NAMED(cat, handle, start_ns, duration_ns) \
+  EDGETRACE_DETAIL_RECORD(cat, ::edgetrace::detail::named_word<EDGETRACE_DETAIL_CATEGORY_TYPE(cat)>(handle), start_ns, duration_ns)
+
+#define EDGETRACE_DETAIL_RECORD(cat, word, start_ns, duration_ns)                                                 \
+  do {                                                                                                            \
+    if constexpr (EDGETRACE_DETAIL_CATEGORY_TYPE(cat)::compiled_in) {                                               \
       if (const std::uint8_t edgetrace_mode = ::edgetrace::detail::recording<EDGETRACE_DETAIL_CATEGORY_TYPE(cat)>()) \
-        ::edgetrace::detail::record_measured(                                                                 \
-            ::edgetrace::detail::named_word<EDGETRACE_DETAIL_CATEGORY_TYPE(cat)>(handle),                      \
-            static_cast<std::uint64_t>(start_ns), static_cast<std::uint64_t>(duration_ns), edgetrace_mode);   \
-    }                                                                                                       \
+        ::edgetrace::detail::record_measured(word, static_cast<std::uint64_t>(start_ns),                            \
+                                             static_cast<std::uint64_t>(duration_ns), edgetrace_mode);              \
+    }                                                                                                             \
   } while (false)
 
 /// Names the calling thread in the trace.
