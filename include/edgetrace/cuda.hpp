@@ -62,8 +62,11 @@ struct cudart_calls {
     cudaDeviceProp properties;
     const cudaError_t error = cudaGetDeviceProperties(&properties, device);
     if (error != cudaSuccess) return error;
-    std::strncpy(out->name, properties.name, sizeof out->name - 1);
-    out->name[sizeof out->name - 1] = '\0';
+    // Both are char[256]; the device name is NUL-terminated within it.
+    const std::size_t length = ::strnlen(properties.name, sizeof properties.name);
+    const std::size_t kept = length < sizeof out->name - 1 ? length : sizeof out->name - 1;
+    std::memcpy(out->name, properties.name, kept);
+    out->name[kept] = '\0';
     out->major = properties.major;
     out->minor = properties.minor;
     return cudaSuccess;
