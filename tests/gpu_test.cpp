@@ -367,6 +367,7 @@ TEST_CASE("gpu errors: a failing cudaEventRecord gives one line, host spans go o
   CHECK(count_lines(r.err, "CUDA error in cudaEventRecord: an illegal memory access was encountered (error 700)") == 1);
   CHECK(count_lines(r.err, "GPU spans are off, host spans continue") == 1);
   CHECK(value_of(r.out, "calls_after_off") == "0");
+  CHECK(value_of(r.out, "calls_after_flush") == "0");
   CHECK(host_spans(dump, "step") == 10);
   CHECK(host_spans(dump, "after") == 10);
   edgetrace::reader::dump_reader reader;

@@ -59,6 +59,8 @@ class fake_gpu {
     for (const auto& c : calls_) n += c.load();
     return n;
   }
+  /// Calls made by the calling thread (the app's, or the flusher's).
+  static long calls_on_this_thread() { return thread_calls_; }
   /// Records into a capturing stream (must stay 0).
   long captured_records() const { return captured_records_.load(); }
 
@@ -126,6 +128,7 @@ class fake_gpu {
   /// Counts the call; returns the error it must fail with (0: go on).
   int enter(call which) {
     calls_[which].fetch_add(1);
+    ++thread_calls_;
     if (fail_call_ != which) return 0;
     if (fail_after_ > 0) {
       --fail_after_;
@@ -266,6 +269,7 @@ class fake_gpu {
 
   mutable std::mutex mutex_;
   std::atomic<long> calls_[c_count] = {};
+  static inline thread_local long thread_calls_ = 0;
   std::atomic<long> captured_records_{0};
   call fail_call_ = c_count;
   int fail_error_ = 0;
