@@ -17,7 +17,15 @@
 //     spans showing which stage is the bottleneck;
 //   * "frame_ready" / "frame_done" instants marking each frame's life;
 //   * phases "warm up" (the first 8 frames) and "measure" (edgetrace::phase):
-//     `edgetrace summary pipeline.etr --phase measure` leaves warm-up out.
+//     `edgetrace summary pipeline.etr --phase measure` leaves warm-up out;
+//   * each layer span carries its op type as an argument (EDGETRACE_ARG_NAMED):
+//     `edgetrace summary pipeline.etr --by arg:op` gives one row per op type;
+//   * activations come from a traced allocator (EDGETRACE_ALLOC/FREE): a
+//     "memory: activations" track in the JSON, and "peak mem" columns in the
+//     summary saying which layer needs the memory;
+//   * every frame is a flow (EDGETRACE_FLOW) through the four stages: arrows
+//     across the threads in the JSON, and a "frame" row with the end-to-end
+//     latency per frame in the summary.
 //
 // Capture control without changing the code: EDGETRACE_START_AFTER=50ms
 // (or =8marks in an app with EDGETRACE_MARK), EDGETRACE_DURATION=100ms,
@@ -33,6 +41,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -131,6 +140,7 @@ class bounded_queue {
 // moving pattern (the busy work a real decoder would do).
 std::vector<std::uint8_t> decode_frame(int index) {
   EDGETRACE_SCOPE(decode, "decode_frame");
+  EDGETRACE_FLOW(decode, "frame", index);  // the first step of frame `index`
   std::vector<std::uint8_t> pixels(static_cast<std::size_t>(frame_width) * frame_height * 3);
   for (int y = 0; y < frame_height; ++y) {
     for (int x = 0; x < frame_width; ++x) {
@@ -182,6 +192,34 @@ void normalize(std::vector<float>& tensor) {
 }
 
 // ---------------------------------------------------------------------------
+// A traced allocator: how to hook a memory pool into edgetrace. Any
+// allocator (a device memory pool, an arena) does the same: record the
+// address and size when a block is handed out, the address when it comes
+// back. The pool name groups blocks into one live-bytes track.
+template <class T>
+struct traced_allocator {
+  using value_type = T;
+  traced_allocator() = default;
+  template <class U>
+  traced_allocator(const traced_allocator<U>&) noexcept {}
+
+  T* allocate(std::size_t n) {
+    T* block = std::allocator<T>{}.allocate(n);
+    EDGETRACE_ALLOC(infer, block, n * sizeof(T), "activations");
+    return block;
+  }
+  void deallocate(T* block, std::size_t n) noexcept {
+    EDGETRACE_FREE(infer, block);
+    std::allocator<T>{}.deallocate(block, n);
+  }
+  friend bool operator==(const traced_allocator&, const traced_allocator&) noexcept { return true; }
+  friend bool operator!=(const traced_allocator&, const traced_allocator&) noexcept { return false; }
+};
+
+/// The network's activations live in the traced pool.
+using activation = std::vector<float, traced_allocator<float>>;
+
+// ---------------------------------------------------------------------------
 // Stage 3: inference. A toy convolutional network: blocks of
 // (1x1 conv, batch norm, relu), then global average pool and a dense layer.
 // Layer names come from a run-time list, as they would from a model file;
@@ -195,7 +233,19 @@ struct layer {
   int out_channels;
   std::vector<float> weights;  // conv/dense: out x in; batch norm: scale then shift
   edgetrace::name_handle handle;  // from edgetrace::intern(name): cheap to record
+  edgetrace::name_handle op;      // the op type, recorded as the span's "op" argument
 };
+
+const char* op_name(layer_kind kind) {
+  switch (kind) {
+    case layer_kind::conv: return "Conv";
+    case layer_kind::batch_norm: return "BatchNorm";
+    case layer_kind::relu: return "Relu";
+    case layer_kind::pool: return "GlobalAveragePool";
+    case layer_kind::dense: return "Gemm";
+  }
+  return "?";
+}
 
 /// "Loads" the model: in a real app the names and weights come from a file.
 std::vector<layer> load_model(int blocks) {
@@ -208,34 +258,37 @@ std::vector<layer> load_model(int blocks) {
   int channels = 3;
   for (int b = 1; b <= blocks; ++b) {
     const std::string suffix = std::to_string(b);
-    layer conv{"conv" + suffix, layer_kind::conv, channels, hidden_channels, {}, {}};
+    layer conv{"conv" + suffix, layer_kind::conv, channels, hidden_channels, {}, {}, {}};
     conv.weights.resize(static_cast<std::size_t>(conv.in_channels) * static_cast<std::size_t>(conv.out_channels));
     for (float& w : conv.weights) w = next_weight();
     model.push_back(std::move(conv));
-    layer norm{"bn" + suffix, layer_kind::batch_norm, hidden_channels, hidden_channels, {}, {}};
+    layer norm{"bn" + suffix, layer_kind::batch_norm, hidden_channels, hidden_channels, {}, {}, {}};
     for (int c = 0; c < hidden_channels; ++c) norm.weights.push_back(1.0f + next_weight());  // scale
     for (int c = 0; c < hidden_channels; ++c) norm.weights.push_back(next_weight());         // shift
     model.push_back(std::move(norm));
-    model.push_back(layer{"relu" + suffix, layer_kind::relu, hidden_channels, hidden_channels, {}, {}});
+    model.push_back(layer{"relu" + suffix, layer_kind::relu, hidden_channels, hidden_channels, {}, {}, {}});
     channels = hidden_channels;
   }
-  model.push_back(layer{"pool", layer_kind::pool, channels, channels, {}, {}});
-  layer dense{"fc", layer_kind::dense, channels, class_count, {}, {}};
+  model.push_back(layer{"pool", layer_kind::pool, channels, channels, {}, {}, {}});
+  layer dense{"fc", layer_kind::dense, channels, class_count, {}, {}, {}};
   dense.weights.resize(static_cast<std::size_t>(channels) * class_count);
   for (float& w : dense.weights) w = next_weight();
   model.push_back(std::move(dense));
 
   // Intern every name once, outside the hot loop (takes a lock, may allocate).
-  for (layer& l : model) l.handle = edgetrace::intern(l.name);
+  for (layer& l : model) {
+    l.handle = edgetrace::intern(l.name);
+    l.op = edgetrace::intern(op_name(l.kind));
+  }
   return model;
 }
 
 /// Runs one layer on `x` (channels x positions, planar) into a new tensor.
-std::vector<float> run_layer(const layer& l, const std::vector<float>& x) {
+activation run_layer(const layer& l, const activation& x) {
   const auto P = static_cast<std::size_t>(positions);
   switch (l.kind) {
     case layer_kind::conv: {  // 1x1 convolution: a (out x in) matrix times (in x positions)
-      std::vector<float> y(static_cast<std::size_t>(l.out_channels) * P, 0.0f);
+      activation y(static_cast<std::size_t>(l.out_channels) * P, 0.0f);
       for (int o = 0; o < l.out_channels; ++o) {
         float* out = &y[static_cast<std::size_t>(o) * P];
         for (int i = 0; i < l.in_channels; ++i) {
@@ -247,19 +300,19 @@ std::vector<float> run_layer(const layer& l, const std::vector<float>& x) {
       return y;
     }
     case layer_kind::batch_norm: {
-      std::vector<float> y(x.size());
+      activation y(x.size());
       const auto C = static_cast<std::size_t>(l.out_channels);
       for (std::size_t c = 0; c < C; ++c)
         for (std::size_t p = 0; p < P; ++p) y[c * P + p] = x[c * P + p] * l.weights[c] + l.weights[C + c];
       return y;
     }
     case layer_kind::relu: {
-      std::vector<float> y(x.size());
+      activation y(x.size());
       for (std::size_t i = 0; i < x.size(); ++i) y[i] = std::max(x[i], 0.0f);
       return y;
     }
     case layer_kind::pool: {  // global average pool: one value per channel
-      std::vector<float> y(static_cast<std::size_t>(l.out_channels), 0.0f);
+      activation y(static_cast<std::size_t>(l.out_channels), 0.0f);
       for (std::size_t c = 0; c < y.size(); ++c) {
         for (std::size_t p = 0; p < P; ++p) y[c] += x[c * P + p];
         y[c] /= static_cast<float>(P);
@@ -267,7 +320,7 @@ std::vector<float> run_layer(const layer& l, const std::vector<float>& x) {
       return y;
     }
     case layer_kind::dense: {
-      std::vector<float> y(static_cast<std::size_t>(l.out_channels), 0.0f);
+      activation y(static_cast<std::size_t>(l.out_channels), 0.0f);
       for (int o = 0; o < l.out_channels; ++o)
         for (int i = 0; i < l.in_channels; ++i)
           y[static_cast<std::size_t>(o)] +=
@@ -278,14 +331,17 @@ std::vector<float> run_layer(const layer& l, const std::vector<float>& x) {
   return x;
 }
 
-std::vector<float> infer_frame(const std::vector<layer>& model, std::vector<float> activations) {
+std::vector<float> infer_frame(const std::vector<layer>& model, const frame& f) {
   // The enclosing span: every layer span below nests inside it.
   EDGETRACE_SCOPE(infer, "inference");
+  EDGETRACE_FLOW(infer, "frame", f.index);  // this span is one step of frame f.index
+  activation activations(f.tensor.begin(), f.tensor.end());
   for (const layer& l : model) {
     EDGETRACE_SCOPE_NAMED(infer, l.handle);  // a span named e.g. "conv2"
+    EDGETRACE_ARG_NAMED(infer, "op", l.op);  // ...with argument op = "Conv"
     activations = run_layer(l, activations);
   }
-  return activations;
+  return std::vector<float>(activations.begin(), activations.end());
 }
 
 // ---------------------------------------------------------------------------
@@ -295,8 +351,10 @@ struct prediction {
   float confidence = 0;
 };
 
-prediction postprocess_frame(const std::vector<float>& scores) {
+prediction postprocess_frame(const frame& f) {
   EDGETRACE_SCOPE(postprocess, "top_k");
+  EDGETRACE_FLOW(postprocess, "frame", f.index);  // the last step
+  const std::vector<float>& scores = f.scores;
   std::vector<float> probabilities(scores.size());
   const float peak = *std::max_element(scores.begin(), scores.end());
   float total = 0;
@@ -373,6 +431,7 @@ int main(int argc, char** argv) {
       EDGETRACE_COUNTER(queue, "decoded_depth", depth);
       {
         EDGETRACE_SCOPE(preprocess, "preprocess_frame");
+        EDGETRACE_FLOW(preprocess, "frame", f->index);
         f->tensor = resize(f->pixels);
         normalize(f->tensor);
         f->pixels.clear();
@@ -390,7 +449,8 @@ int main(int argc, char** argv) {
     while (std::optional<frame> f = prepared.pop(depth)) {
       if (f->index == 8) edgetrace::phase("measure");
       EDGETRACE_COUNTER(queue, "prepared_depth", depth);
-      f->scores = infer_frame(model, std::move(f->tensor));
+      f->scores = infer_frame(model, *f);
+      f->tensor.clear();
       const std::size_t pushed_depth = inferred.push(std::move(*f));
       EDGETRACE_COUNTER(queue, "inferred_depth", pushed_depth);
     }
@@ -405,7 +465,7 @@ int main(int argc, char** argv) {
     std::size_t depth = 0;
     while (std::optional<frame> f = inferred.pop(depth)) {
       EDGETRACE_COUNTER(queue, "inferred_depth", depth);
-      const prediction p = postprocess_frame(f->scores);
+      const prediction p = postprocess_frame(*f);
       ++class_votes[static_cast<std::size_t>(p.best_class)];
       confidence_sum += static_cast<double>(p.confidence);
       EDGETRACE_INSTANT(postprocess, "frame_done");

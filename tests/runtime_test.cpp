@@ -234,6 +234,13 @@ TEST_CASE("runtime (compiled out): macros type-check, evaluate nothing, trace no
     EDGETRACE_INSTANT(rt, "never");
     EDGETRACE_MARK(rt, "never");
     EDGETRACE_COUNTER(rt, "never", side_effect());
+    EDGETRACE_ARG(rt, "never", side_effect());
+    EDGETRACE_ARG_NAMED(rt, "never", edgetrace::intern("never"));
+    EDGETRACE_FLOW(rt, "never", side_effect());
+    EDGETRACE_ALLOC(rt, &evaluated, side_effect(), "never");
+    EDGETRACE_FREE(rt, &evaluated);
+    EDGETRACE_FREE(rt, nullptr);
+    EDGETRACE_RECORD(rt, "never", side_effect(), side_effect());
     EDGETRACE_THREAD_NAME("never");
   }
   edgetrace::pause();

@@ -60,7 +60,10 @@ const command commands[] = {
     {"summary", "DUMP... [options]", "per-name table: calls, total, self, mean, min, percentiles, max, share",
      "One row per span name (or category, or thread) over all DUMPs; iteration\n"
      "latency from EDGETRACE_MARK marks or --iteration. See docs/ANALYSIS.md.\n"
-     "  --by name|category|thread   what a row stands for (default name)\n"
+     "  --by name|category|thread   what a row stands for (default name); add arg:KEY items\n"
+     "                              to split names by span arguments (--by name,arg:batch),\n"
+     "                              or give only arg:KEY items to group by their values\n"
+     "                              whatever the name (--by arg:op: one row per op type)\n"
      "  --top N                     keep the first N rows after sorting\n"
      "  --filter REGEX              keep span names matching REGEX (ECMAScript, searched)\n"
      "  --category LIST             keep these categories (comma list)\n"
@@ -357,10 +360,23 @@ const std::vector<const char*> summary_valued = {"--by",       "--top",      "--
 /// Fills summary_options from parsed flags; a usage error code on a bad value.
 int summary_options_from(const command& c, const parsed_options& p, et::summary_options& o, std::string& format) {
   if (const std::string* v = p.get("--by")) {
-    if (*v == "name") o.by = et::group_by::name;
-    else if (*v == "category") o.by = et::group_by::category;
-    else if (*v == "thread") o.by = et::group_by::thread;
-    else return usage_error(&c, "--by must be name, category or thread, not '" + *v + "'");
+    bool base_seen = false;
+    for (const std::string& item : et::split_list(*v)) {
+      if (item.compare(0, 4, "arg:") == 0) {
+        if (item.size() == 4) return usage_error(&c, "--by arg: needs an argument key, e.g. --by name,arg:batch");
+        o.by_args.push_back(item.substr(4));
+        continue;
+      }
+      if (base_seen) return usage_error(&c, "--by takes one of name, category or thread (plus arg:KEY items), not '" + *v + "'");
+      base_seen = true;
+      if (item == "name") o.by = et::group_by::name;
+      else if (item == "category") o.by = et::group_by::category;
+      else if (item == "thread") o.by = et::group_by::thread;
+      else return usage_error(&c, "--by must be name, category or thread, optionally with arg:KEY items (e.g. name,arg:batch), not '" + item + "'");
+    }
+    o.by_args_only = !base_seen && !o.by_args.empty();
+    if (!o.by_args.empty() && o.by != et::group_by::name)
+      return usage_error(&c, "--by arg:KEY splits rows by name; it does not combine with --by " + std::string(o.by == et::group_by::category ? "category" : "thread"));
   }
   std::uint64_t n = 0;
   if (const std::string* v = p.get("--top")) {

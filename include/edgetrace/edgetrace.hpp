@@ -12,6 +12,9 @@
 //   EDGETRACE_INSTANT(infer, "batch_ready");
 //   EDGETRACE_MARK(infer, "frame");            // iteration boundary (summary latency)
 //   EDGETRACE_COUNTER(infer, "queue_depth", n);
+//   EDGETRACE_ARG(infer, "batch", n);         // argument of the enclosing span
+//   EDGETRACE_FLOW(infer, "request", id);     // enclosing span is a step of request `id`
+//   EDGETRACE_ALLOC(infer, p, bytes, "pool"); EDGETRACE_FREE(infer, p);
 //   EDGETRACE_THREAD_NAME("preprocess");
 //   edgetrace::flush();                        // optional
 //   edgetrace::pause(); edgetrace::resume();   // capture control (also by env)
@@ -72,6 +75,10 @@ EDGETRACE_DETAIL_API void begin_phase(const char* name, std::size_t size) noexce
 /// to the recording clock's ticks and pushed like any span.
 EDGETRACE_DETAIL_API void record_measured(std::uint64_t word, std::uint64_t start_ns, std::uint64_t duration_ns,
                                           std::uint8_t mode) noexcept;
+/// EDGETRACE_ALLOC: pushes the allocation record and its bytes as one pair
+/// (both or neither reach the ring).
+EDGETRACE_DETAIL_API void record_alloc(std::uint64_t word, std::uint64_t address, std::uint64_t bytes,
+                                       std::uint8_t mode) noexcept;
 
 /// A span's begin value when its mode is anything but "record with the CPU
 /// counter" (CLOCK_MONOTONIC, scope hooks, hooks without recording): bit 63
@@ -138,9 +145,12 @@ EDGETRACE_DETAIL_NOINLINE void event_slow(std::uint64_t word, std::uint64_t valu
                          reinterpret_cast<const site*>(static_cast<std::uintptr_t>(word))->kind == format::site_kind::mark;
     mode = static_cast<std::uint8_t>((mode & mode_hooks) | (is_mark ? start_mark_seen() : 0));
   }
-  if ((mode & mode_hooks) != 0 && (word & 3) == 0 &&
-      reinterpret_cast<const site*>(static_cast<std::uintptr_t>(word))->kind != format::site_kind::counter) {
-    if (const scope_hooks* hooks = installed_hooks.load(order_acquire)) hooks->instant(word);
+  if ((mode & mode_hooks) != 0 && (word & 3) == 0) {
+    // Instants and marks only: counters and annotations have no hook.
+    const format::site_kind kind = reinterpret_cast<const site*>(static_cast<std::uintptr_t>(word))->kind;
+    if (kind == format::site_kind::instant || kind == format::site_kind::mark) {
+      if (const scope_hooks* hooks = installed_hooks.load(order_acquire)) hooks->instant(word);
+    }
   }
   const std::uint8_t clock = mode & mode_clock_bits;
   if (clock != clock_off) push(word, ticks(clock), value);
@@ -225,12 +235,26 @@ EDGETRACE_DETAIL_ALWAYS_INLINE void instant(SiteFn site_fn) noexcept {
   }
 }
 
-/// Records a counter sample; the caller has loaded the category's mode.
-template <class SiteFn>
-EDGETRACE_DETAIL_ALWAYS_INLINE void counter(SiteFn site_fn, double value, std::uint8_t mode) noexcept {
+/// The bit pattern a counter sample is stored with.
+EDGETRACE_DETAIL_ALWAYS_INLINE std::uint64_t counter_bits(double value) noexcept {
   std::uint64_t bits;
   __builtin_memcpy(&bits, &value, sizeof bits);
-  event(site_fn, bits, mode);
+  return bits;
+}
+
+/// An address as EDGETRACE_ALLOC / EDGETRACE_FREE record it: a pointer, or
+/// an integer handle (a CUdeviceptr, an offset into an arena).
+EDGETRACE_DETAIL_ALWAYS_INLINE std::uint64_t address(const volatile void* pointer) noexcept {
+  return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(pointer));
+}
+EDGETRACE_DETAIL_ALWAYS_INLINE std::uint64_t address(unsigned long long handle) noexcept { return handle; }
+EDGETRACE_DETAIL_ALWAYS_INLINE std::uint64_t address(unsigned long handle) noexcept { return handle; }
+EDGETRACE_DETAIL_ALWAYS_INLINE std::uint64_t address(decltype(nullptr)) noexcept { return 0; }
+
+/// The record word of site `site_fn()`.
+template <class SiteFn>
+EDGETRACE_DETAIL_ALWAYS_INLINE std::uint64_t site_word(SiteFn site_fn) noexcept {
+  return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&site_fn()));
 }
 
 /// The category's clock mode, 0 when not recording.
@@ -248,6 +272,10 @@ using scope_t = select_t<Category::compiled_in, span_scope<Category>, null_scope
 const char* check_name(const char* name) noexcept;
 name_handle check_handle(name_handle handle) noexcept;
 double check_value(double value) noexcept;
+std::uint64_t check_address(const volatile void* pointer) noexcept;
+std::uint64_t check_address(unsigned long long handle) noexcept;
+std::uint64_t check_address(unsigned long handle) noexcept;
+std::uint64_t check_address(decltype(nullptr)) noexcept;
 
 }  // namespace detail
 
@@ -361,13 +389,62 @@ auto phase(const String& name) noexcept -> decltype(static_cast<const char*>(nam
 /// a double) is evaluated only when recorded. No lambda captures `value`'s
 /// variables, so a compiled-out counter leaves the optimiser's view of the
 /// surrounding code untouched.
-#define EDGETRACE_COUNTER(cat, name, value)                                                                 \
-  do {                                                                                                      \
-    if constexpr (EDGETRACE_DETAIL_CATEGORY_TYPE(cat)::compiled_in) {                                         \
-      if (const std::uint8_t edgetrace_mode = ::edgetrace::detail::recording<EDGETRACE_DETAIL_CATEGORY_TYPE(cat)>()) \
-        ::edgetrace::detail::counter(EDGETRACE_DETAIL_SITE(cat, name, ::edgetrace::format::site_kind::counter), \
-                                     static_cast<double>(value), edgetrace_mode);                            \
-    }                                                                                                       \
+#define EDGETRACE_COUNTER(cat, name, value) \
+  EDGETRACE_DETAIL_VALUE_EVENT(cat, name, counter, ::edgetrace::detail::counter_bits(static_cast<double>(value)))
+
+/// Attaches the integer argument `key` = `value` (a string literal and any
+/// integer expression, stored as int64) to the innermost span open on the
+/// calling thread: `edgetrace json` shows it in that span's args,
+/// `edgetrace summary --by name,arg:KEY` groups by it. Costs what a counter
+/// sample does; the span itself is unchanged. An argument recorded outside
+/// every span is counted and shown in `edgetrace info`, not attached.
+#define EDGETRACE_ARG(cat, key, value) \
+  EDGETRACE_DETAIL_VALUE_EVENT(cat, key, arg, static_cast<std::uint64_t>(static_cast<std::int64_t>(value)))
+
+/// EDGETRACE_ARG with a string value: an edgetrace::name_handle from
+/// edgetrace::intern() (a layout, a dtype, a model name).
+#define EDGETRACE_ARG_NAMED(cat, key, handle) \
+  EDGETRACE_DETAIL_VALUE_EVENT(cat, key, arg_name, ::edgetrace::name_handle(handle).id)
+
+/// Makes the innermost span open on the calling thread a step of flow
+/// `name` (a string literal, e.g. "request") with identity `id` (any
+/// integer: a request number, a pointer cast to uintptr_t). The steps of
+/// one id, on any threads, are linked by arrows in the JSON in time order;
+/// `edgetrace summary` reports each flow name's end-to-end latency (first
+/// step's begin to last step's end) per id.
+#define EDGETRACE_FLOW(cat, name, id) \
+  EDGETRACE_DETAIL_VALUE_EVENT(cat, name, flow, static_cast<std::uint64_t>(id))
+
+/// Records that `bytes` were allocated at `ptr` (a pointer or an integer
+/// handle such as a CUdeviceptr) from pool `pool` (a string literal).
+/// `edgetrace json` draws live bytes per pool as a counter track;
+/// `edgetrace summary` shows the peak live bytes during each span name.
+/// Out of line (two records); the arguments are evaluated only when the
+/// category is recording.
+#define EDGETRACE_ALLOC(cat, ptr, bytes, pool)                                                                           \
+  do {                                                                                                                   \
+    if constexpr (EDGETRACE_DETAIL_CATEGORY_TYPE(cat)::compiled_in) {                                                      \
+      if (const std::uint8_t edgetrace_mode = ::edgetrace::detail::recording<EDGETRACE_DETAIL_CATEGORY_TYPE(cat)>())      \
+        ::edgetrace::detail::record_alloc(                                                                               \
+            ::edgetrace::detail::site_word(EDGETRACE_DETAIL_SITE(cat, pool, ::edgetrace::format::site_kind::alloc)),     \
+            ::edgetrace::detail::address(ptr), static_cast<std::uint64_t>(bytes), edgetrace_mode);                      \
+    }                                                                                                                    \
+  } while (false)
+
+/// Records that the allocation at `ptr` was freed (its pool and size come
+/// from the matching EDGETRACE_ALLOC). A free of a null pointer is ignored;
+/// a double free or a free of an address never allocated is counted and
+/// reported by `edgetrace info` and `summary`, never attributed.
+#define EDGETRACE_FREE(cat, ptr) EDGETRACE_DETAIL_VALUE_EVENT(cat, "free", free, ::edgetrace::detail::address(ptr))
+
+/// One event of kind `kind` at a site named `name`, with a 64-bit value.
+#define EDGETRACE_DETAIL_VALUE_EVENT(cat, name, kind, value)                                                         \
+  do {                                                                                                               \
+    if constexpr (EDGETRACE_DETAIL_CATEGORY_TYPE(cat)::compiled_in) {                                                  \
+      if (const std::uint8_t edgetrace_mode = ::edgetrace::detail::recording<EDGETRACE_DETAIL_CATEGORY_TYPE(cat)>())   \
+        ::edgetrace::detail::event(EDGETRACE_DETAIL_SITE(cat, name, ::edgetrace::format::site_kind::kind), (value),   \
+                                   edgetrace_mode);                                                                  \
+    }                                                                                                                \
   } while (false)
 
 /// Records a span measured elsewhere: it began at `start_ns` and lasted
@@ -378,8 +455,8 @@ auto phase(const String& name) noexcept -> decltype(static_cast<const char*>(nam
 /// the category is recording. Cost: an out-of-line call, a few clock reads.
 #define EDGETRACE_RECORD(cat, name, start_ns, duration_ns)                                                    \
   EDGETRACE_DETAIL_RECORD(cat,                                                                                \
-                          reinterpret_cast<std::uintptr_t>(                                                   \
-                              &EDGETRACE_DETAIL_SITE(cat, name, ::edgetrace::format::site_kind::span)()),     \
+                          ::edgetrace::detail::site_word(                                                     \
+                              EDGETRACE_DETAIL_SITE(cat, name, ::edgetrace::format::site_kind::span)),        \
                           start_ns, duration_ns)
 
 /// EDGETRACE_RECORD with a run-time name (an edgetrace::name_handle from
@@ -418,6 +495,21 @@ auto phase(const String& name) noexcept -> decltype(static_cast<const char*>(nam
 #define EDGETRACE_RECORD_NAMED(cat, handle, start_ns, duration_ns)                                    \
   EDGETRACE_DETAIL_CHECK_CATEGORY(cat), static_cast<void>(sizeof(::edgetrace::detail::check_handle(handle))), \
       static_cast<void>(sizeof(static_cast<std::uint64_t>(start_ns) + static_cast<std::uint64_t>(duration_ns)))
+#define EDGETRACE_ARG(cat, key, value)                                                                     \
+  EDGETRACE_DETAIL_CHECK_CATEGORY(cat), static_cast<void>(sizeof(::edgetrace::detail::check_name(key))), \
+      static_cast<void>(sizeof(static_cast<std::int64_t>(value)))
+#define EDGETRACE_ARG_NAMED(cat, key, handle)                                                              \
+  EDGETRACE_DETAIL_CHECK_CATEGORY(cat), static_cast<void>(sizeof(::edgetrace::detail::check_name(key))), \
+      static_cast<void>(sizeof(::edgetrace::detail::check_handle(handle)))
+#define EDGETRACE_FLOW(cat, name, id)                                                                       \
+  EDGETRACE_DETAIL_CHECK_CATEGORY(cat), static_cast<void>(sizeof(::edgetrace::detail::check_name(name))), \
+      static_cast<void>(sizeof(static_cast<std::uint64_t>(id)))
+#define EDGETRACE_ALLOC(cat, ptr, bytes, pool)                                                                  \
+  EDGETRACE_DETAIL_CHECK_CATEGORY(cat), static_cast<void>(sizeof(::edgetrace::detail::check_name(pool))),     \
+      static_cast<void>(sizeof(::edgetrace::detail::check_address(ptr))),                                     \
+      static_cast<void>(sizeof(static_cast<std::uint64_t>(bytes)))
+#define EDGETRACE_FREE(cat, ptr) \
+  EDGETRACE_DETAIL_CHECK_CATEGORY(cat), static_cast<void>(sizeof(::edgetrace::detail::check_address(ptr)))
 #define EDGETRACE_THREAD_NAME(name) static_cast<void>(sizeof(::edgetrace::detail::check_name(name)))
 
 #endif

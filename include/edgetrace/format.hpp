@@ -19,7 +19,7 @@ namespace format {
 /// transfers and files that are not edgetrace dumps at all.
 inline constexpr unsigned char file_magic[8] = {0x89, 'E', 'T', 'R', '\r', '\n', 0x1A, '\n'};
 inline constexpr std::uint16_t version_major = 1;
-inline constexpr std::uint16_t version_minor = 2;
+inline constexpr std::uint16_t version_minor = 3;
 inline constexpr std::size_t file_header_size = 16;
 
 /// Chunk framing: sync0 sync1 type flags | u32 payload_size | u32 writer_id |
@@ -45,6 +45,7 @@ enum class chunk_type : std::uint8_t {
   end = 7,          ///< clean end of this writer's stream
   gpu = 8,          ///< GPU devices, streams, clock anchors and spans (1.2, cuda.hpp)
   capture = 9,      ///< recording windows (pause/resume) and phases (1.2)
+  annotations = 10, ///< span arguments, flow steps, allocations and frees (1.3)
 };
 
 enum class clock_source : std::uint8_t {
@@ -73,6 +74,16 @@ enum class capture_reason : std::uint8_t {
   start_after = 1,  ///< EDGETRACE_START_AFTER: waiting at start-up, then its time or mark count came
   duration = 2,     ///< EDGETRACE_DURATION ran out
   signal = 3,       ///< EDGETRACE_TOGGLE_SIGNAL: waiting at start-up, then a toggle signal
+};
+
+/// Records of an annotations chunk (1.3). Each is `u8 tag, varint size,
+/// body`; every body starts with varint thread id, varint tick, varint site id.
+enum class annotation_record : std::uint8_t {
+  arg = 1,       ///< + zigzag varint value
+  arg_name = 2,  ///< + varint site id whose name is the value
+  flow = 3,      ///< + varint flow id
+  alloc = 4,     ///< + varint address, varint bytes
+  free = 5,      ///< + varint address
 };
 
 /// Records of a gpu chunk (1.2). Each is `u8 tag, varint size, body`, so a

@@ -2,7 +2,7 @@
 // libFuzzer target for the dump reader and its outputs (issue 7). The input
 // is written to a memfd (the reader opens paths; a memfd is a regular,
 // seekable file reachable as /proc/self/fd/N), then read as a dump: both
-// passes (and the GPU pass), Chrome JSON and info, to /dev/null. Any crash, hang, sanitizer
+// passes (and the GPU pass), Chrome JSON, info and the summary, to /dev/null. Any crash, hang, sanitizer
 // report or unbounded allocation is a bug; see docs/RELIABILITY.md.
 //
 // Built as reader_fuzz (clang, -fsanitize=fuzzer,address,undefined) and as
@@ -11,6 +11,7 @@
 #include <edgetrace/reader/chrome_json.hpp>
 #include <edgetrace/reader/dump_reader.hpp>
 #include <edgetrace/reader/info.hpp>
+#include <edgetrace/reader/summary.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -67,6 +68,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   {
     edgetrace::reader::dump_reader r;
     if (r.open(path)) edgetrace::reader::write_info(r, dev_null());
+  }
+  {
+    // The summary: span walk, arguments, flows and memory peaks (1.3).
+    edgetrace::reader::dump_reader r;
+    std::string error;
+    edgetrace::reader::summary_builder builder{edgetrace::reader::summary_options{}};
+    if (r.open(path) && builder.add(r, error)) {
+      const std::string table = edgetrace::reader::summary_table(builder.finish(), "fuzz.etr");
+      std::fwrite(table.data(), 1, table.size(), dev_null());
+    }
   }
   return 0;
 }

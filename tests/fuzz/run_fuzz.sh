@@ -16,7 +16,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 mkdir -p "$work/corpus" "$work/seeds" "$work/crashes"
 cp "$here"/seeds/* "$work/seeds/" 2>/dev/null || true
 if [[ -n $trace_app && -x $trace_app ]]; then
-  for mode in idle exit-code worker-exit; do
+  for mode in idle exit-code worker-exit annotations; do
     EDGETRACE_OUTPUT="$work/seeds/app-$mode.etr" "$trace_app" "$mode" >/dev/null 2>&1 || true
   done
   EDGETRACE_OUTPUT="$work/seeds/app-small-ring.etr" EDGETRACE_BUFFER_KB=4 "$trace_app" stress 0.05 2 >/dev/null 2>&1 || true

@@ -536,6 +536,65 @@ int main(int argc, char** argv) {
     edgetrace::resume();
     return 0;
   }
+  if (std::strcmp(mode, "annotations") == 0) {
+    // Arguments, memory pools and flows, with values tests/annotations_test.cpp
+    // recomputes. "weights" stays live (1500 bytes); each layer i adds
+    // (i + 1) * 100 bytes of scratch and its gemm 50 more.
+    alignas(16) static unsigned char arena[4096];
+    const edgetrace::name_handle fp16 = edgetrace::intern("fp16"), int8 = edgetrace::intern(std::string("int8"));
+    {
+      EDGETRACE_SCOPE(app, "load");
+      EDGETRACE_ALLOC(app, arena + 0, 1000, "weights");
+      EDGETRACE_ALLOC(app, arena + 1024, 500, "weights");
+    }
+    for (int i = 0; i < 4; ++i) {
+      EDGETRACE_SCOPE(app, "layer");
+      EDGETRACE_ARG(app, "batch", 1 << i);
+      EDGETRACE_ARG_NAMED(app, "dtype", i % 2 == 0 ? fp16 : int8);
+      EDGETRACE_ALLOC(app, arena + 2048, (i + 1) * 100, "scratch");
+      {
+        EDGETRACE_SCOPE(app, "gemm");
+        EDGETRACE_ARG(app, "k", -64 * (i + 1));
+        EDGETRACE_ALLOC(app, arena + 3072, 50, "scratch");
+        EDGETRACE_FREE(app, arena + 3072);
+      }
+      EDGETRACE_FREE(app, arena + 2048);
+    }
+    // Mismatches: a free of an address never allocated, a double free, and
+    // free(NULL) (ignored); an argument outside every span (not attached).
+    EDGETRACE_FREE(app, reinterpret_cast<void*>(0xdead0));
+    EDGETRACE_ALLOC(app, arena + 3584, 64, "scratch");
+    EDGETRACE_FREE(app, arena + 3584);
+    EDGETRACE_FREE(app, arena + 3584);
+    EDGETRACE_FREE(app, nullptr);
+    EDGETRACE_ARG(app, "orphan", 1);
+    // Requests 1..3: enqueued on this thread, processed on another.
+    for (std::uint64_t id = 1; id <= 3; ++id) {
+      {
+        EDGETRACE_SCOPE(app, "enqueue");
+        EDGETRACE_FLOW(app, "request", id);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      std::thread([id] {
+        EDGETRACE_SCOPE(app, "process");
+        EDGETRACE_FLOW(app, "request", id);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }).join();
+    }
+    return 0;
+  }
+  if (std::strcmp(mode, "alloc-flood") == 0) {
+    // More allocations than a 16 KiB ring holds, without pause: pairs drop
+    // whole. Address 0x100000 + 16 i always carries i + 1 bytes.
+    const int count = argc > 2 ? std::atoi(argv[2]) : 100000;
+    for (int i = 0; i < count; ++i) {
+      const std::uint64_t address = 0x100000u + 16u * static_cast<std::uint64_t>(i);
+      EDGETRACE_ALLOC(app, address, i + 1, "flood");
+      EDGETRACE_FREE(app, address);
+    }
+    std::printf("issued %d\n", count * 3);
+    return 0;
+  }
   std::fprintf(stderr, "trace_app: unknown mode %s\n", mode);
   return 2;
 }

@@ -19,6 +19,7 @@ enum record_tag : std::uint64_t {
   tag_site = 0,   ///< word = const site*; t_begin/t_end (span) or t/value
   tag_named = 1,  ///< word = name_id << 32 | category index << 2 | 1; a span
   tag_loss = 2,   ///< word = count << 2 | 2; t_begin/t_end = first/last tick
+  tag_more = 3,   ///< word = 3; t_begin = the previous record's second value (an allocation's bytes)
 };
 
 /// One complete event as the hot path stores it (24 bytes, one burst of

@@ -286,6 +286,15 @@ class runtime {
   std::vector<unsigned char> out_;      ///< sealed chunks waiting for write()
   std::vector<unsigned char> chunk_;    ///< events chunk being built
   std::vector<unsigned char> defs_;     ///< definitions chunk being built
+  std::vector<unsigned char> annotations_;  ///< annotations chunk being built (1.3)
+  /// An allocation record whose bytes (the next record, tag_more) have not
+  /// been read yet; thread_id 0 = none.
+  struct pending_alloc {
+    std::uint32_t thread_id;
+    std::uint32_t site_id;
+    std::uint64_t tick;
+    std::uint64_t address;
+  } pending_alloc_ = {};
   // Scratch space reused by the flusher. Members rather than locals: a
   // fork() can snapshot the flusher mid-cycle, and memory reachable only
   // from its stack would look leaked in the child.
@@ -633,6 +642,87 @@ class runtime {
     if (out_.size() >= (256u << 10)) flush_output();
   }
 
+  // ---- annotations (1.3): arguments, flow steps, allocations, frees. They
+  // go to their own chunk (an older reader skips it), written after the
+  // definitions they use.
+
+  /// Handles `r` if it is an annotation record; false for everything else.
+  bool annotation(thread_ring& ring, const record& r) {
+    const std::uint64_t tag = r.word & 3;
+    if (tag == tag_more) {  // an allocation's bytes: the pair is complete
+      ++ring.written;
+      if (pending_alloc_.thread_id == ring.thread_id) {
+        unsigned char body[5 * format::max_varint_size];
+        unsigned char* p = annotation_head(body, pending_alloc_.thread_id, pending_alloc_.tick, pending_alloc_.site_id);
+        p = format::put_varint(p, pending_alloc_.address);
+        p = format::put_varint(p, r.t_begin);
+        put_annotation(format::annotation_record::alloc, body, p);
+      }
+      pending_alloc_.thread_id = 0;
+      return true;
+    }
+    if (tag != tag_site) return false;
+    const site* s = reinterpret_cast<const site*>(static_cast<std::uintptr_t>(r.word));
+    const site_cache_entry& slot = site_cache_[(r.word >> 3) & 255];
+    const format::site_kind kind = slot.key == s ? slot.kind : s->kind;
+    if (EDGETRACE_DETAIL_LIKELY(!format::is_annotation(kind))) return false;
+    ++ring.written;
+    const std::uint32_t id = slot.key == s ? slot.id : site_id(s);
+    if (kind == format::site_kind::alloc) {
+      pending_alloc_ = {ring.thread_id, id, r.t_begin, r.t_end};
+      return true;
+    }
+    unsigned char body[4 * format::max_varint_size];
+    unsigned char* p = annotation_head(body, ring.thread_id, r.t_begin, id);
+    format::annotation_record type = format::annotation_record::free;
+    switch (kind) {
+      case format::site_kind::arg:
+        type = format::annotation_record::arg;
+        p = format::put_varint(p, format::zigzag(static_cast<std::int64_t>(r.t_end)));
+        break;
+      case format::site_kind::arg_name:
+        type = format::annotation_record::arg_name;
+        p = format::put_varint(p, named_site_id(((r.t_end & 0xFFFFFFFFu) << 32) |
+                                                 (std::uint64_t{s->category->index} << 2) | tag_named));
+        break;
+      case format::site_kind::flow:
+        type = format::annotation_record::flow;
+        p = format::put_varint(p, r.t_end);
+        break;
+      default:  // free
+        p = format::put_varint(p, r.t_end);
+        break;
+    }
+    put_annotation(type, body, p);
+    return true;
+  }
+
+  static unsigned char* annotation_head(unsigned char* p, std::uint32_t thread_id, std::uint64_t tick,
+                                        std::uint32_t site) noexcept {
+    p = format::put_varint(p, thread_id);
+    p = format::put_varint(p, tick);
+    return format::put_varint(p, site);
+  }
+
+  void put_annotation(format::annotation_record type, const unsigned char* body, const unsigned char* end) {
+    if (annotations_.empty()) begin_chunk(annotations_);
+    annotations_.push_back(static_cast<unsigned char>(type));
+    put_varint(annotations_, static_cast<std::uint64_t>(end - body));
+    annotations_.insert(annotations_.end(), body, end);
+    if (annotations_.size() > format::target_event_payload) emit_annotations();
+  }
+
+  /// Seals the annotations chunk, after the definitions it refers to.
+  void emit_annotations() {
+    if (annotations_.empty()) return;
+    if (!defs_.empty()) {
+      emit_chunk(defs_, format::chunk_type::definitions);
+      defs_.clear();
+    }
+    emit_chunk(annotations_, format::chunk_type::annotations);
+    annotations_.clear();
+  }
+
   static constexpr std::uint64_t special_code(format::special_type type) noexcept {
     return (std::uint64_t{static_cast<std::uint8_t>(type)} << 2) | 3;
   }
@@ -705,6 +795,7 @@ class runtime {
     if (failed_.load(std::memory_order_relaxed) || ended_) return consume(ring, [](const record&) {});
     announce_thread(ring);
     const std::size_t count = consume(ring, [&](const record& r) {
+      if (EDGETRACE_DETAIL_UNLIKELY(annotation(ring, r))) return;
       if (cursor_ == nullptr) {
         start_events_chunk(ring, reference_tick(r));
       } else if (EDGETRACE_DETAIL_UNLIKELY(static_cast<std::size_t>(cursor_ - chunk_.data()) >
@@ -715,6 +806,7 @@ class runtime {
       encode(ring, r);
     });
     finish_events_chunk();
+    emit_annotations();
     return count;
   }
 
@@ -1202,6 +1294,42 @@ EDGETRACE_DETAIL_NOINLINE void push_slow(std::uint64_t word, std::uint64_t a, st
   *pos = record{word, a, b};
   ring->write_pos.store(pos + 1, std::memory_order_release);
   refresh_room(*ring);
+}
+
+/// Pushes an allocation and its bytes as two adjacent records, published
+/// together: the flusher never sees one without the other, and a full ring
+/// drops both (counted as two).
+inline void push_alloc_pair(std::uint64_t word, std::uint64_t tick, std::uint64_t address, std::uint64_t bytes) noexcept {
+  thread_ring* ring = current_ring;
+  if (ring == &sentinel_ring) {
+    ring = attach_thread();
+    if (ring == nullptr) return;
+  }
+  const std::size_t room = refresh_room(*ring);
+  record* pos = ring->write_pos.load(std::memory_order_relaxed);
+  if (room < (ring->pending_loss != 0 ? 3u : 2u)) {
+    note_drop(*ring, tick);
+    note_drop(*ring, tick);
+    ring->write_limit = pos;  // keep taking the slow path until there is room
+    return;
+  }
+  if (ring->pending_loss != 0) {
+    *pos = record{(ring->pending_loss << 2) | tag_loss, ring->loss_first, ring->loss_last};
+    ring->pending_loss = 0;
+    if (++pos == ring->end) pos = ring->begin;
+  }
+  *pos = record{word, tick, address};
+  if (++pos == ring->end) pos = ring->begin;
+  *pos = record{tag_more, bytes, 0};
+  ring->write_pos.store(pos + 1, std::memory_order_release);
+  refresh_room(*ring);
+}
+
+EDGETRACE_DETAIL_API void record_alloc(std::uint64_t word, std::uint64_t address, std::uint64_t bytes,
+                                       std::uint8_t mode) noexcept {
+  const std::uint8_t clock = mode & mode_clock_bits;
+  if (clock == clock_off) return;  // hooks only, or waiting for marks: nothing is recorded
+  push_alloc_pair(word, ticks(clock), address, bytes);
 }
 
 // ------------------------------------------------------------ start / stop

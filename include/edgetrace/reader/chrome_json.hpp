@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "annotations.hpp"
 #include "dump_reader.hpp"
 
 namespace edgetrace {
@@ -176,6 +177,9 @@ struct chrome_json_result {
   std::uint64_t capture_markers = 0;   ///< recording on/off and phase markers (1.2)
   std::uint64_t gpu_spans = 0;         ///< GPU X events (on the "GPU" processes)
   std::uint64_t flows = 0;             ///< launch → GPU arrows
+  std::uint64_t flow_steps = 0;        ///< EDGETRACE_FLOW steps written as flow events (1.3)
+  std::uint64_t span_args = 0;         ///< EDGETRACE_ARG arguments written into span args (1.3)
+  std::uint64_t memory_samples = 0;    ///< live-bytes samples on memory pool tracks (1.3)
   std::uint64_t counters_skipped = 0;  ///< NaN/Inf samples left out
   std::uint64_t filtered = 0;          ///< events left out by min_dur_ns / filter
   std::int64_t origin_ns = 0;          ///< CLOCK_MONOTONIC ns that ts 0 stands for
@@ -381,8 +385,10 @@ class chrome_json_document {
     ++result_.flows;
   }
 
-  /// Writes one event (already filtered). `pid` is the pid to show.
-  void write(const event& e, std::uint64_t pid, std::int64_t shift, dump_reader& r) {
+  /// Writes one event (already filtered). `pid` is the pid to show;
+  /// `args`: a span's arguments (EDGETRACE_ARG), in time order.
+  void write(const event& e, std::uint64_t pid, std::int64_t shift, dump_reader& r,
+             const std::vector<const annotation*>& args = {}) {
     switch (e.kind) {
       case event_kind::span: {
         begin_event();
@@ -397,7 +403,13 @@ class chrome_json_document {
         write_pid_tid(pid, e.thread->os_tid);
         // The same constant for every such span: viewers that make a frame
         // per distinct args (speedscope) still merge them.
-        if (e.writer->gpu.captured_span(e.thread->os_tid, e.end_tick)) o_.write(",\"args\":{\"cuda_graph\":\"captured\"}");
+        const bool captured = e.writer->gpu.captured_span(e.thread->os_tid, e.end_tick);
+        if (captured || !args.empty()) {
+          o_.write(",\"args\":{");
+          if (captured) o_.write("\"cuda_graph\":\"captured\"");
+          write_span_args(args, captured);
+          o_.put('}');
+        }
         o_.put('}');
         ++result_.spans;
         break;
@@ -461,6 +473,42 @@ class chrome_json_document {
     }
   }
 
+  /// One live-bytes sample of a memory pool (EDGETRACE_ALLOC/FREE): a
+  /// counter track "memory: POOL" of the process.
+  void write_memory_sample(const std::string& pool, std::uint64_t pid, std::int64_t ns, std::uint64_t live) {
+    begin_event();
+    o_.write("{\"name\":");
+    o_.write_string("memory: " + pool);
+    o_.write(",\"cat\":\"edgetrace\",\"ph\":\"C\",\"ts\":");
+    o_.write_us(ts(ns));
+    write_pid_tid(pid, 0);
+    o_.write(",\"args\":{\"live bytes\":");
+    o_.write_u64(live);
+    o_.write("}}");
+    ++result_.memory_samples;
+  }
+
+  /// One step of flow `name` (EDGETRACE_FLOW): phase "s" (first step), "t"
+  /// or "f" (last), bound to the step's span, which starts at `ns`.
+  void write_flow_step(const std::string& name, const std::string& cat, std::uint64_t id, char phase,
+                       std::uint64_t pid, std::uint64_t tid, std::int64_t ns) {
+    begin_event();
+    o_.write("{\"name\":");
+    o_.write_string(name);
+    o_.write(",\"cat\":");
+    o_.write_string(cat);
+    const char ph[] = {',', '"', 'p', 'h', '"', ':', '"', phase, '"', '\0'};
+    o_.write(ph);
+    if (phase != 's') o_.write(",\"bp\":\"e\"");
+    o_.write(",\"id\":");
+    o_.write_u64(id);
+    o_.write(",\"ts\":");
+    o_.write_us(ts(ns));
+    write_pid_tid(pid, tid);
+    o_.put('}');
+    ++result_.flow_steps;
+  }
+
   /// Writes the trailer; returns false on a write error.
   bool end(const std::vector<chrome_json_input>& inputs, const chrome_json_options& options,
            const std::string& extra_other_data = {}) {
@@ -521,6 +569,29 @@ class chrome_json_document {
     o_.write_u64(sort_index);
     o_.write("}}");
   }
+  /// The members of a span's args object: one per key, the last value
+  /// recorded for it, keys in the order first recorded.
+  void write_span_args(const std::vector<const annotation*>& args, bool comma) {
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const std::string key = args[i]->name();
+      bool seen = false, later = false;
+      for (std::size_t j = 0; j < args.size(); ++j)
+        if (j != i && args[j]->name() == key) (j < i ? seen : later) = true;
+      if (seen) continue;
+      const annotation* last = args[i];
+      if (later)
+        for (std::size_t j = i + 1; j < args.size(); ++j)
+          if (args[j]->name() == key) last = args[j];
+      if (comma) o_.put(',');
+      comma = true;
+      o_.write_string(key);
+      o_.put(':');
+      if (last->type == format::annotation_record::arg_name) o_.write_string(last->value_text());
+      else o_.write_i64(last->int_value());
+      ++result_.span_args;
+    }
+  }
+
   void write_pid_tid(std::uint64_t pid, std::uint64_t tid) {
     o_.write(",\"pid\":");
     o_.write_u64(pid);
@@ -542,6 +613,60 @@ class chrome_json_document {
 };
 
 /// Applies chrome_json_options' filters; caches the regex verdict per site.
+/// Arguments, flow steps and memory tracks of one input (format 1.3):
+/// feed every span to on_span() (kept or not, so a filtered child never
+/// hands its arguments to its parent), then call finish().
+class json_annotations {
+ public:
+  explicit json_annotations(const dump_reader& r) : spans_(r), memory_(r) {}
+
+  /// Claims span `e`'s arguments (returned) and, when `kept`, its flow steps.
+  const std::vector<const annotation*>& on_span(const event& e, bool kept) {
+    args_.clear();
+    spans_.claim(e.thread, e.begin_ns, e.end_ns, [&](const annotation& a) {
+      if (a.type == format::annotation_record::flow) {
+        if (kept) flows_.add(a, e.thread, e.begin_ns, e.end_ns);
+      } else if (kept) {
+        args_.push_back(&a);
+      }
+    });
+    return args_;
+  }
+
+  const std::vector<const annotation*>& none() const noexcept { return none_; }
+
+  /// Writes memory tracks and flow arrows; `doc_for(ns)` picks the document
+  /// of a (shifted) time.
+  template <class DocFor>
+  void finish(const chrome_json_input& in, DocFor&& doc_for) {
+    for (const auto& entry : memory_.all()) {
+      const std::uint64_t pid = in.pid(*entry.first);
+      const memory_timeline& m = entry.second;
+      for (const memory_timeline::point& p : m.points())
+        doc_for(p.ns + in.shift_ns).write_memory_sample(m.pools()[p.pool].name, pid, p.ns + in.shift_ns, p.pool_live);
+    }
+    std::uint64_t id = std::uint64_t{1} << 40;  // apart from launch arrows' ids
+    for (auto& flow : flows_.sorted()) {
+      const std::vector<flow_step>& steps = flow.second;
+      if (steps.size() < 2) continue;  // one step: no arrow to draw
+      ++id;
+      for (std::size_t i = 0; i < steps.size(); ++i) {
+        const char phase = i == 0 ? 's' : i + 1 == steps.size() ? 'f' : 't';
+        const std::int64_t ns = steps[i].begin_ns + in.shift_ns;
+        doc_for(ns).write_flow_step(flow.first.name, "flow", id, phase, in.pid(*steps[i].writer),
+                                    steps[i].thread->os_tid, ns);
+      }
+    }
+  }
+
+ private:
+  span_annotations spans_;
+  memory_timelines memory_;
+  flow_collector flows_;
+  std::vector<const annotation*> args_;
+  const std::vector<const annotation*> none_;
+};
+
 class json_event_filter {
  public:
   explicit json_event_filter(const chrome_json_options& options) : options_(options) {}
@@ -602,8 +727,12 @@ inline bool write_chrome_json(const std::vector<chrome_json_input>& inputs, std:
     dump_reader& r = *in.reader;
     const writer_info* last_writer = nullptr;
     std::uint64_t pid = 0;
+    detail::json_annotations notes(r);
     const bool ok = r.read_events([&](const event& e) {
-      if (!filter.keep(e)) {
+      const bool keep = filter.keep(e);
+      const std::vector<const annotation*>& args =
+          e.kind == event_kind::span ? notes.on_span(e, keep) : notes.none();
+      if (!keep) {
         ++doc.result().filtered;
         return;
       }
@@ -611,8 +740,9 @@ inline bool write_chrome_json(const std::vector<chrome_json_input>& inputs, std:
         last_writer = e.writer;
         pid = in.pid(*e.writer);
       }
-      doc.write(e, pid, in.shift_ns, r);
+      doc.write(e, pid, in.shift_ns, r, args);
     });
+    if (ok) notes.finish(in, [&](std::int64_t) -> detail::chrome_json_document& { return doc; });
     if (ok && r.has_gpu())
       r.read_gpu_spans([&](const gpu_span& g) {
         if (!g.resolved) return;
@@ -768,10 +898,18 @@ inline bool write_chrome_json_split(const std::vector<chrome_json_input>& inputs
     detail::json_event_filter filter(options);
     for (const chrome_json_input& in : inputs) {
       dump_reader& r = *in.reader;
+      detail::json_annotations notes(r);
+      auto doc_for = [&](std::int64_t ns) -> detail::chrome_json_document& {
+        return *docs[window_of[slice_of(std::max(first, std::min(last, ns)))]];
+      };
       const bool read_ok = r.read_events([&](const event& e) {
-        if (!filter.keep(e)) return;
-        docs[window_of[slice_of(e.begin_ns + in.shift_ns)]]->write(e, in.pid(*e.writer), in.shift_ns, r);
+        const bool keep = filter.keep(e);
+        const std::vector<const annotation*>& args =
+            e.kind == event_kind::span ? notes.on_span(e, keep) : notes.none();
+        if (!keep) return;
+        doc_for(e.begin_ns + in.shift_ns).write(e, in.pid(*e.writer), in.shift_ns, r, args);
       });
+      if (read_ok) notes.finish(in, doc_for);
       if (!read_ok) {
         if (error) *error = r.error();
         ok = false;

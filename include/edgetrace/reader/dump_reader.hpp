@@ -101,9 +101,13 @@ struct thread_info {
   std::uint64_t loss_records = 0;
   std::uint64_t lost = 0;  ///< sum of loss record counts
   std::uint64_t events_chunks = 0;
+  /// Annotation records (pass 1, 1.3): arguments, flow steps, frees, and
+  /// allocations (2 records each, as the writer counts them).
+  std::uint64_t annotation_records = 0;
 
-  /// Records decoded (spans, instants, counters), comparable to stats_written.
-  std::uint64_t decoded() const noexcept { return spans + instants + counters; }
+  /// Records decoded (spans, instants, counters, annotations), comparable
+  /// to stats_written.
+  std::uint64_t decoded() const noexcept { return spans + instants + counters + annotation_records; }
   /// Best known drop count: loss records, or thread_stats if larger.
   std::uint64_t dropped() const noexcept { return stats_dropped > lost ? stats_dropped : lost; }
 
@@ -112,6 +116,30 @@ struct thread_info {
   std::uint32_t last_events_crc_ = 0;  // duplicate-chunk detection (pass 2)
   std::uint32_t last_events_size_ = 0;
   bool has_last_events_ = false;
+};
+
+/// One annotation (annotations chunk, 1.3): an argument or a flow step of
+/// the span open on its thread, an allocation or a free. Resolved after
+/// pass 1; pointers stay valid as long as the dump_reader lives.
+struct annotation {
+  format::annotation_record type = format::annotation_record::arg;
+  const thread_info* thread = nullptr;    ///< null when the thread id is unknown
+  const site_info* site = nullptr;        ///< key, flow name, pool, or the free site (null if undefined)
+  const site_info* value_site = nullptr;  ///< arg_name: the site whose name is the value
+  std::uint64_t tick = 0;
+  std::int64_t ns = 0;
+  std::uint64_t value = 0;  ///< arg: the int64's bits; flow: the id; alloc, free: the address
+  std::uint64_t bytes = 0;  ///< alloc
+  std::uint64_t thread_id = 0, site_id = 0, value_site_id = 0;  ///< as in the file
+
+  std::int64_t int_value() const noexcept { return static_cast<std::int64_t>(value); }
+  /// The key or name as shown ("(unknown site N)" when undefined).
+  std::string name() const { return site != nullptr ? site->name : "(unknown site " + std::to_string(site_id) + ")"; }
+  /// An argument's value as text: the integer, or the interned name.
+  std::string value_text() const {
+    if (type != format::annotation_record::arg_name) return std::to_string(int_value());
+    return value_site != nullptr ? value_site->name : "(unknown name " + std::to_string(value_site_id) + ")";
+  }
 };
 
 /// One GPU of one writer (gpu chunks, format 1.2).
@@ -212,6 +240,10 @@ struct writer_info {
   /// Capture chunks (1.2), in tick order: recording windows and phases.
   std::vector<recording_change> recording;
   std::vector<phase_change> phases;
+
+  /// Annotations chunks (1.3), in tick order (stable: file order on ties).
+  std::vector<annotation> annotations;
+  bool has_memory = false;  ///< some annotation is an allocation or a free
 
   /// Tick and ns range of all events (from pass 1); valid when has_events.
   bool has_events = false;
@@ -460,6 +492,9 @@ class dump_reader {
     opened_ = metadata_read_ = false;
     writers_.clear();
     threads_.clear();
+    last_annotations_.clear();
+    annotations_kept_ = 0;
+    annotations_dropped_ = 0;
     diagnostics_.clear();
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return fail(std::strerror(errno));
@@ -544,6 +579,7 @@ class dump_reader {
         case format::chunk_type::end: w.has_end = true; break;
         case format::chunk_type::capture: read_capture(w, in, c.offset); break;
         case format::chunk_type::gpu: read_gpu(w, in, c.offset); break;
+        case format::chunk_type::annotations: read_annotations(w, in, c.offset, c); break;
         default: ++stats_.chunks_unknown; break;  // a newer minor's chunk: skipped silently
       }
     }
@@ -1081,6 +1117,85 @@ class dump_reader {
     if (!ok) malformed("capture", offset, w);
   }
 
+  /// Annotations kept per reader; past this they are counted, not stored
+  /// (a flipped length cannot make the reader allocate without bound).
+  static constexpr std::size_t max_annotations = 16u << 20;
+
+  /// An annotations chunk (1.3). An exact repeat of the writer's previous
+  /// annotations chunk (a duplicated chunk) is skipped.
+  void read_annotations(writer_info& w, detail::payload_cursor& in, std::uint64_t offset, const chunk& c) {
+    const std::uint32_t crc = c.crc;
+    auto& last = last_annotations_[w.id];
+    if (last.first == crc && last.second == c.size) {
+      add_diagnostic(diagnostic::severity::damage, offset,
+                     "annotations chunk at offset " + std::to_string(offset) + " (" + w.label() +
+                         ") repeats the previous one; skipped");
+      return;
+    }
+    last = {crc, static_cast<std::uint32_t>(c.size)};
+    const bool ok = for_each_record(in, [&](std::uint8_t tag, detail::payload_cursor& body) {
+      annotation a;
+      if (!body.varint(a.thread_id) || a.thread_id == 0 || !body.varint(a.tick) || !body.varint(a.site_id))
+        return false;
+      std::uint64_t records = 1;
+      switch (static_cast<format::annotation_record>(tag)) {
+        case format::annotation_record::arg: {
+          std::uint64_t zigzagged;
+          if (!body.varint(zigzagged)) return false;
+          a.value = static_cast<std::uint64_t>(format::unzigzag(zigzagged));
+          break;
+        }
+        case format::annotation_record::arg_name:
+          if (!body.varint(a.value_site_id)) return false;
+          break;
+        case format::annotation_record::flow:
+        case format::annotation_record::free:
+          if (!body.varint(a.value)) return false;
+          break;
+        case format::annotation_record::alloc:
+          if (!body.varint(a.value) || !body.varint(a.bytes)) return false;
+          records = 2;
+          break;
+        default: return true;  // a newer minor's record: stepped over
+      }
+      a.type = static_cast<format::annotation_record>(tag);
+      thread(w, a.thread_id).annotation_records += records;
+      if (!w.has_events) {
+        w.has_events = true;
+        w.min_tick = w.max_tick = a.tick;
+      }
+      w.min_tick = std::min(w.min_tick, a.tick);
+      w.max_tick = std::max(w.max_tick, a.tick);
+      if (annotations_kept_ < max_annotations) {
+        ++annotations_kept_;
+        w.annotations.push_back(a);
+      } else if (annotations_dropped_++ == 0) {
+        add_diagnostic(diagnostic::severity::note, offset,
+                       "more than " + std::to_string(max_annotations) + " annotations; the rest are not analysed");
+      }
+      return true;
+    });
+    if (!ok) malformed("annotations", offset, w);
+  }
+
+  /// Resolves a writer's annotations (after its sites and clock are known).
+  static void finish_annotations(writer_info& w) {
+    std::stable_sort(w.annotations.begin(), w.annotations.end(),
+                     [](const annotation& a, const annotation& b) { return a.tick < b.tick; });
+    for (annotation& a : w.annotations) {
+      a.ns = w.clock.to_ns(a.tick);
+      const auto t = w.threads.find(a.thread_id);
+      a.thread = t != w.threads.end() ? &t->second : nullptr;
+      const auto site = w.sites.find(a.site_id);
+      a.site = site != w.sites.end() ? &site->second : nullptr;
+      if (a.type == format::annotation_record::arg_name) {
+        const auto value = w.sites.find(a.value_site_id);
+        a.value_site = value != w.sites.end() ? &value->second : nullptr;
+      }
+      if (a.type == format::annotation_record::alloc || a.type == format::annotation_record::free) w.has_memory = true;
+    }
+  }
+
   /// A gpu span record's fields.
   struct raw_gpu_span {
     std::uint64_t flags = 0, stream = 0, site = 0, os_tid = 0, begin = 0, length = 0;
@@ -1250,6 +1365,7 @@ class dump_reader {
       std::stable_sort(w.phases.begin(), w.phases.end(), by_tick);
       for (recording_change& change : w.recording) change.ns = w.clock.to_ns(change.tick);
       for (phase_change& change : w.phases) change.ns = w.clock.to_ns(change.tick);
+      finish_annotations(w);
       if (w.has_events) {
         w.first_ns = w.clock.to_ns(w.min_tick);
         w.last_ns = w.clock.to_ns(w.max_tick);
@@ -1468,6 +1584,9 @@ class dump_reader {
   bool report_layout_ = true;
 
   std::map<std::uint32_t, writer_info> writers_;
+  std::map<std::uint32_t, std::pair<std::uint32_t, std::uint32_t>> last_annotations_;  ///< writer -> (crc, size)
+  std::size_t annotations_kept_ = 0;
+  std::uint64_t annotations_dropped_ = 0;
   std::vector<const thread_info*> threads_;
   std::size_t next_thread_order_ = 0;
   bool has_events_ = false;

@@ -10,9 +10,11 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "annotations.hpp"
 #include "dump_reader.hpp"
 
 namespace edgetrace {
@@ -74,6 +76,44 @@ void write_capture_info(const writer_info& w, Field& field) {
     }
     field("  ", "phases", text);
   }
+}
+
+/// The "annotations" and "memory" lines of a writer (annotations chunks,
+/// 1.3): what was recorded, each pool's totals and peak, and allocation
+/// records that do not add up.
+template <class Field>
+void write_annotation_info(const writer_info& w, Field& field) {
+  if (w.annotations.empty()) return;
+  std::uint64_t args = 0, flows = 0, allocs = 0, frees = 0;
+  std::set<std::string> keys, flow_names;
+  for (const annotation& a : w.annotations) {
+    switch (a.type) {
+      case format::annotation_record::arg:
+      case format::annotation_record::arg_name: ++args; keys.insert(a.name()); break;
+      case format::annotation_record::flow: ++flows; flow_names.insert(a.name()); break;
+      case format::annotation_record::alloc: ++allocs; break;
+      case format::annotation_record::free: ++frees; break;
+    }
+  }
+  auto list = [](const std::set<std::string>& names) {
+    std::string text;
+    for (const std::string& n : names) text += (text.empty() ? "" : ", ") + n;
+    return text;
+  };
+  using ull = unsigned long long;
+  std::string text = format_text("%llu arguments, %llu flow steps, %llu allocations, %llu frees", ull(args),
+                                 ull(flows), ull(allocs), ull(frees));
+  if (!keys.empty()) text += "; keys: " + list(keys);
+  if (!flow_names.empty()) text += "; flows: " + list(flow_names);
+  field("  ", "annotations", text);
+  if (!w.has_memory) return;
+  const memory_timeline m(w);
+  for (const memory_pool& p : m.pools())
+    field("  ", "memory pool",
+          format_text("\"%s\": %llu allocations (%llu bytes), %llu frees, peak %llu bytes live, %llu bytes live at the end",
+                      p.name.c_str(), ull(p.allocs), ull(p.bytes_allocated), ull(p.frees), ull(p.peak), ull(p.live)));
+  field("  ", "memory peak", format_text("%llu bytes live in all pools", ull(m.peak())));
+  if (m.mismatches().total() != 0) field("  ", "memory issues", memory_mismatch_text(m.mismatches()));
 }
 
 }  // namespace detail
@@ -173,7 +213,10 @@ inline bool write_info(dump_reader& r, std::FILE* out, const info_options& optio
     if (error) *error = r.error();
     return false;
   }
-  if (!r.read_events([](const event&) {})) {
+  span_annotations notes(r);
+  if (!r.read_events([&notes](const event& e) {
+        if (e.kind == event_kind::span) notes.claim(e.thread, e.begin_ns, e.end_ns, [](const annotation&) {});
+      })) {
     if (error) *error = r.error();
     return false;
   }
@@ -239,6 +282,7 @@ inline bool write_info(dump_reader& r, std::FILE* out, const info_options& optio
                         : std::string("no events"));
     field("  ", "end record", w->has_end ? "yes (clean shutdown)" : "missing (killed or crashed?)");
     detail::write_capture_info(*w, field);
+    detail::write_annotation_info(*w, field);
 
     // Thread table, columns sized to their content.
     using row = std::array<std::string, 8>;
@@ -289,6 +333,9 @@ inline bool write_info(dump_reader& r, std::FILE* out, const info_options& optio
   field("", "totals",
         format_text("%llu spans, %llu instants, %llu counters, %llu dropped in %llu threads", ull(spans),
                     ull(instants), ull(counters), ull(dropped), ull(threads)));
+  if (!notes.empty() && notes.unclaimed() != 0)
+    field("", "unattached", format_text("%llu argument(s) or flow step(s) recorded outside every span",
+                                        ull(notes.unclaimed())));
   const auto& diags = r.diagnostics();
   text += format_text("\ndiagnostics (%llu)\n", ull(diags.size() + r.diagnostics_dropped()));
   if (diags.empty()) text += "  none\n";

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "annotations.hpp"
 #include "chrome_json.hpp"
 #include "dump_reader.hpp"
 #include "info.hpp"
@@ -61,6 +62,12 @@ inline const std::vector<summary_column_info>& summary_columns() {
 /// Options of the summary (the CLI flags map one to one).
 struct summary_options {
   group_by by = group_by::name;
+  /// --by name,arg:KEY...: with group_by::name, split each name's row by
+  /// the values of these span arguments (EDGETRACE_ARG).
+  std::vector<std::string> by_args;
+  /// --by arg:KEY... alone: a span with any of the keys goes to the row of
+  /// its values only ("op=conv"), whatever its name; others keep their name.
+  bool by_args_only = false;
   std::size_t top = 0;                  ///< rows to keep after sorting; 0 = all
   std::shared_ptr<const std::regex> filter;  ///< span name filter (regex_search), compiled once
   std::vector<std::string> categories;  ///< keep spans of these categories (empty = all)
@@ -83,6 +90,11 @@ struct summary_row {
   latency_stats gpu;  ///< GPU time of the row's GPU scopes (resolved ones; empty without)
   std::uint64_t self_ns = 0;
   double share = 0;  ///< self_ns / summary_result::self_total_ns
+  /// Memory pools (EDGETRACE_ALLOC/FREE), all pools of the span's process:
+  /// the highest live bytes while one of the row's spans ran, and the most
+  /// one span's thread allocated (net of its frees) while the span ran.
+  std::uint64_t mem_peak = 0;
+  std::uint64_t mem_growth = 0;
   explicit summary_row(std::size_t exact_limit = latency_stats::default_exact_limit)
       : host(exact_limit), gpu(exact_limit) {}
 };
@@ -91,6 +103,10 @@ struct summary_row {
 struct iteration_row {
   std::string name;
   bool from_marks = true;  ///< marks (time between consecutive marks) or spans (their durations)
+  /// A flow (EDGETRACE_FLOW): one sample per id, from its first step's
+  /// begin to its last step's end (from_marks is false).
+  bool from_flow = false;
+  const char* from() const noexcept { return from_flow ? "flow" : from_marks ? "marks" : "span"; }
   latency_stats latency;
   std::int64_t first_ns = 0;  ///< first iteration start (per-dump clock of the first dump)
   std::int64_t last_ns = 0;   ///< last iteration end
@@ -125,6 +141,8 @@ struct summary_result {
   std::vector<thread_usage> threads_usage;
   std::vector<std::string> notes;     ///< lines worth saying under the table
   std::uint64_t gpu_spans = 0;        ///< resolved GPU spans counted in rows
+  bool memory = false;                ///< some dump recorded allocations: mem_* columns mean something
+  memory_mismatches mismatches;       ///< allocation records that do not add up, over all dumps
   group_by by = group_by::name;
   summary_column sort_by = summary_column::total;
   bool ascending = false;
@@ -208,6 +226,7 @@ class summary_builder {
     std::int64_t cutoff = std::numeric_limits<std::int64_t>::min();
     if (options_.skip_warmup > 0 && !find_warmup_cutoff(r, cutoff, error)) return false;
     if (!prepare_phase(r, error)) return false;
+    if (!check_arg_keys(r, error)) return false;
     const std::uint64_t other_phases_before = result_.spans_other_phases;
     if (r.has_events()) result_.wall_ns += static_cast<std::uint64_t>(r.last_ns() - r.first_ns());
     prepare_sites(r);
@@ -250,10 +269,23 @@ class summary_builder {
     thread_slot* slot = nullptr;
     const site_info* cache_site[64] = {};
     const site_slot* cache_slot[64] = {};
+    // Annotations (1.3): arguments and flow steps go to their span (every
+    // span claims, filtered or not); memory peaks per span.
+    span_annotations notes(r);
+    flow_collector flows;
+    const memory_timelines memory(r);
+    const writer_info* memory_writer = nullptr;
+    const memory_timeline* timeline = nullptr;
+    std::vector<const annotation*> args;
     const bool ok = walk_spans(
         r,
         [&](const span_record& s) {
           ++result_.spans_read;
+          args.clear();
+          notes.claim(s.thread, s.begin_ns, s.end_ns, [&](const annotation& a) {
+            if (a.type == format::annotation_record::flow) flows.add(a, s.thread, s.begin_ns, s.end_ns);
+            else args.push_back(&a);
+          });
           if (s.thread != last_thread) {
             last_thread = s.thread;
             slot = &thread_slots[s.thread];
@@ -291,15 +323,28 @@ class summary_builder {
             it.latency.add(duration);
             iteration_range[static_cast<std::size_t>(site->iteration)].extend(s.begin_ns, s.end_ns);
           }
-          const int row = options_.by == group_by::thread ? (site->selected ? slot->row : -1) : site->row;
+          int row = options_.by == group_by::thread ? (site->selected ? slot->row : -1) : site->row;
           if (row < 0 || duration < options_.min_time_ns || duration > options_.max_time_ns) {
             ++result_.spans_filtered;
             return;
           }
+          if (!options_.by_args.empty() && !args.empty()) row = arg_row(*s.site, args, row);
           summary_row& out = rows_[static_cast<std::size_t>(row)];
           const bool was_exact = out.host.exact();
           out.host.add(duration);
           out.self_ns += s.self_ns;
+          if (!memory.empty()) {
+            if (s.writer != memory_writer) {
+              memory_writer = s.writer;
+              timeline = memory.find(s.writer);
+            }
+            if (timeline != nullptr) {
+              const std::uint64_t peak = timeline->peak_during(s.begin_ns, s.end_ns);
+              out.mem_peak = std::max(out.mem_peak, peak);
+              out.mem_growth = std::max(out.mem_growth, timeline->growth_during(s.thread, s.begin_ns, s.end_ns));
+              result_.memory = true;
+            }
+          }
           ++result_.spans_in_rows;
           if (was_exact && ++exact_added_ > options_.exact_budget) enforce_budget();
         },
@@ -323,6 +368,8 @@ class summary_builder {
           }
         });
     if (!ok) return fail(error, r.error());
+    add_flows(flows, cutoff);
+    add_annotation_notes(r, notes, memory);
     // GPU time per row: a GPU scope's span goes to the row of its host
     // span (same site, same thread), under the same filters.
     if (r.has_gpu() &&
@@ -506,9 +553,99 @@ class summary_builder {
       }
   }
 
+  /// The row of a span named by `site` with arguments `args` (time order):
+  /// "name [key=value, ...]" over the --by arg: keys it has, the last
+  /// value of each ("key=value, ..." with by_args_only); `plain` when it
+  /// has none of them.
+  int arg_row(const site_info& site, const std::vector<const annotation*>& args, int plain) {
+    std::string suffix;
+    for (const std::string& key : options_.by_args) {
+      const annotation* last = nullptr;
+      for (const annotation* a : args)
+        if (a->name() == key) last = a;
+      if (last == nullptr) continue;
+      suffix += (suffix.empty() ? " [" : ", ") + key + "=" + last->value_text();
+    }
+    if (suffix.empty()) return plain;
+    if (options_.by_args_only) return row_for(suffix.substr(2), site.category);
+    return row_for((site.name.empty() ? "(unnamed)" : site.name) + suffix + "]", site.category);
+  }
+
+  /// --by arg:KEY: every key must name some span argument of the dump.
+  bool check_arg_keys(const dump_reader& r, std::string& error) const {
+    if (options_.by_args.empty()) return true;
+    std::set<std::string> keys;
+    for (const auto& w : r.writers())
+      for (const auto& site : w.second.sites)
+        if (site.second.kind == format::site_kind::arg || site.second.kind == format::site_kind::arg_name)
+          keys.insert(site.second.name);
+    for (const std::string& key : options_.by_args) {
+      if (keys.count(key) != 0) continue;
+      std::string known;
+      for (const std::string& k : keys) known += (known.empty() ? "" : ", ") + ("\"" + k + "\"");
+      return fail(error, "no span argument named \"" + key + "\" in the dump" +
+                             (known.empty() ? std::string(" (it has none: see EDGETRACE_ARG)") : " (arguments: " + known + ")"));
+    }
+    return true;
+  }
+
+  /// Per flow name, one end-to-end latency per id: first step's begin to
+  /// last step's end. A flow counts when its first step passes the warm-up
+  /// and phase filters.
+  void add_flows(flow_collector& flows, std::int64_t cutoff) {
+    for (auto& flow : flows.sorted()) {
+      const std::vector<flow_step>& steps = flow.second;
+      std::int64_t end = steps.front().end_ns;
+      for (const flow_step& step : steps) end = std::max(end, step.end_ns);
+      std::size_t index = result_.iterations.size();
+      for (std::size_t i = 0; i < result_.iterations.size(); ++i)
+        if (result_.iterations[i].from_flow && result_.iterations[i].name == flow.first.name) index = i;
+      if (index == result_.iterations.size()) {
+        iteration_row it;
+        it.name = flow.first.name;
+        it.from_marks = false;
+        it.from_flow = true;
+        result_.iterations.push_back(std::move(it));
+      }
+      iteration_row& it = result_.iterations[index];
+      if (steps.front().end_ns < cutoff || !in_phase(steps.front().writer, steps.front().begin_ns)) {
+        ++it.skipped;
+        continue;
+      }
+      it.latency.add(static_cast<std::uint64_t>(end - steps.front().begin_ns));
+      if (it.first_ns == 0 && it.last_ns == 0) it.first_ns = it.last_ns = steps.front().begin_ns;
+      it.first_ns = std::min(it.first_ns, steps.front().begin_ns);
+      it.last_ns = std::max(it.last_ns, end);
+    }
+    for (iteration_row& it : result_.iterations)
+      if (it.from_flow && it.last_ns > it.first_ns) it.wall_seconds = static_cast<double>(it.last_ns - it.first_ns) / 1e9;
+  }
+
+  /// Notes on annotations that were not used: arguments and flow steps
+  /// outside every span, and allocation records that do not add up.
+  void add_annotation_notes(const dump_reader& r, const span_annotations& notes, const memory_timelines& memory) {
+    if (notes.unclaimed() != 0)
+      result_.notes.push_back(r.path() + ": " + std::to_string(notes.unclaimed()) +
+                              " argument(s) or flow step(s) recorded outside every span; not attached");
+    memory_mismatches m;
+    for (const auto& entry : memory.all()) {
+      const memory_mismatches& w = entry.second.mismatches();
+      m.double_frees += w.double_frees;
+      m.unknown_frees += w.unknown_frees;
+      m.live_reallocs += w.live_reallocs;
+      m.null_allocs += w.null_allocs;
+    }
+    if (m.total() == 0) return;
+    result_.mismatches.double_frees += m.double_frees;
+    result_.mismatches.unknown_frees += m.unknown_frees;
+    result_.mismatches.live_reallocs += m.live_reallocs;
+    result_.mismatches.null_allocs += m.null_allocs;
+    result_.notes.push_back(r.path() + ": " + memory_mismatch_text(m));
+  }
+
   int iteration_row_for(const std::string& name, bool marks) {
     for (std::size_t i = 0; i < result_.iterations.size(); ++i)
-      if (result_.iterations[i].name == name) return static_cast<int>(i);
+      if (!result_.iterations[i].from_flow && result_.iterations[i].name == name) return static_cast<int>(i);
     iteration_row it;
     it.name = name;
     it.from_marks = marks;
@@ -698,6 +835,21 @@ inline const char* group_name(group_by by) {
   return by == group_by::name ? "name" : by == group_by::category ? "category" : "thread";
 }
 
+/// Bytes with a binary unit: "512 B", "1.50 KiB", "12.3 MiB", "2.00 GiB".
+inline std::string readable_bytes(std::uint64_t bytes) {
+  char text[32];
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  std::size_t unit = 0;
+  while (v >= 1024 && unit + 1 < sizeof units / sizeof units[0]) {
+    v /= 1024;
+    ++unit;
+  }
+  if (unit == 0) std::snprintf(text, sizeof text, "%llu B", static_cast<unsigned long long>(bytes));
+  else std::snprintf(text, sizeof text, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, units[unit]);
+  return text;
+}
+
 /// Left- or right-aligned text table; widths from the content.
 inline std::string render_table(const std::vector<std::vector<std::string>>& cells, std::size_t left_columns) {
   std::vector<std::size_t> width;
@@ -753,6 +905,7 @@ inline std::string summary_table(const summary_result& s, const std::string& sou
     const bool gpu = s.gpu_spans != 0;
     if (gpu)
       for (const char* h : {"gpu calls", "gpu total", "gpu mean", "gpu p50", "gpu p99", "gpu max"}) header.push_back(h);
+    if (s.memory) header.insert(header.end(), {"peak mem", "+peak mem"});
     cells.push_back(header);
     for (const summary_row& r : s.rows) {
       std::vector<std::string> line;
@@ -781,18 +934,21 @@ inline std::string summary_table(const summary_result& s, const std::string& sou
                                    detail::readable_time(g.mean()), mark + detail::readable_time(g.percentile(50)),
                                    mark + detail::readable_time(g.percentile(99)), detail::readable_time(g.max())});
       }
+      if (s.memory) line.insert(line.end(), {detail::readable_bytes(r.mem_peak), detail::readable_bytes(r.mem_growth)});
       cells.push_back(line);
     }
     out += detail::render_table(cells, s.by == group_by::name ? 2 : 1);
   }
   if (!s.iterations.empty()) {
-    out += "\niterations\n";
+    const bool flows = std::any_of(s.iterations.begin(), s.iterations.end(), [](const iteration_row& it) { return it.from_flow; });
+    const bool others = std::any_of(s.iterations.begin(), s.iterations.end(), [](const iteration_row& it) { return !it.from_flow; });
+    out += flows ? (others ? "\niterations and flows\n" : "\nflows\n") : "\niterations\n";
     std::vector<std::vector<std::string>> cells = {
         {"iteration", "from", "count", "mean", "p50", "p90", "p99", "max", "per second"}};
     for (const iteration_row& it : s.iterations) {
       char rate[32];
       std::snprintf(rate, sizeof rate, "%.2f", it.per_second());
-      cells.push_back({it.name, it.from_marks ? "marks" : "span", std::to_string(it.latency.count()),
+      cells.push_back({it.name, it.from(), std::to_string(it.latency.count()),
                        detail::readable_time(it.latency.mean()), detail::readable_time(it.latency.percentile(50)),
                        detail::readable_time(it.latency.percentile(90)),
                        detail::readable_time(it.latency.percentile(99)), detail::readable_time(it.latency.max()),
@@ -808,6 +964,14 @@ inline std::string summary_table(const summary_result& s, const std::string& sou
   out += foot;
   if (s.gpu_spans != 0)
     out += "gpu = time the GPU spent between the start and end events of the row's CUDA scopes (as the GPU measured it)\n";
+  if (s.memory)
+    out += "peak mem = most bytes live (all pools of the process) while a span of the row ran; +peak mem = the most "
+           "a span's own thread allocated (net of its frees) while that span ran\n";
+  for (const iteration_row& it : s.iterations)
+    if (it.from_flow) {
+      out += "flow rows: one sample per id, from its first step's begin to its last step's end (EDGETRACE_FLOW)\n";
+      break;
+    }
   for (const std::string& n : s.notes) out += "note: " + n + "\n";
   return out;
 }
@@ -824,6 +988,7 @@ inline std::string summary_csv(const summary_result& s) {
   }
   const bool gpu = s.gpu_spans != 0;
   if (gpu) out += ",gpu_calls,gpu_total_ns,gpu_mean_ns,gpu_p50_ns,gpu_p99_ns,gpu_max_ns";
+  if (s.memory) out += ",mem_peak_bytes,mem_growth_bytes";
   out += ",exact\n";
   for (const summary_row& r : s.rows) {
     out += detail::csv_field(r.key);
@@ -841,6 +1006,7 @@ inline std::string summary_csv(const summary_result& s) {
       for (std::uint64_t v : {r.gpu.count(), r.gpu.total(), r.gpu.mean(), r.gpu.percentile(50), r.gpu.percentile(99),
                               r.gpu.max()})
         out += "," + std::to_string(v);
+    if (s.memory) out += "," + std::to_string(r.mem_peak) + "," + std::to_string(r.mem_growth);
     out += r.host.exact() ? ",1\n" : ",0\n";
   }
   return out;
@@ -886,6 +1052,8 @@ inline std::string summary_json(const summary_result& s, const std::string& sour
              ",\"p50_ns\":" + std::to_string(g.percentile(50)) + ",\"p99_ns\":" + std::to_string(g.percentile(99)) +
              ",\"max_ns\":" + std::to_string(g.max()) + ",\"exact\":" + (g.exact() ? "true" : "false") + "}";
     }
+    if (s.memory)
+      out += ",\"mem_peak_bytes\":" + std::to_string(r.mem_peak) + ",\"mem_growth_bytes\":" + std::to_string(r.mem_growth);
     std::snprintf(text, sizeof text, ",\"share\":%.6f}", r.share);
     out += text;
   }
@@ -896,7 +1064,7 @@ inline std::string summary_json(const summary_result& s, const std::string& sour
     first = false;
     out += "{\"name\":";
     append_json_string(out, it.name);
-    out += std::string(",\"from\":\"") + (it.from_marks ? "marks" : "span") + "\"";
+    out += std::string(",\"from\":\"") + it.from() + "\"";
     out += ",\"count\":" + std::to_string(it.latency.count()) + ",\"skipped\":" + std::to_string(it.skipped);
     out += ",\"mean_ns\":" + std::to_string(it.latency.mean()) +
            ",\"min_ns\":" + std::to_string(it.latency.min()) +

@@ -1,0 +1,353 @@
+// SPDX-License-Identifier: MIT
+// Annotations (format 1.3) put to use: arguments and flow steps attached to their spans, live bytes and peaks of memory pools.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "dump_reader.hpp"
+
+namespace edgetrace {
+inline namespace v1 {
+namespace reader {
+
+/// Hands each argument and flow step to the span it belongs to: the
+/// innermost span open on its thread when it was recorded. Feed it every
+/// span of the dump (filtered or not) in an order where a span comes after
+/// the spans nested in it: end order (read_events) and walk_spans' order
+/// both are. Each span claims the annotations inside [begin, end] that no
+/// nested span claimed. Memory: one index per annotation.
+class span_annotations {
+ public:
+  explicit span_annotations(const dump_reader& r) {
+    for (const auto& w : r.writers())
+      for (const annotation& a : w.second.annotations) {
+        if (a.type != format::annotation_record::arg && a.type != format::annotation_record::arg_name &&
+            a.type != format::annotation_record::flow)
+          continue;
+        if (a.thread == nullptr) {
+          ++unattached_;
+          continue;
+        }
+        threads_[a.thread].items.push_back(&a);  // already in time order
+      }
+    for (auto& t : threads_) {
+      t.second.next.resize(t.second.items.size() + 1);
+      for (std::size_t i = 0; i < t.second.next.size(); ++i) t.second.next[i] = i;
+      total_ += t.second.items.size();
+    }
+  }
+
+  bool empty() const noexcept { return total_ == 0; }
+
+  /// Calls `fn(const annotation&)` for every annotation of `thread` within
+  /// [begin_ns, end_ns] not claimed yet, in time order, and claims it.
+  template <class Fn>
+  void claim(const thread_info* thread, std::int64_t begin_ns, std::int64_t end_ns, Fn&& fn) {
+    if (total_ == 0) return;
+    const auto found = threads_.find(thread);
+    if (found == threads_.end()) return;
+    per_thread& t = found->second;
+    const auto first = std::lower_bound(t.items.begin(), t.items.end(), begin_ns,
+                                        [](const annotation* a, std::int64_t ns) { return a->ns < ns; });
+    std::size_t i = next_free(t, static_cast<std::size_t>(first - t.items.begin()));
+    while (i < t.items.size() && t.items[i]->ns <= end_ns) {
+      fn(*t.items[i]);
+      t.next[i] = i + 1;
+      ++claimed_;
+      i = next_free(t, i + 1);
+    }
+  }
+
+  /// Annotations no span claimed (recorded outside every span, or on a
+  /// thread the dump does not name). Meaningful after every span was fed.
+  std::uint64_t unclaimed() const noexcept { return total_ - claimed_ + unattached_; }
+
+ private:
+  struct per_thread {
+    std::vector<const annotation*> items;
+    std::vector<std::size_t> next;  ///< union-find: the first unclaimed index at or after i
+  };
+
+  static std::size_t next_free(per_thread& t, std::size_t i) {
+    std::size_t root = i;
+    while (t.next[root] != root) root = t.next[root];
+    while (t.next[i] != root) {  // path compression
+      const std::size_t up = t.next[i];
+      t.next[i] = root;
+      i = up;
+    }
+    return root;
+  }
+
+  std::unordered_map<const thread_info*, per_thread> threads_;
+  std::uint64_t total_ = 0;
+  std::uint64_t claimed_ = 0;
+  std::uint64_t unattached_ = 0;
+};
+
+/// One memory pool of one writer (EDGETRACE_ALLOC's pool name).
+struct memory_pool {
+  std::string name;
+  std::uint64_t allocs = 0;
+  std::uint64_t frees = 0;
+  std::uint64_t bytes_allocated = 0;  ///< over the whole run
+  std::uint64_t live = 0;             ///< at the end of the dump (still allocated)
+  std::uint64_t peak = 0;             ///< highest live bytes
+};
+
+/// Allocation records that do not add up. None is attributed to a pool's
+/// live bytes; each is counted.
+struct memory_mismatches {
+  std::uint64_t double_frees = 0;    ///< a free of an address already freed
+  std::uint64_t unknown_frees = 0;   ///< a free of an address never allocated in the dump
+  std::uint64_t live_reallocs = 0;   ///< an allocation at an address still live (its free was never recorded)
+  std::uint64_t null_allocs = 0;     ///< an allocation at address 0
+  std::uint64_t total() const noexcept { return double_frees + unknown_frees + live_reallocs + null_allocs; }
+};
+
+/// "2 double frees, 1 free of an unknown address, ..." for memory notes.
+inline std::string memory_mismatch_text(const memory_mismatches& m) {
+  std::string text;
+  auto add = [&](std::uint64_t n, const char* one, const char* many) {
+    if (n == 0) return;
+    text += (text.empty() ? "" : ", ") + std::to_string(n) + " " + (n == 1 ? one : many);
+  };
+  add(m.double_frees, "double free", "double frees");
+  add(m.unknown_frees, "free of an address never allocated in the dump",
+      "frees of addresses never allocated in the dump");
+  add(m.live_reallocs, "allocation at a still-live address (its free was not recorded)",
+      "allocations at still-live addresses (their frees were not recorded)");
+  add(m.null_allocs, "allocation at address 0", "allocations at address 0");
+  return "EDGETRACE_ALLOC/FREE mismatches: " + text + "; counted, not attributed to any pool";
+}
+
+/// A step function over time with range-max queries: the value after each
+/// change, and a segment tree over them. O(log n) per query.
+class max_series {
+ public:
+  void add(std::int64_t ns, std::int64_t value) {
+    ns_.push_back(ns);
+    value_.push_back(value);
+  }
+  /// Call once all changes are added (in time order).
+  void build() {
+    size_ = 1;
+    while (size_ < value_.size()) size_ *= 2;
+    tree_.assign(2 * size_, std::numeric_limits<std::int64_t>::min());
+    for (std::size_t i = 0; i < value_.size(); ++i) tree_[size_ + i] = value_[i];
+    for (std::size_t i = size_ - 1; i >= 1; --i) tree_[i] = std::max(tree_[2 * i], tree_[2 * i + 1]);
+  }
+  /// The value just before `ns` (after every change before it; 0 first).
+  std::int64_t before(std::int64_t ns) const {
+    const std::size_t i = first_at_or_after(ns);
+    return i == 0 ? 0 : value_[i - 1];
+  }
+  /// The highest value during [begin_ns, end_ns].
+  std::int64_t max_during(std::int64_t begin_ns, std::int64_t end_ns) const {
+    std::int64_t best = before(begin_ns);
+    std::size_t lo = first_at_or_after(begin_ns) + size_;
+    std::size_t hi = (end_ns == std::numeric_limits<std::int64_t>::max() ? value_.size() : first_at_or_after(end_ns + 1)) +
+                     size_;  // exclusive
+    for (; lo < hi; lo /= 2, hi /= 2) {
+      if (lo & 1) best = std::max(best, tree_[lo++]);
+      if (hi & 1) best = std::max(best, tree_[--hi]);
+    }
+    return best;
+  }
+
+ private:
+  std::size_t first_at_or_after(std::int64_t ns) const {
+    return static_cast<std::size_t>(std::lower_bound(ns_.begin(), ns_.end(), ns) - ns_.begin());
+  }
+  std::vector<std::int64_t> ns_;
+  std::vector<std::int64_t> value_;
+  std::vector<std::int64_t> tree_;
+  std::size_t size_ = 1;
+};
+
+/// Live bytes of one writer over time: per pool and in all (the sum), from
+/// its allocations and frees in time order; and per thread, the net bytes
+/// that thread allocated (allocations minus frees it made). Answers "the
+/// peak while this span ran" and "the most this span's thread added while
+/// it ran" in O(log n).
+class memory_timeline {
+ public:
+  /// A change of live bytes, after an allocation or a free.
+  struct point {
+    std::int64_t ns;
+    std::size_t pool;         ///< index into pools()
+    std::uint64_t pool_live;  ///< the pool's live bytes after the change
+    std::uint64_t total;      ///< all pools' live bytes after the change
+  };
+
+  explicit memory_timeline(const writer_info& w) {
+    struct block {
+      std::uint64_t bytes;
+      std::size_t pool;
+    };
+    std::unordered_map<std::uint64_t, block> live;
+    std::set<std::uint64_t> ever;  // addresses allocated at some point
+    std::map<std::string, std::size_t> pool_index;
+    std::unordered_map<const thread_info*, std::int64_t> net;  // per thread: allocated - freed so far
+    std::uint64_t total = 0;
+    auto pool_of = [&](const annotation& a) {
+      const std::string name = a.name();
+      const auto found = pool_index.find(name);
+      if (found != pool_index.end()) return found->second;
+      pools_.push_back(memory_pool{});
+      pools_.back().name = name;
+      pool_index.emplace(name, pools_.size() - 1);
+      return pools_.size() - 1;
+    };
+    auto change = [&](const annotation& a, std::size_t pool, std::int64_t delta) {
+      memory_pool& p = pools_[pool];
+      p.live = static_cast<std::uint64_t>(static_cast<std::int64_t>(p.live) + delta);
+      total = static_cast<std::uint64_t>(static_cast<std::int64_t>(total) + delta);
+      p.peak = std::max(p.peak, p.live);
+      points_.push_back(point{a.ns, pool, p.live, total});
+      totals_.add(a.ns, static_cast<std::int64_t>(total));
+      std::int64_t& mine = net[a.thread];
+      mine += delta;
+      threads_[a.thread].add(a.ns, mine);
+    };
+    for (const annotation& a : w.annotations) {
+      if (a.type == format::annotation_record::alloc) {
+        if (a.value == 0) {
+          ++mismatches_.null_allocs;
+          continue;
+        }
+        const std::size_t index = pool_of(a);
+        const auto old = live.find(a.value);
+        if (old != live.end()) {  // the previous block's free was not recorded: it is gone now
+          ++mismatches_.live_reallocs;
+          change(a, old->second.pool, -static_cast<std::int64_t>(old->second.bytes));
+          live.erase(old);
+        }
+        ++pools_[index].allocs;
+        pools_[index].bytes_allocated += a.bytes;
+        live.emplace(a.value, block{a.bytes, index});
+        ever.insert(a.value);
+        change(a, index, static_cast<std::int64_t>(a.bytes));
+      } else if (a.type == format::annotation_record::free) {
+        if (a.value == 0) continue;  // free(NULL): nothing
+        const auto found = live.find(a.value);
+        if (found == live.end()) {
+          if (ever.count(a.value) != 0) ++mismatches_.double_frees;
+          else ++mismatches_.unknown_frees;
+          continue;
+        }
+        ++pools_[found->second.pool].frees;
+        change(a, found->second.pool, -static_cast<std::int64_t>(found->second.bytes));
+        live.erase(found);
+      }
+    }
+    for (const point& p : points_) peak_ = std::max(peak_, p.total);
+    totals_.build();
+    for (auto& t : threads_) t.second.build();
+  }
+
+  bool empty() const noexcept { return points_.empty(); }
+  const std::vector<memory_pool>& pools() const noexcept { return pools_; }
+  const std::vector<point>& points() const noexcept { return points_; }
+  const memory_mismatches& mismatches() const noexcept { return mismatches_; }
+  std::uint64_t peak() const noexcept { return peak_; }
+
+  /// All pools' live bytes just before `ns`.
+  std::uint64_t live_before(std::int64_t ns) const { return static_cast<std::uint64_t>(totals_.before(ns)); }
+
+  /// The highest live bytes (all pools) during [begin_ns, end_ns]: what was
+  /// live when it began, or more if something was allocated meanwhile.
+  std::uint64_t peak_during(std::int64_t begin_ns, std::int64_t end_ns) const {
+    return static_cast<std::uint64_t>(totals_.max_during(begin_ns, end_ns));
+  }
+
+  /// The most `thread` had allocated (net of its own frees) at any moment
+  /// of [begin_ns, end_ns] beyond what it had when the span began: the
+  /// memory a span needs, not counting other threads' allocations.
+  std::uint64_t growth_during(const thread_info* thread, std::int64_t begin_ns, std::int64_t end_ns) const {
+    const auto found = threads_.find(thread);
+    if (found == threads_.end()) return 0;
+    const std::int64_t grown = found->second.max_during(begin_ns, end_ns) - found->second.before(begin_ns);
+    return grown > 0 ? static_cast<std::uint64_t>(grown) : 0;
+  }
+
+ private:
+  std::vector<memory_pool> pools_;
+  std::vector<point> points_;
+  memory_mismatches mismatches_;
+  std::uint64_t peak_ = 0;
+  max_series totals_;
+  std::unordered_map<const thread_info*, max_series> threads_;
+};
+
+/// The memory timelines of a dump's writers (only writers with allocations).
+class memory_timelines {
+ public:
+  explicit memory_timelines(const dump_reader& r) {
+    for (const auto& w : r.writers())
+      if (w.second.has_memory) timelines_.emplace(&w.second, memory_timeline(w.second));
+  }
+  bool empty() const noexcept { return timelines_.empty(); }
+  /// The writer's timeline, or null when it recorded no allocation.
+  const memory_timeline* find(const writer_info* w) const {
+    const auto found = timelines_.find(w);
+    return found != timelines_.end() ? &found->second : nullptr;
+  }
+  const std::map<const writer_info*, memory_timeline>& all() const noexcept { return timelines_; }
+
+ private:
+  std::map<const writer_info*, memory_timeline> timelines_;
+};
+
+/// One step of a flow: a span that recorded EDGETRACE_FLOW(name, id).
+struct flow_step {
+  const writer_info* writer = nullptr;
+  const thread_info* thread = nullptr;
+  std::int64_t begin_ns = 0;
+  std::int64_t end_ns = 0;
+};
+
+/// Flow steps gathered while spans are claimed, keyed by (writer, flow
+/// name, id): ids are the app's, scoped to its process.
+class flow_collector {
+ public:
+  struct key {
+    const writer_info* writer;
+    std::string name;
+    std::uint64_t id;
+    bool operator<(const key& o) const {
+      if (writer != o.writer) return writer < o.writer;
+      if (name != o.name) return name < o.name;
+      return id < o.id;
+    }
+  };
+
+  void add(const annotation& a, const thread_info* thread, std::int64_t begin_ns, std::int64_t end_ns) {
+    flows_[key{thread->writer, a.name(), a.value}].push_back(flow_step{thread->writer, thread, begin_ns, end_ns});
+  }
+  bool empty() const noexcept { return flows_.empty(); }
+
+  /// Every flow with its steps in time order (by begin, then end).
+  std::map<key, std::vector<flow_step>>& sorted() {
+    for (auto& f : flows_)
+      std::stable_sort(f.second.begin(), f.second.end(), [](const flow_step& a, const flow_step& b) {
+        return a.begin_ns != b.begin_ns ? a.begin_ns < b.begin_ns : a.end_ns < b.end_ns;
+      });
+    return flows_;
+  }
+
+ private:
+  std::map<key, std::vector<flow_step>> flows_;
+};
+
+}  // namespace reader
+}  // namespace v1
+}  // namespace edgetrace
