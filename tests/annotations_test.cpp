@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <support/json_lite.hpp>
+#include <support/files.hpp>
 #include <support/process.hpp>
 #include <support/read_dump.hpp>
 
@@ -28,11 +29,7 @@ const std::string app = EDGETRACE_TEST_TRACE_APP;
 const std::string cli = EDGETRACE_TEST_CLI;
 const std::string tmp = EDGETRACE_TEST_TMPDIR;
 
-std::string fresh(const std::string& name) {
-  const std::string path = tmp + "/" + name;
-  ::unlink(path.c_str());
-  return path;
-}
+std::string fresh(const std::string& name) { return edgetrace_test::fresh_file(tmp + "/" + name); }
 
 bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 

@@ -5,6 +5,7 @@
 // the dump, `edgetrace info` and the JSON.
 #include <doctest/doctest.h>
 
+#include <support/files.hpp>
 #include <support/process.hpp>
 #include <support/read_dump.hpp>
 
@@ -25,11 +26,7 @@ const std::string app = EDGETRACE_TEST_TRACE_APP;
 const std::string cli = EDGETRACE_TEST_CLI;
 const std::string tmp = EDGETRACE_TEST_TMPDIR;
 
-std::string fresh(const std::string& name) {
-  const std::string path = tmp + "/" + name;
-  ::unlink(path.c_str());
-  return path;
-}
+std::string fresh(const std::string& name) { return edgetrace_test::fresh_file(tmp + "/" + name); }
 
 /// The recording changes and phases of a dump's only writer.
 struct capture_info {

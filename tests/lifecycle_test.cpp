@@ -4,6 +4,7 @@
 // line, exited threads lose nothing, fork is safe, exit codes are kept.
 #include <doctest/doctest.h>
 
+#include <support/files.hpp>
 #include <support/process.hpp>
 #include <support/read_dump.hpp>
 
@@ -22,11 +23,7 @@ namespace {
 const std::string app = EDGETRACE_TEST_TRACE_APP;
 const std::string tmp = EDGETRACE_TEST_TMPDIR;
 
-std::string fresh(const std::string& name) {
-  const std::string path = tmp + "/" + name;
-  ::unlink(path.c_str());
-  return path;
-}
+std::string fresh(const std::string& name) { return edgetrace_test::fresh_file(tmp + "/" + name); }
 }  // namespace
 
 TEST_CASE("lifecycle: without EDGETRACE_OUTPUT there is no file, no thread, no allocation, no output") {

@@ -7,6 +7,7 @@
 // 10 kills instead of 3, 1000 forks instead of 200.
 #include <doctest/doctest.h>
 
+#include <support/files.hpp>
 #include <support/process.hpp>
 #include <support/read_dump.hpp>
 #include <support/spawn.hpp>
@@ -48,11 +49,7 @@ bool long_tests() {
   return v != nullptr && std::strcmp(v, "1") == 0;
 }
 
-std::string fresh(const std::string& name) {
-  const std::string path = tmp + "/" + name;
-  ::unlink(path.c_str());
-  return path;
-}
+std::string fresh(const std::string& name) { return edgetrace_test::fresh_file(tmp + "/" + name); }
 
 bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 

@@ -23,4 +23,11 @@ inline std::string read_file(const std::string& path) {
 
 inline bool file_exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
+/// `path` with nothing there: a test about to create that file removes any
+/// stale one first, so a previous run can never make a check pass.
+inline std::string fresh_file(const std::string& path) {
+  ::unlink(path.c_str());
+  return path;
+}
+
 }  // namespace edgetrace_test

@@ -1268,61 +1268,61 @@ inline void note_drop(thread_ring& ring, std::uint64_t tick) noexcept {
   ring.drop_count.store(ring.drop_count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
-template <class>
-EDGETRACE_DETAIL_NOINLINE void push_slow(std::uint64_t word, std::uint64_t a, std::uint64_t b) noexcept {
-  thread_ring* ring = current_ring;
+/// The slow path's common part: the calling thread's ring (attached on
+/// first use) and the slot for the first of `count` records, after the
+/// pending loss record if there is one (written, not yet published). Null
+/// when they do not fit: the `count` records are counted as dropped at
+/// `tick`.
+inline record* reserve_slots(thread_ring*& ring, std::size_t count, std::uint64_t tick) noexcept {
+  ring = current_ring;
   if (ring == &sentinel_ring) {
     ring = attach_thread();
-    if (ring == nullptr) return;
+    if (ring == nullptr) return nullptr;
   }
-  std::size_t room = refresh_room(*ring);
-  const bool is_span = (word & 3) == tag_named ||
-                       ((word & 3) == tag_site &&
-                        reinterpret_cast<const site*>(static_cast<std::uintptr_t>(word))->kind == format::site_kind::span);
-  const std::uint64_t tick = is_span ? b : a;
+  const std::size_t room = refresh_room(*ring);
   record* pos = ring->write_pos.load(std::memory_order_relaxed);
-  if (room < (ring->pending_loss != 0 ? 2u : 1u)) {
-    note_drop(*ring, tick);
+  if (room < count + (ring->pending_loss != 0 ? 1 : 0)) {
+    for (std::size_t i = 0; i < count; ++i) note_drop(*ring, tick);
     ring->write_limit = pos;  // keep taking the slow path until there is room
-    return;
+    return nullptr;
   }
   if (ring->pending_loss != 0) {
     *pos = record{(ring->pending_loss << 2) | tag_loss, ring->loss_first, ring->loss_last};
     ring->pending_loss = 0;
     if (++pos == ring->end) pos = ring->begin;
   }
+  return pos;
+}
+
+/// Publishes everything written before `next` (one release store).
+inline void publish_slots(thread_ring& ring, record* next) noexcept {
+  ring.write_pos.store(next, std::memory_order_release);
+  refresh_room(ring);
+}
+
+template <class>
+EDGETRACE_DETAIL_NOINLINE void push_slow(std::uint64_t word, std::uint64_t a, std::uint64_t b) noexcept {
+  const bool is_span = (word & 3) == tag_named ||
+                       ((word & 3) == tag_site &&
+                        reinterpret_cast<const site*>(static_cast<std::uintptr_t>(word))->kind == format::site_kind::span);
+  thread_ring* ring = nullptr;
+  record* pos = reserve_slots(ring, 1, is_span ? b : a);
+  if (pos == nullptr) return;
   *pos = record{word, a, b};
-  ring->write_pos.store(pos + 1, std::memory_order_release);
-  refresh_room(*ring);
+  publish_slots(*ring, pos + 1);
 }
 
 /// Pushes an allocation and its bytes as two adjacent records, published
 /// together: the flusher never sees one without the other, and a full ring
 /// drops both (counted as two).
 inline void push_alloc_pair(std::uint64_t word, std::uint64_t tick, std::uint64_t address, std::uint64_t bytes) noexcept {
-  thread_ring* ring = current_ring;
-  if (ring == &sentinel_ring) {
-    ring = attach_thread();
-    if (ring == nullptr) return;
-  }
-  const std::size_t room = refresh_room(*ring);
-  record* pos = ring->write_pos.load(std::memory_order_relaxed);
-  if (room < (ring->pending_loss != 0 ? 3u : 2u)) {
-    note_drop(*ring, tick);
-    note_drop(*ring, tick);
-    ring->write_limit = pos;  // keep taking the slow path until there is room
-    return;
-  }
-  if (ring->pending_loss != 0) {
-    *pos = record{(ring->pending_loss << 2) | tag_loss, ring->loss_first, ring->loss_last};
-    ring->pending_loss = 0;
-    if (++pos == ring->end) pos = ring->begin;
-  }
+  thread_ring* ring = nullptr;
+  record* pos = reserve_slots(ring, 2, tick);
+  if (pos == nullptr) return;
   *pos = record{word, tick, address};
   if (++pos == ring->end) pos = ring->begin;
   *pos = record{tag_more, bytes, 0};
-  ring->write_pos.store(pos + 1, std::memory_order_release);
-  refresh_room(*ring);
+  publish_slots(*ring, pos + 1);
 }
 
 EDGETRACE_DETAIL_API void record_alloc(std::uint64_t word, std::uint64_t address, std::uint64_t bytes,
