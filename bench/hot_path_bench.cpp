@@ -138,6 +138,26 @@ void BM_counter(benchmark::State& state) {
   }
 }
 
+/// A span argument and a flow step: value events, the counter's path.
+void BM_arg(benchmark::State& state) {
+  std::int64_t value = 0;
+  for (auto _ : state) {
+    EDGETRACE_ARG(bench_on, "batch", ++value);
+    benchmark::ClobberMemory();
+  }
+}
+
+/// An allocation and its free: an out-of-line pair of records, then one.
+void BM_alloc_free(benchmark::State& state) {
+  std::uint64_t address = 0x10000;
+  for (auto _ : state) {
+    address += 64;
+    EDGETRACE_ALLOC(bench_on, address, 64, "bench_pool");
+    EDGETRACE_FREE(bench_on, address);
+    benchmark::ClobberMemory();
+  }
+}
+
 #if defined(EDGETRACE_BENCH_NVTX)
 /// NVTX push/pop with no tool attached: the peer reference a CUDA user has.
 void BM_nvtx_push_pop(benchmark::State& state) {
@@ -362,6 +382,8 @@ BENCHMARK(BM_span_paused);
 BENCHMARK(BM_span_compile_disabled);
 BENCHMARK(BM_instant);
 BENCHMARK(BM_counter);
+BENCHMARK(BM_arg);
+BENCHMARK(BM_alloc_free);
 #if defined(EDGETRACE_BENCH_NVTX)
 BENCHMARK(BM_nvtx_push_pop);
 #endif

@@ -52,9 +52,10 @@ echo "== bytes per record on disk, example pipeline"
 EDGETRACE_OUTPUT="$build/pipeline.etr" "$build/examples/pipeline" --frames 200 >/dev/null
 "$build/tools/edgetrace" info "$build/pipeline.etr" | awk -v size="$(stat -c %s "$build/pipeline.etr")" '
   /^totals/ { spans=$2; instants=$4; counters=$6; dropped=$8 }
-  END { records = spans + instants + counters;
-        printf "pipeline: %d bytes / %d records (%d spans, %d instants, %d counters, %d dropped) = %.2f bytes/record\n",
-               size, records, spans, instants, counters, dropped, size / records }'
+  /^  annotations/ { notes += $2 + $4 + 2 * $7 + $9 }
+  END { records = spans + instants + counters + notes;
+        printf "pipeline: %d bytes / %d records (%d spans, %d instants, %d counters, %d annotation records, %d dropped) = %.2f bytes/record\n",
+               size, records, spans, instants, counters, notes, dropped, size / records }'
 
 if [ "$converter" = 1 ]; then
   echo

@@ -311,6 +311,7 @@ class memory_timelines {
 struct flow_step {
   const writer_info* writer = nullptr;
   const thread_info* thread = nullptr;
+  const site_info* site = nullptr;  ///< the step span's site
   std::int64_t begin_ns = 0;
   std::int64_t end_ns = 0;
 };
@@ -330,8 +331,9 @@ class flow_collector {
     }
   };
 
-  void add(const annotation& a, const thread_info* thread, std::int64_t begin_ns, std::int64_t end_ns) {
-    flows_[key{thread->writer, a.name(), a.value}].push_back(flow_step{thread->writer, thread, begin_ns, end_ns});
+  void add(const annotation& a, const thread_info* thread, const site_info* site, std::int64_t begin_ns,
+           std::int64_t end_ns) {
+    flows_[key{thread->writer, a.name(), a.value}].push_back(flow_step{thread->writer, thread, site, begin_ns, end_ns});
   }
   bool empty() const noexcept { return flows_.empty(); }
 

@@ -499,7 +499,7 @@ class chrome_json_document {
     o_.write_string(cat);
     const char ph[] = {',', '"', 'p', 'h', '"', ':', '"', phase, '"', '\0'};
     o_.write(ph);
-    if (phase != 's') o_.write(",\"bp\":\"e\"");
+    if (phase == 'f') o_.write(",\"bp\":\"e\"");
     o_.write(",\"id\":");
     o_.write_u64(id);
     o_.write(",\"ts\":");
@@ -625,7 +625,7 @@ class json_annotations {
     args_.clear();
     spans_.claim(e.thread, e.begin_ns, e.end_ns, [&](const annotation& a) {
       if (a.type == format::annotation_record::flow) {
-        if (kept) flows_.add(a, e.thread, e.begin_ns, e.end_ns);
+        if (kept) flows_.add(a, e.thread, e.site, e.begin_ns, e.end_ns);
       } else if (kept) {
         args_.push_back(&a);
       }
@@ -650,11 +650,18 @@ class json_annotations {
       const std::vector<flow_step>& steps = flow.second;
       if (steps.size() < 2) continue;  // one step: no arrow to draw
       ++id;
+      // One category for all events of a flow (viewers match s/t/f by cat,
+      // name and id): the steps' own when they share one, so DevTools, which
+      // binds a flow event only to a slice of its category, draws it too;
+      // else "flow" (Perfetto binds by time and thread alone).
+      const std::string* cat = &steps.front().site->category;
+      for (const flow_step& step : steps)
+        if (step.site->category != *cat) cat = &flow_category_;
       for (std::size_t i = 0; i < steps.size(); ++i) {
         const char phase = i == 0 ? 's' : i + 1 == steps.size() ? 'f' : 't';
         const std::int64_t ns = steps[i].begin_ns + in.shift_ns;
-        doc_for(ns).write_flow_step(flow.first.name, "flow", id, phase, in.pid(*steps[i].writer),
-                                    steps[i].thread->os_tid, ns);
+        doc_for(ns).write_flow_step(flow.first.name, *cat, id, phase, in.pid(*steps[i].writer), steps[i].thread->os_tid,
+                                    ns);
       }
     }
   }
@@ -665,6 +672,7 @@ class json_annotations {
   flow_collector flows_;
   std::vector<const annotation*> args_;
   const std::vector<const annotation*> none_;
+  const std::string flow_category_ = "flow";
 };
 
 class json_event_filter {

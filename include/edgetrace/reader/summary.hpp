@@ -283,7 +283,7 @@ class summary_builder {
           ++result_.spans_read;
           args.clear();
           notes.claim(s.thread, s.begin_ns, s.end_ns, [&](const annotation& a) {
-            if (a.type == format::annotation_record::flow) flows.add(a, s.thread, s.begin_ns, s.end_ns);
+            if (a.type == format::annotation_record::flow) flows.add(a, s.thread, s.site, s.begin_ns, s.end_ns);
             else args.push_back(&a);
           });
           if (s.thread != last_thread) {
