@@ -540,26 +540,46 @@ int main(int argc, char** argv) {
     // Arguments, memory pools and flows, with values tests/annotations_test.cpp
     // recomputes. "weights" stays live (1500 bytes); each layer i adds
     // (i + 1) * 100 bytes of scratch and its gemm 50 more.
+    // gap(): a few microseconds of work between every span boundary and
+    // the records next to it, as real layers have. Without it, on a coarse
+    // counter (cntvct_el0 ticks every 16-32 ns) an argument recorded in the
+    // tick a child span begins cannot be told from one inside it (see
+    // docs/ANALYSIS.md, "Arguments and flow steps belong to spans").
+    const auto gap = [] {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(3);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+    };
     alignas(16) static unsigned char arena[4096];
     const edgetrace::name_handle fp16 = edgetrace::intern("fp16"), int8 = edgetrace::intern(std::string("int8"));
     {
       EDGETRACE_SCOPE(app, "load");
+      gap();
       EDGETRACE_ALLOC(app, arena + 0, 1000, "weights");
       EDGETRACE_ALLOC(app, arena + 1024, 500, "weights");
+      gap();
     }
     for (int i = 0; i < 4; ++i) {
+      gap();
       EDGETRACE_SCOPE(app, "layer");
+      gap();
       EDGETRACE_ARG(app, "batch", 1 << i);
       EDGETRACE_ARG_NAMED(app, "dtype", i % 2 == 0 ? fp16 : int8);
       EDGETRACE_ALLOC(app, arena + 2048, (i + 1) * 100, "scratch");
+      gap();
       {
         EDGETRACE_SCOPE(app, "gemm");
+        gap();
         EDGETRACE_ARG(app, "k", -64 * (i + 1));
         EDGETRACE_ALLOC(app, arena + 3072, 50, "scratch");
         EDGETRACE_FREE(app, arena + 3072);
+        gap();
       }
+      gap();
       EDGETRACE_FREE(app, arena + 2048);
+      gap();
     }
+    gap();
     // Mismatches: a free of an address never allocated, a double free, and
     // free(NULL) (ignored); an argument outside every span (not attached).
     EDGETRACE_FREE(app, reinterpret_cast<void*>(0xdead0));
