@@ -216,10 +216,16 @@ class span_scope {
 #endif
 };
 
+/// The record word of site `site_fn()`.
+template <class SiteFn>
+EDGETRACE_DETAIL_ALWAYS_INLINE std::uint64_t site_word(SiteFn site_fn) noexcept {
+  return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&site_fn()));
+}
+
 /// Records an instant, mark or counter sample of site `site_fn()`.
 template <class SiteFn>
 EDGETRACE_DETAIL_ALWAYS_INLINE void event(SiteFn site_fn, std::uint64_t value, std::uint8_t mode) noexcept {
-  const auto word = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&site_fn()));
+  const std::uint64_t word = site_word(site_fn);
   if (EDGETRACE_DETAIL_LIKELY(mode == clock_counter)) {
     push(word, ticks(), value);
   } else {
@@ -250,12 +256,6 @@ EDGETRACE_DETAIL_ALWAYS_INLINE std::uint64_t address(const volatile void* pointe
 EDGETRACE_DETAIL_ALWAYS_INLINE std::uint64_t address(unsigned long long handle) noexcept { return handle; }
 EDGETRACE_DETAIL_ALWAYS_INLINE std::uint64_t address(unsigned long handle) noexcept { return handle; }
 EDGETRACE_DETAIL_ALWAYS_INLINE std::uint64_t address(decltype(nullptr)) noexcept { return 0; }
-
-/// The record word of site `site_fn()`.
-template <class SiteFn>
-EDGETRACE_DETAIL_ALWAYS_INLINE std::uint64_t site_word(SiteFn site_fn) noexcept {
-  return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&site_fn()));
-}
 
 /// The category's clock mode, 0 when not recording.
 template <class Category>
@@ -421,15 +421,11 @@ auto phase(const String& name) noexcept -> decltype(static_cast<const char*>(nam
 /// `edgetrace summary` shows the peak live bytes during each span name.
 /// Out of line (two records); the arguments are evaluated only when the
 /// category is recording.
-#define EDGETRACE_ALLOC(cat, ptr, bytes, pool)                                                                           \
-  do {                                                                                                                   \
-    if constexpr (EDGETRACE_DETAIL_CATEGORY_TYPE(cat)::compiled_in) {                                                      \
-      if (const std::uint8_t edgetrace_mode = ::edgetrace::detail::recording<EDGETRACE_DETAIL_CATEGORY_TYPE(cat)>())      \
-        ::edgetrace::detail::record_alloc(                                                                               \
-            ::edgetrace::detail::site_word(EDGETRACE_DETAIL_SITE(cat, pool, ::edgetrace::format::site_kind::alloc)),     \
-            ::edgetrace::detail::address(ptr), static_cast<std::uint64_t>(bytes), edgetrace_mode);                      \
-    }                                                                                                                    \
-  } while (false)
+#define EDGETRACE_ALLOC(cat, ptr, bytes, pool)                                                                  \
+  EDGETRACE_DETAIL_WHEN_RECORDING(                                                                              \
+      cat, ::edgetrace::detail::record_alloc(                                                                   \
+               ::edgetrace::detail::site_word(EDGETRACE_DETAIL_SITE(cat, pool, ::edgetrace::format::site_kind::alloc)), \
+               ::edgetrace::detail::address(ptr), static_cast<std::uint64_t>(bytes), edgetrace_mode))
 
 /// Records that the allocation at `ptr` was freed (its pool and size come
 /// from the matching EDGETRACE_ALLOC). A free of a null pointer is ignored;
@@ -438,13 +434,19 @@ auto phase(const String& name) noexcept -> decltype(static_cast<const char*>(nam
 #define EDGETRACE_FREE(cat, ptr) EDGETRACE_DETAIL_VALUE_EVENT(cat, "free", free, ::edgetrace::detail::address(ptr))
 
 /// One event of kind `kind` at a site named `name`, with a 64-bit value.
-#define EDGETRACE_DETAIL_VALUE_EVENT(cat, name, kind, value)                                                         \
-  do {                                                                                                               \
-    if constexpr (EDGETRACE_DETAIL_CATEGORY_TYPE(cat)::compiled_in) {                                                  \
-      if (const std::uint8_t edgetrace_mode = ::edgetrace::detail::recording<EDGETRACE_DETAIL_CATEGORY_TYPE(cat)>())   \
-        ::edgetrace::detail::event(EDGETRACE_DETAIL_SITE(cat, name, ::edgetrace::format::site_kind::kind), (value),   \
-                                   edgetrace_mode);                                                                  \
-    }                                                                                                                \
+#define EDGETRACE_DETAIL_VALUE_EVENT(cat, name, kind, value) \
+  EDGETRACE_DETAIL_WHEN_RECORDING(                           \
+      cat, ::edgetrace::detail::event(EDGETRACE_DETAIL_SITE(cat, name, ::edgetrace::format::site_kind::kind), (value), edgetrace_mode))
+
+/// Runs `call` (which may use `edgetrace_mode`, the category's clock mode)
+/// only when category `cat` is compiled in and recording; its arguments
+/// are evaluated only then. The guard of every macro that takes values.
+#define EDGETRACE_DETAIL_WHEN_RECORDING(cat, call)                                                                  \
+  do {                                                                                                            \
+    if constexpr (EDGETRACE_DETAIL_CATEGORY_TYPE(cat)::compiled_in) {                                               \
+      if (const std::uint8_t edgetrace_mode = ::edgetrace::detail::recording<EDGETRACE_DETAIL_CATEGORY_TYPE(cat)>()) \
+        call;                                                                                                     \
+    }                                                                                                             \
   } while (false)
 
 /// Records a span measured elsewhere: it began at `start_ns` and lasted
@@ -464,14 +466,10 @@ auto phase(const String& name) noexcept -> decltype(static_cast<const char*>(nam
 #define EDGETRACE_RECORD_NAMED(cat, handle, start_ns, duration_ns) \
   EDGETRACE_DETAIL_RECORD(cat, ::edgetrace::detail::named_word<EDGETRACE_DETAIL_CATEGORY_TYPE(cat)>(handle), start_ns, duration_ns)
 
-#define EDGETRACE_DETAIL_RECORD(cat, word, start_ns, duration_ns)                                                 \
-  do {                                                                                                            \
-    if constexpr (EDGETRACE_DETAIL_CATEGORY_TYPE(cat)::compiled_in) {                                               \
-      if (const std::uint8_t edgetrace_mode = ::edgetrace::detail::recording<EDGETRACE_DETAIL_CATEGORY_TYPE(cat)>()) \
-        ::edgetrace::detail::record_measured(word, static_cast<std::uint64_t>(start_ns),                            \
-                                             static_cast<std::uint64_t>(duration_ns), edgetrace_mode);              \
-    }                                                                                                             \
-  } while (false)
+#define EDGETRACE_DETAIL_RECORD(cat, word, start_ns, duration_ns)                                           \
+  EDGETRACE_DETAIL_WHEN_RECORDING(cat, ::edgetrace::detail::record_measured(word, static_cast<std::uint64_t>(start_ns), \
+                                                                            static_cast<std::uint64_t>(duration_ns),   \
+                                                                            edgetrace_mode))
 
 /// Names the calling thread in the trace.
 #define EDGETRACE_THREAD_NAME(name) ::edgetrace::set_thread_name(name)

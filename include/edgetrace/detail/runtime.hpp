@@ -485,6 +485,16 @@ class runtime {
     return id;
   }
 
+  /// The cache entry (dump id, kind) of the literal site in record word
+  /// `word`, defining the site on first sight. Direct-mapped: a dense loop
+  /// of one site costs one compare.
+  EDGETRACE_DETAIL_ALWAYS_INLINE const site_cache_entry& site_entry(std::uint64_t word) {
+    const site* s = reinterpret_cast<const site*>(static_cast<std::uintptr_t>(word));
+    const site_cache_entry& slot = site_cache_[(word >> 3) & 255];
+    if (EDGETRACE_DETAIL_UNLIKELY(slot.key != s)) site_id(s);  // fills the slot
+    return slot;
+  }
+
   /// Dump id of a (category, interned name) span site.
   std::uint32_t named_site_id(std::uint64_t word) {
     const std::uint64_t key = word >> 2;
@@ -662,12 +672,12 @@ class runtime {
       return true;
     }
     if (tag != tag_site) return false;
-    const site* s = reinterpret_cast<const site*>(static_cast<std::uintptr_t>(r.word));
-    const site_cache_entry& slot = site_cache_[(r.word >> 3) & 255];
-    const format::site_kind kind = slot.key == s ? slot.kind : s->kind;
+    const site_cache_entry& slot = site_entry(r.word);
+    const format::site_kind kind = slot.kind;
     if (EDGETRACE_DETAIL_LIKELY(!format::is_annotation(kind))) return false;
     ++ring.written;
-    const std::uint32_t id = slot.key == s ? slot.id : site_id(s);
+    const std::uint32_t id = slot.id;
+    const site* s = slot.key;
     if (kind == format::site_kind::alloc) {
       pending_alloc_ = {ring.thread_id, id, r.t_begin, r.t_end};
       return true;
@@ -743,15 +753,9 @@ class runtime {
     std::uint32_t id;
     format::site_kind kind = format::site_kind::span;
     if (EDGETRACE_DETAIL_LIKELY(tag == tag_site)) {
-      const site* s = reinterpret_cast<const site*>(static_cast<std::uintptr_t>(r.word));
-      const site_cache_entry& slot = site_cache_[(r.word >> 3) & 255];
-      if (EDGETRACE_DETAIL_LIKELY(slot.key == s)) {
-        id = slot.id;
-        kind = slot.kind;
-      } else {
-        id = site_id(s);
-        kind = s->kind;
-      }
+      const site_cache_entry& slot = site_entry(r.word);
+      id = slot.id;
+      kind = slot.kind;
     } else if (tag == tag_named) {
       id = named_site_id(r.word);
     } else {
@@ -1084,23 +1088,21 @@ inline std::uint64_t runtime::check_capture(std::uint64_t now, std::uint64_t lon
     signal_paused = !signal_paused;
     update_capture_locked(format::capture_reason::signal);
   }
-  if (window_waiting && !waiting_for_marks && config_.start_after_ns != 0) {
-    const std::uint64_t start = started_ns_ + config_.start_after_ns;
-    if (now >= start) {
-      window_waiting = false;
-      update_capture_locked(format::capture_reason::start_after);
-    } else if (start - now < wait) {
-      wait = start - now;
-    }
+  // True once `deadline` has come; until then the wait shrinks to reach it.
+  const auto reached = [&](std::uint64_t deadline) {
+    if (now >= deadline) return true;
+    wait = std::min(wait, deadline - now);
+    return false;
+  };
+  if (window_waiting && !waiting_for_marks && config_.start_after_ns != 0 &&
+      reached(started_ns_ + config_.start_after_ns)) {
+    window_waiting = false;
+    update_capture_locked(format::capture_reason::start_after);
   }
-  if (config_.duration_ns != 0 && first_capture_ns_ != 0 && !window_over) {
-    const std::uint64_t stop = first_capture_ns_ + config_.duration_ns;
-    if (now >= stop) {
-      window_over = true;
-      update_capture_locked(format::capture_reason::duration);
-    } else if (stop - now < wait) {
-      wait = stop - now;
-    }
+  if (config_.duration_ns != 0 && first_capture_ns_ != 0 && !window_over &&
+      reached(first_capture_ns_ + config_.duration_ns)) {
+    window_over = true;
+    update_capture_locked(format::capture_reason::duration);
   }
   return wait;
 }

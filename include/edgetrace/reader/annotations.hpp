@@ -18,6 +18,57 @@ namespace edgetrace {
 inline namespace v1 {
 namespace reader {
 
+/// One step of a flow: a span that recorded EDGETRACE_FLOW(name, id).
+struct flow_step {
+  const writer_info* writer = nullptr;
+  const thread_info* thread = nullptr;
+  const site_info* site = nullptr;  ///< the step span's site
+  std::int64_t begin_ns = 0;
+  std::int64_t end_ns = 0;
+};
+
+/// Flow steps gathered while spans are claimed, keyed by (writer, flow
+/// name, id): ids are the app's, scoped to its process.
+class flow_collector {
+ public:
+  struct key {
+    const writer_info* writer;
+    std::string name;
+    std::uint64_t id;
+    bool operator<(const key& o) const {
+      if (writer != o.writer) return writer < o.writer;
+      if (name != o.name) return name < o.name;
+      return id < o.id;
+    }
+  };
+
+  void add(const annotation& a, const thread_info* thread, const site_info* site, std::int64_t begin_ns,
+           std::int64_t end_ns) {
+    flows_[key{thread->writer, a.name(), a.value}].push_back(flow_step{thread->writer, thread, site, begin_ns, end_ns});
+  }
+  bool empty() const noexcept { return flows_.empty(); }
+
+  /// Every flow with its steps in time order (by begin, then end).
+  std::map<key, std::vector<flow_step>>& sorted() {
+    for (auto& f : flows_)
+      std::stable_sort(f.second.begin(), f.second.end(), [](const flow_step& a, const flow_step& b) {
+        return a.begin_ns != b.begin_ns ? a.begin_ns < b.begin_ns : a.end_ns < b.end_ns;
+      });
+    return flows_;
+  }
+
+ private:
+  std::map<key, std::vector<flow_step>> flows_;
+};
+
+/// The last of `args` (time order) whose key is `key`; null when none.
+inline const annotation* last_with_key(const std::vector<const annotation*>& args, const std::string& key) {
+  const annotation* last = nullptr;
+  for (const annotation* a : args)
+    if (a->has_name(key)) last = a;
+  return last;
+}
+
 /// Hands each argument and flow step to the span it belongs to: the
 /// innermost span open on its thread when it was recorded. Feed it every
 /// span of the dump (filtered or not) in an order where a span comes after
@@ -46,6 +97,21 @@ class span_annotations {
   }
 
   bool empty() const noexcept { return total_ == 0; }
+
+  /// Claims span [begin_ns, end_ns] of `thread` (named by `site`): its
+  /// arguments go to `args` (time order), its flow steps to `flows`; a null
+  /// destination claims and drops them.
+  void collect(const thread_info* thread, const site_info* site, std::int64_t begin_ns, std::int64_t end_ns,
+               std::vector<const annotation*>* args, flow_collector* flows) {
+    if (args != nullptr) args->clear();
+    claim(thread, begin_ns, end_ns, [&](const annotation& a) {
+      if (a.type == format::annotation_record::flow) {
+        if (flows != nullptr) flows->add(a, thread, site, begin_ns, end_ns);
+      } else if (args != nullptr) {
+        args->push_back(&a);
+      }
+    });
+  }
 
   /// Calls `fn(const annotation&)` for every annotation of `thread` within
   /// [begin_ns, end_ns] not claimed yet, in time order, and claims it.
@@ -106,6 +172,13 @@ struct memory_pool {
 /// Allocation records that do not add up. None is attributed to a pool's
 /// live bytes; each is counted.
 struct memory_mismatches {
+  memory_mismatches& operator+=(const memory_mismatches& o) noexcept {
+    double_frees += o.double_frees;
+    unknown_frees += o.unknown_frees;
+    live_reallocs += o.live_reallocs;
+    null_allocs += o.null_allocs;
+    return *this;
+  }
   std::uint64_t double_frees = 0;    ///< a free of an address already freed
   std::uint64_t unknown_frees = 0;   ///< a free of an address never allocated in the dump
   std::uint64_t live_reallocs = 0;   ///< an allocation at an address still live (its free was never recorded)
@@ -305,49 +378,6 @@ class memory_timelines {
 
  private:
   std::map<const writer_info*, memory_timeline> timelines_;
-};
-
-/// One step of a flow: a span that recorded EDGETRACE_FLOW(name, id).
-struct flow_step {
-  const writer_info* writer = nullptr;
-  const thread_info* thread = nullptr;
-  const site_info* site = nullptr;  ///< the step span's site
-  std::int64_t begin_ns = 0;
-  std::int64_t end_ns = 0;
-};
-
-/// Flow steps gathered while spans are claimed, keyed by (writer, flow
-/// name, id): ids are the app's, scoped to its process.
-class flow_collector {
- public:
-  struct key {
-    const writer_info* writer;
-    std::string name;
-    std::uint64_t id;
-    bool operator<(const key& o) const {
-      if (writer != o.writer) return writer < o.writer;
-      if (name != o.name) return name < o.name;
-      return id < o.id;
-    }
-  };
-
-  void add(const annotation& a, const thread_info* thread, const site_info* site, std::int64_t begin_ns,
-           std::int64_t end_ns) {
-    flows_[key{thread->writer, a.name(), a.value}].push_back(flow_step{thread->writer, thread, site, begin_ns, end_ns});
-  }
-  bool empty() const noexcept { return flows_.empty(); }
-
-  /// Every flow with its steps in time order (by begin, then end).
-  std::map<key, std::vector<flow_step>>& sorted() {
-    for (auto& f : flows_)
-      std::stable_sort(f.second.begin(), f.second.end(), [](const flow_step& a, const flow_step& b) {
-        return a.begin_ns != b.begin_ns ? a.begin_ns < b.begin_ns : a.end_ns < b.end_ns;
-      });
-    return flows_;
-  }
-
- private:
-  std::map<key, std::vector<flow_step>> flows_;
 };
 
 }  // namespace reader

@@ -574,14 +574,10 @@ class chrome_json_document {
   void write_span_args(const std::vector<const annotation*>& args, bool comma) {
     for (std::size_t i = 0; i < args.size(); ++i) {
       const std::string key = args[i]->name();
-      bool seen = false, later = false;
-      for (std::size_t j = 0; j < args.size(); ++j)
-        if (j != i && args[j]->name() == key) (j < i ? seen : later) = true;
+      bool seen = false;
+      for (std::size_t j = 0; j < i && !seen; ++j) seen = args[j]->has_name(key);
       if (seen) continue;
-      const annotation* last = args[i];
-      if (later)
-        for (std::size_t j = i + 1; j < args.size(); ++j)
-          if (args[j]->name() == key) last = args[j];
+      const annotation* last = last_with_key(args, key);
       if (comma) o_.put(',');
       comma = true;
       o_.write_string(key);
@@ -622,14 +618,8 @@ class json_annotations {
 
   /// Claims span `e`'s arguments (returned) and, when `kept`, its flow steps.
   const std::vector<const annotation*>& on_span(const event& e, bool kept) {
-    args_.clear();
-    spans_.claim(e.thread, e.begin_ns, e.end_ns, [&](const annotation& a) {
-      if (a.type == format::annotation_record::flow) {
-        if (kept) flows_.add(a, e.thread, e.site, e.begin_ns, e.end_ns);
-      } else if (kept) {
-        args_.push_back(&a);
-      }
-    });
+    spans_.collect(e.thread, e.site, e.begin_ns, e.end_ns, kept ? &args_ : nullptr, kept ? &flows_ : nullptr);
+    if (!kept) args_.clear();
     return args_;
   }
 

@@ -135,6 +135,8 @@ struct annotation {
   std::int64_t int_value() const noexcept { return static_cast<std::int64_t>(value); }
   /// The key or name as shown ("(unknown site N)" when undefined).
   std::string name() const { return site != nullptr ? site->name : "(unknown site " + std::to_string(site_id) + ")"; }
+  /// name() == `n`, without building the name.
+  bool has_name(const std::string& n) const { return site != nullptr ? site->name == n : name() == n; }
   /// An argument's value as text: the integer, or the interned name.
   std::string value_text() const {
     if (type != format::annotation_record::arg_name) return std::to_string(int_value());

@@ -215,7 +215,7 @@ inline bool write_info(dump_reader& r, std::FILE* out, const info_options& optio
   }
   span_annotations notes(r);
   if (!r.read_events([&notes](const event& e) {
-        if (e.kind == event_kind::span) notes.claim(e.thread, e.begin_ns, e.end_ns, [](const annotation&) {});
+        if (e.kind == event_kind::span) notes.collect(e.thread, e.site, e.begin_ns, e.end_ns, nullptr, nullptr);
       })) {
     if (error) *error = r.error();
     return false;

@@ -281,11 +281,7 @@ class summary_builder {
         r,
         [&](const span_record& s) {
           ++result_.spans_read;
-          args.clear();
-          notes.claim(s.thread, s.begin_ns, s.end_ns, [&](const annotation& a) {
-            if (a.type == format::annotation_record::flow) flows.add(a, s.thread, s.site, s.begin_ns, s.end_ns);
-            else args.push_back(&a);
-          });
+          notes.collect(s.thread, s.site, s.begin_ns, s.end_ns, &args, &flows);
           if (s.thread != last_thread) {
             last_thread = s.thread;
             slot = &thread_slots[s.thread];
@@ -560,9 +556,7 @@ class summary_builder {
   int arg_row(const site_info& site, const std::vector<const annotation*>& args, int plain) {
     std::string suffix;
     for (const std::string& key : options_.by_args) {
-      const annotation* last = nullptr;
-      for (const annotation* a : args)
-        if (a->name() == key) last = a;
+      const annotation* last = last_with_key(args, key);
       if (last == nullptr) continue;
       suffix += (suffix.empty() ? " [" : ", ") + key + "=" + last->value_text();
     }
@@ -628,18 +622,9 @@ class summary_builder {
       result_.notes.push_back(r.path() + ": " + std::to_string(notes.unclaimed()) +
                               " argument(s) or flow step(s) recorded outside every span; not attached");
     memory_mismatches m;
-    for (const auto& entry : memory.all()) {
-      const memory_mismatches& w = entry.second.mismatches();
-      m.double_frees += w.double_frees;
-      m.unknown_frees += w.unknown_frees;
-      m.live_reallocs += w.live_reallocs;
-      m.null_allocs += w.null_allocs;
-    }
+    for (const auto& entry : memory.all()) m += entry.second.mismatches();
     if (m.total() == 0) return;
-    result_.mismatches.double_frees += m.double_frees;
-    result_.mismatches.unknown_frees += m.unknown_frees;
-    result_.mismatches.live_reallocs += m.live_reallocs;
-    result_.mismatches.null_allocs += m.null_allocs;
+    result_.mismatches += m;
     result_.notes.push_back(r.path() + ": " + memory_mismatch_text(m));
   }
 
