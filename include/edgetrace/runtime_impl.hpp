@@ -29,7 +29,7 @@
 namespace edgetrace {
 inline namespace v1 {
 namespace detail {
-template void push_slow<void>(std::uint64_t word, std::uint64_t a, std::uint64_t b) noexcept;
+template void push_slow<void>(thread_ring* ring, std::uint64_t word, std::uint64_t a, std::uint64_t b) noexcept;
 }  // namespace detail
 }  // namespace v1
 }  // namespace edgetrace

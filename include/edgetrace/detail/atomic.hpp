@@ -46,6 +46,10 @@ class atomic_cell {
   T exchange(T value, Order order) noexcept {
     return __atomic_exchange_n(&value_, value, static_cast<int>(order));
   }
+  template <class Order>
+  T fetch_add(T value, Order order) noexcept {
+    return __atomic_fetch_add(&value_, value, static_cast<int>(order));
+  }
 
  private:
   T value_{};

@@ -72,6 +72,7 @@ struct thread_ring {
   std::uint32_t name_version_seen = 0;  ///< flusher only
   std::uint64_t written = 0;            ///< flusher only: records encoded
   bool announced = false;               ///< flusher only: thread chunk written
+  std::uint64_t signal_dropped = 0;     ///< flusher only: signal_drops written so far
 
   // ---- rarely written, shared.
   alignas(cache_line) spin_lock name_mutex;  ///< short copies only: the name below
@@ -81,8 +82,17 @@ struct thread_ring {
   /// Set (release) by the owning thread's exit hook; once the flusher sees
   /// it (acquire) the owner never touches the ring again.
   atomic_cell<bool> retired{false};
-  std::size_t mapping_size = 0;      ///< for munmap
-  thread_ring* next_free = nullptr;  ///< pool link, under the pool mutex
+  /// Records a signal handler issued on the owning thread while the thread
+  /// itself was inside push (they cannot be stored: the slot is in use).
+  /// The handler adds (an atomic add: it may interrupt the owner anywhere);
+  /// the owner's slow path, or the flusher once `retired`, takes them with
+  /// an exchange and counts them as dropped, in-band.
+  atomic_cell<std::uint64_t> signal_drops{0};
+  /// Next attached ring (the runtime's lock-free list): set by the
+  /// attaching thread before the ring is published, changed later only by
+  /// the flusher when it unlinks a neighbour.
+  atomic_cell<thread_ring*> next_attached{nullptr};
+  std::size_t mapping_size = 0;  ///< for munmap
 
   std::size_t slot_count() const noexcept { return static_cast<std::size_t>(end - begin); }
 
@@ -100,6 +110,11 @@ struct thread_ring {
 /// so the first push takes the slow path, which installs a real ring. Never
 /// written.
 inline thread_ring sentinel_ring;
+/// Where push parks current_ring while it writes a record: like the
+/// sentinel, it sends a push to the slow path, which then knows that it
+/// interrupted this thread's own push (a signal handler) and counts the
+/// record as dropped. Never written.
+inline thread_ring busy_ring;
 
 /// The one thread_local the hot path touches. Constant-initialised and
 /// trivially destructible, so access is a plain TLS load (no wrapper call).
@@ -109,27 +124,42 @@ inline thread_local thread_ring* current_ring EDGETRACE_DETAIL_TLS_MODEL = &sent
 /// pending loss. Defined in detail/runtime.hpp. A template (not `inline`) so
 /// it can be noinline without a GCC warning.
 template <class = void>
-EDGETRACE_DETAIL_NOINLINE void push_slow(std::uint64_t word, std::uint64_t a, std::uint64_t b) noexcept;
+EDGETRACE_DETAIL_NOINLINE void push_slow(thread_ring* ring, std::uint64_t word, std::uint64_t a,
+                                         std::uint64_t b) noexcept;
 #if EDGETRACE_SEPARATE_RUNTIME
-extern template void push_slow<void>(std::uint64_t word, std::uint64_t a, std::uint64_t b) noexcept;
+extern template void push_slow<void>(thread_ring* ring, std::uint64_t word, std::uint64_t a, std::uint64_t b) noexcept;
 #endif
 
 /// Appends one record to the calling thread's ring.
 /// Cost (fast path, x86-64): TLS pointer (2 instructions), load write_pos,
-/// compare with write_limit and branch, 3 stores (the compiler often pairs
-/// two into one 16-byte store), lea + plain store to publish (release is
-/// free on x86-64; a stlr on aarch64). No RMW, no lock, no call.
+/// compare with write_limit and branch, 2 TLS stores (the signal guard
+/// below), 3 stores (the compiler often pairs two into one 16-byte store),
+/// lea + plain store to publish (release is free on x86-64; a stlr on
+/// aarch64). No RMW, no lock, no call.
+///
+/// Async-signal-safe: from before it reads write_pos until it has published,
+/// the thread's ring pointer is busy_ring, so a signal handler that records
+/// on this thread in that window takes push_slow, which counts the
+/// handler's record as dropped instead of touching the slot this push is
+/// filling (docs/RELIABILITY.md, "Signal handlers"). A handler that runs
+/// before the busy store finishes its push first, so this one reads the
+/// position it left. The signal fences only keep the compiler from moving
+/// or merging those TLS stores; they emit no instruction.
 EDGETRACE_DETAIL_ALWAYS_INLINE void push(std::uint64_t word, std::uint64_t a, std::uint64_t b) noexcept {
   thread_ring* ring = current_ring;
+  current_ring = &busy_ring;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
   record* slot = ring->write_pos.load(order_relaxed);
   if (EDGETRACE_DETAIL_UNLIKELY(slot == ring->write_limit)) {
-    push_slow(word, a, b);
+    push_slow(ring, word, a, b);  // restores current_ring
     return;
   }
   slot->word = word;
   slot->t_begin = a;
   slot->t_end = b;
   ring->write_pos.store(slot + 1, order_release);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  current_ring = ring;
 }
 
 /// Producer side of the slow path: recomputes write_limit from the

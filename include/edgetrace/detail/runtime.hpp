@@ -30,6 +30,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <linux/futex.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -252,16 +253,32 @@ class runtime {
   std::unordered_map<std::string, std::uint32_t> intern_ids_;
   std::vector<const std::string*> intern_names_;  ///< id - 1 → name
 
-  // ---- rings (ring_mutex)
+  // ---- rings. Attaching a thread takes no lock and allocates nothing, so
+  // a thread's first record may come from a signal handler (attach_thread).
+  /// Attached rings, newest first. attach_thread pushes with a CAS on the
+  /// head (acq_rel: a walker that reaches a ring sees its fields); only the
+  /// flusher unlinks, holding ring_mutex_, which every other walker holds.
+  std::atomic<thread_ring*> attached_{nullptr};
   std::mutex ring_mutex_;
-  std::vector<thread_ring*> rings_;   ///< attached, drained by the flusher
-  thread_ring* pool_ = nullptr;       ///< pre-faulted spares
-  std::size_t pool_size_ = 0;
-  static constexpr std::size_t pool_target = 2;
+  /// Pre-faulted spares, one per slot (null = empty). take_ring exchanges a
+  /// slot with null; the flusher refills and recycles with a CAS null→ring.
+  /// Lock-free both ways and free of ABA (a slot is never popped twice).
+  static constexpr std::size_t pool_slots = 2;
+  std::atomic<thread_ring*> pool_[pool_slots] = {};
+  /// Rings whose thread exited and that the flusher has not recycled yet
+  /// (exit hook adds, flusher subtracts). An exiting thread waits a little
+  /// while more than retiring_limit are pending, so threads that come and
+  /// go faster than the flusher runs do not each map a fresh ring.
+  std::atomic<std::uint32_t> retiring_{0};
+  static constexpr std::uint32_t retiring_limit = 2;
 
   // ---- flusher control (control_mutex)
   std::mutex control_mutex_;
-  std::condition_variable wake_;        ///< flusher waits here
+  /// The flusher sleeps on this word (a futex); wake_flusher() bumps it.
+  /// A futex, not a condition variable: waking must be async-signal-safe
+  /// (a ring that fills up inside a signal handler wakes the flusher).
+  std::atomic<std::uint32_t> wake_word_{0};
+  std::atomic<bool> flusher_sleeping_{false};
   std::condition_variable flushed_;     ///< flush() callers wait here
   bool stop_ = false;
   bool flusher_done_ = false;
@@ -299,7 +316,6 @@ class runtime {
   // fork() can snapshot the flusher mid-cycle, and memory reachable only
   // from its stack would look leaked in the child.
   std::vector<unsigned char> scratch_;
-  std::vector<thread_ring*> snapshot_;
   std::string name_scratch_;
   std::unordered_map<const site*, std::uint32_t> site_ids_;
   std::unordered_map<std::uint64_t, std::uint32_t> named_ids_;
@@ -615,7 +631,7 @@ class runtime {
     begin_chunk(b);
     put_varint(b, ring.thread_id);
     put_varint(b, ring.written);
-    put_varint(b, ring.drop_count.load(std::memory_order_relaxed));
+    put_varint(b, ring.drop_count.load(std::memory_order_relaxed) + ring.signal_dropped);
     emit_chunk(b, format::chunk_type::thread_stats);
   }
 
@@ -811,7 +827,20 @@ class runtime {
     });
     finish_events_chunk();
     emit_annotations();
+    if (EDGETRACE_DETAIL_UNLIKELY(ring.signal_drops.load(std::memory_order_relaxed) != 0)) write_signal_drops(ring);
     return count;
+  }
+
+  /// Writes, as an in-band loss at the current tick, the records this
+  /// ring's signal handlers could not store (reserve_slots); the thread's
+  /// dropped total includes them.
+  void write_signal_drops(thread_ring& ring) {
+    const std::uint64_t n = ring.signal_drops.exchange(0, std::memory_order_relaxed);
+    ring.signal_dropped += n;
+    const std::uint64_t now = ticks(config_.clock);
+    start_events_chunk(ring, now);
+    encode(ring, record{(n << 2) | tag_loss, now, now});
+    finish_events_chunk();
   }
 
   /// Writes the in-band loss a retired thread could not write itself.
@@ -824,12 +853,9 @@ class runtime {
     ring.pending_loss = 0;
   }
 
+  /// Puts a drained ring back in the pool (empty, ready for a new thread),
+  /// or unmaps it if the pool is full.
   void recycle(thread_ring* ring) noexcept {
-    std::lock_guard<std::mutex> lock(ring_mutex_);
-    if (pool_size_ >= pool_target) {
-      unmap_ring(ring);
-      return;
-    }
     const std::size_t bytes = ring->mapping_size;
     record* slots = ring->begin;
     const std::size_t count = ring->slot_count();
@@ -837,21 +863,43 @@ class runtime {
     ring = new (ring) thread_ring;
     ring->reset(slots, count);
     ring->mapping_size = bytes;
-    ring->next_free = pool_;
-    pool_ = ring;
-    ++pool_size_;
+    if (!offer_to_pool(ring)) unmap_ring(ring);
   }
 
-  /// One flusher cycle: drain every ring, retire those whose thread exited.
-  /// Returns the fullest fill fraction seen (to adapt the period).
-  double drain_all(bool final_pass) {
-    std::vector<thread_ring*>& snapshot = snapshot_;
-    {
-      std::lock_guard<std::mutex> lock(ring_mutex_);
-      snapshot = rings_;
+  bool offer_to_pool(thread_ring* ring) noexcept {
+    for (std::atomic<thread_ring*>& slot : pool_) {
+      thread_ring* empty = nullptr;
+      // Release: a thread that takes the ring sees it fully reset.
+      if (slot.compare_exchange_strong(empty, ring, std::memory_order_release, std::memory_order_relaxed)) return true;
     }
+    return false;
+  }
+
+  /// Removes `ring` from the attached list; `previous` is the ring before
+  /// it in the flusher's walk (null: it was the head then). Returns the
+  /// ring now before the next one. Flusher only, under ring_mutex_.
+  thread_ring* unlink(thread_ring* previous, thread_ring* ring) noexcept {
+    thread_ring* next = ring->next_attached.load(std::memory_order_relaxed);
+    if (previous == nullptr) {
+      thread_ring* head = ring;
+      if (attached_.compare_exchange_strong(head, next, std::memory_order_acq_rel)) return nullptr;
+      // Threads attached since the walk began: `ring` is further down now.
+      previous = head;
+      while (previous->next_attached.load(std::memory_order_acquire) != ring)
+        previous = previous->next_attached.load(std::memory_order_acquire);
+    }
+    previous->next_attached.store(next, std::memory_order_release);
+    return previous;
+  }
+
+  /// One flusher cycle: drain every ring, retire those whose thread exited
+  /// (their ring goes back to the pool at once, so thread churn costs no
+  /// memory). Returns the fullest fill fraction seen (to adapt the period).
+  double drain_all(bool final_pass) {
     double fullest = 0;
-    for (thread_ring* ring : snapshot) {
+    thread_ring* previous = nullptr;
+    for (thread_ring* ring = attached_.load(std::memory_order_acquire); ring != nullptr;) {
+      thread_ring* next = ring->next_attached.load(std::memory_order_acquire);
       // Acquire pairs with the exit hook's release: once retired is seen,
       // the owner's last records and loss fields are visible.
       const bool retired = ring->retired.load(std::memory_order_acquire);
@@ -863,60 +911,86 @@ class runtime {
         if (ring->announced && !failed_.load(std::memory_order_relaxed) && !ended_) write_thread_stats(*ring);
         {
           std::lock_guard<std::mutex> lock(ring_mutex_);
-          rings_.erase(std::find(rings_.begin(), rings_.end(), ring));
+          previous = unlink(previous, ring);
         }
         recycle(ring);
-      } else if (final_pass && ring->announced && !failed_.load(std::memory_order_relaxed) && !ended_) {
-        write_thread_stats(*ring);
+        retiring_.fetch_sub(1, std::memory_order_release);
+      } else {
+        if (final_pass && ring->announced && !failed_.load(std::memory_order_relaxed) && !ended_)
+          write_thread_stats(*ring);
+        previous = ring;
       }
+      ring = next;
     }
     return fullest;
   }
 
+  /// Maps spares into empty pool slots, unless exited threads' rings are
+  /// about to come back (thread churn would otherwise map and unmap a ring
+  /// per thread).
   void refill_pool() noexcept {
-    for (;;) {
+    for (std::atomic<thread_ring*>& slot : pool_) {
       if (stopping_.load(std::memory_order_relaxed)) return;  // exit must not wait on page faults
-      {
-        std::lock_guard<std::mutex> lock(ring_mutex_);
-        if (pool_size_ >= pool_target) return;
-      }
-      thread_ring* ring = map_ring(config_.ring_records);  // outside the lock: page faults are slow
+      if (retiring_.load(std::memory_order_relaxed) != 0) return;
+      if (slot.load(std::memory_order_relaxed) != nullptr) continue;
+      thread_ring* ring = map_ring(config_.ring_records);
       if (ring == nullptr) return;
-      std::lock_guard<std::mutex> lock(ring_mutex_);
-      ring->next_free = pool_;
-      pool_ = ring;
-      ++pool_size_;
+      if (!offer_to_pool(ring)) {
+        unmap_ring(ring);
+        return;
+      }
     }
   }
 
-  /// Takes a pre-faulted ring from the pool, or maps one if the pool ran dry.
+  /// Takes a pre-faulted ring from the pool, or maps one if the pool ran
+  /// dry. Lock-free and async-signal-safe (mmap is a system call).
   thread_ring* take_ring() noexcept {
-    {
-      std::lock_guard<std::mutex> lock(ring_mutex_);
-      if (pool_ != nullptr) {
-        thread_ring* ring = pool_;
-        pool_ = ring->next_free;
-        ring->next_free = nullptr;
-        --pool_size_;
-        return ring;  // the flusher refills the pool on its next cycle
-      }
+    for (std::atomic<thread_ring*>& slot : pool_) {
+      if (slot.load(std::memory_order_relaxed) == nullptr) continue;
+      // Acquire pairs with offer_to_pool's release.
+      if (thread_ring* ring = slot.exchange(nullptr, std::memory_order_acquire)) return ring;
     }
     return map_ring(config_.ring_records);
   }
 
+  /// Wakes the flusher now rather than at its next period. Async-signal-
+  /// safe: an atomic add and, if the flusher sleeps, one futex system call.
+  void wake_flusher() noexcept {
+    wake_word_.fetch_add(1, std::memory_order_seq_cst);
+    if (flusher_sleeping_.load(std::memory_order_seq_cst))
+      ::syscall(SYS_futex, &wake_word_, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+  }
+
+  /// Sleeps until wake_flusher() is called after `seen` was read, or for
+  /// `ns`. Either the waker sees flusher_sleeping_ and wakes us, or the
+  /// kernel sees the word changed and does not put us to sleep.
+  void sleep_until_woken(std::uint32_t seen, std::uint64_t ns) noexcept {
+    flusher_sleeping_.store(true, std::memory_order_seq_cst);
+    timespec timeout{static_cast<time_t>(ns / 1000000000u), static_cast<long>(ns % 1000000000u)};
+    ::syscall(SYS_futex, &wake_word_, FUTEX_WAIT_PRIVATE, seen, &timeout, nullptr, 0);
+    flusher_sleeping_.store(false, std::memory_order_relaxed);
+  }
+
   void flusher_loop() {
-    using namespace std::chrono;
     const std::uint64_t period_ns = std::uint64_t{config_.flush_ms} * 1000000u;
     std::uint64_t wait_ns = period_ns < 1000000u ? period_ns : 1000000u;  // first look soon
     std::uint64_t last_drain_ns = clock_ns(CLOCK_MONOTONIC);
     refill_pool();  // here, not in start-up: page faults stay off the app's start
     for (;;) {
-      const auto wait = nanoseconds(check_capture(clock_ns(CLOCK_MONOTONIC), wait_ns));
+      const std::uint64_t wait = check_capture(clock_ns(CLOCK_MONOTONIC), wait_ns);
+      // Read before looking for work: a wake-up after this read, however
+      // early, makes the sleep below return at once.
+      const std::uint32_t seen = wake_word_.load(std::memory_order_seq_cst);
+      bool idle;
+      {
+        std::lock_guard<std::mutex> lock(control_mutex_);
+        idle = !stop_ && flush_requested_ == flush_completed_;
+      }
+      if (idle) sleep_until_woken(seen, wait);
       std::uint64_t serving;
       bool flushing;
       {
-        std::unique_lock<std::mutex> lock(control_mutex_);
-        if (!stop_ && flush_requested_ == flush_completed_) wake_.wait_for(lock, wait);
+        std::lock_guard<std::mutex> lock(control_mutex_);
         if (stop_) break;
         serving = flush_requested_;
         flushing = serving != flush_completed_;
@@ -1210,12 +1284,45 @@ inline void install_toggle_signal(int signo) noexcept {
 
 // ------------------------------------------------------------ threads
 
-inline void on_thread_exit(void* ring_pointer) noexcept {
-  auto* ring = static_cast<thread_ring*>(ring_pointer);
+/// The ring this thread attached (null before, and after its exit hook).
+/// Slow path only: the hot path knows nothing but current_ring.
+inline thread_local thread_ring* attached_ring = nullptr;
+/// True while this thread attaches: a signal handler's record in that
+/// window is counted here and moved to the ring once it is attached.
+inline thread_local bool attaching = false;
+inline thread_local atomic_cell<std::uint64_t> attach_signal_drops{0};
+
+/// Hands the calling thread's ring to the flusher for good: its last
+/// records, its pending loss and its totals get written, then the ring is
+/// recycled. A later record on the thread attaches a new ring.
+inline void retire_ring(runtime* rt, thread_ring* ring) noexcept {
   current_ring = &sentinel_ring;
+  attached_ring = nullptr;
+  rt->retiring_.fetch_add(1, std::memory_order_relaxed);
   // Release: the flusher's acquire of `retired` sees every record and loss
   // field this thread wrote.
   ring->retired.store(true, std::memory_order_release);
+}
+
+inline void on_thread_exit(void* ring_pointer) noexcept {
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  if (!owns_runtime(rt)) {  // a forked child's copy: never drained here
+    current_ring = &sentinel_ring;
+    attached_ring = nullptr;
+    return;
+  }
+  retire_ring(rt, static_cast<thread_ring*>(ring_pointer));
+  // The flusher retires the ring now, not at its next period, and a thread
+  // that exits while several rings wait for it gives it up to 2 ms: threads
+  // that come and go fast then reuse a few rings instead of each mapping a
+  // new one (memory stays within a few rings of the live threads).
+  rt->wake_flusher();
+  for (int waited = 0; waited < 40 && rt->retiring_.load(std::memory_order_acquire) > runtime::retiring_limit &&
+                       !rt->stopping_.load(std::memory_order_relaxed);
+       ++waited) {
+    timespec pause{0, 50000};
+    nanosleep(&pause, nullptr);
+  }
 }
 
 /// Gives the calling thread its ring (first traced event on the thread).
@@ -1225,21 +1332,27 @@ inline void restart_if_forked() noexcept;
 /// without another attempt (slow path only, so a plain thread_local).
 inline thread_local bool attach_failed = false;
 
+/// Attaches a ring to the calling thread. No lock, no allocation, only
+/// async-signal-safe system calls (mmap when the pool is empty, prctl for
+/// the name, gettid), so it may run inside a signal handler: the pool and
+/// the attached list are lock-free. pthread_setspecific (the exit hook) is
+/// a plain store in glibc for the low key numbers edgetrace gets at start.
 inline thread_ring* attach_thread() noexcept {
   if (attach_failed) return nullptr;
   restart_if_forked();
   runtime* rt = the_runtime.load(std::memory_order_acquire);
-  if (!owns_runtime(rt) || rt->failed_.load(std::memory_order_relaxed)) return nullptr;
-  {
-    std::lock_guard<std::mutex> lock(rt->control_mutex_);
-    if (rt->stop_) return nullptr;  // shutting down: the flusher would never drain it
-  }
+  if (!owns_runtime(rt) || rt->failed_.load(std::memory_order_relaxed) ||
+      rt->stopping_.load(std::memory_order_relaxed))  // shutting down: the flusher would never drain it
+    return nullptr;
+  attaching = true;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
   thread_ring* ring = rt->take_ring();
   if (ring == nullptr) {
     // Out of memory (or address space): this thread goes untraced. Say it
     // once per process, and never retry on this thread (a failing mmap per
     // event would be a system call on the hot path).
     attach_failed = true;
+    attaching = false;
     static std::atomic<bool> reported{false};
     if (!reported.exchange(true))
       report("cannot map a %llu KiB ring for thread %ld: %s; that thread (and any other that fails) is not traced",
@@ -1249,42 +1362,71 @@ inline thread_ring* attach_thread() noexcept {
   }
   ring->os_tid = static_cast<std::uint64_t>(::syscall(SYS_gettid));
   pthread_getname_np(pthread_self(), ring->name, sizeof ring->name);
-  {
-    std::lock_guard<std::mutex> lock(rt->ring_mutex_);
-    rt->rings_.push_back(ring);
-  }
   pthread_setspecific(rt->exit_key_, ring);
-  current_ring = ring;
+  thread_ring* head = rt->attached_.load(std::memory_order_relaxed);
+  do {
+    ring->next_attached.store(head, std::memory_order_relaxed);
+  } while (!rt->attached_.compare_exchange_weak(head, ring, std::memory_order_acq_rel, std::memory_order_relaxed));
+  attached_ring = ring;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  attaching = false;
+  ring->signal_drops.fetch_add(attach_signal_drops.exchange(0, std::memory_order_relaxed), std::memory_order_relaxed);
   return ring;
 }
 
-inline void note_drop(thread_ring& ring, std::uint64_t tick) noexcept {
+/// attach_thread outside a push (start-up, naming a thread): current_ring
+/// then points at the new ring.
+inline thread_ring* attach_current_thread() noexcept {
+  thread_ring* ring = attach_thread();
+  if (ring != nullptr) current_ring = ring;
+  return ring;
+}
+
+/// Counts `count` records dropped at `tick`: in-band (the loss record the
+/// next successful push writes first) and in the thread's total.
+inline void note_drops(thread_ring& ring, std::uint64_t tick, std::uint64_t count) noexcept {
   if (ring.pending_loss == 0) {
     ring.loss_first = tick;
     // The ring just filled up: wake the flusher now rather than at its next
-    // period (one futex wake per overflow episode, not per dropped record).
-    if (runtime* rt = the_runtime.load(std::memory_order_acquire); owns_runtime(rt)) rt->wake_.notify_one();
+    // period (one wake per overflow episode, not per dropped record).
+    if (runtime* rt = the_runtime.load(std::memory_order_acquire); owns_runtime(rt)) rt->wake_flusher();
   }
   ring.loss_last = tick;
-  ++ring.pending_loss;
-  ring.drop_count.store(ring.drop_count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  ring.pending_loss += count;
+  ring.drop_count.store(ring.drop_count.load(std::memory_order_relaxed) + count, std::memory_order_relaxed);
 }
 
-/// The slow path's common part: the calling thread's ring (attached on
-/// first use) and the slot for the first of `count` records, after the
-/// pending loss record if there is one (written, not yet published). Null
-/// when they do not fit: the `count` records are counted as dropped at
-/// `tick`.
+/// The slow path's common part. `ring` is what the push found in
+/// current_ring before parking it on busy_ring (so a signal handler that
+/// records meanwhile lands here with busy_ring). Returns the slot for the
+/// first of `count` records, after the pending loss record if there is one
+/// (written, not yet published), and sets `ring` to the ring to publish
+/// in. Null when they cannot be stored: counted as dropped at `tick`, and
+/// `ring` says where current_ring must point again (null: leave it alone,
+/// the interrupted push of this thread restores it).
 inline record* reserve_slots(thread_ring*& ring, std::size_t count, std::uint64_t tick) noexcept {
-  ring = current_ring;
+  if (ring == &busy_ring) {
+    // A signal handler inside this thread's own push: the slot is in use.
+    // The flusher writes the count in-band (runtime::drain).
+    (attached_ring != nullptr ? attached_ring->signal_drops : attach_signal_drops)
+        .fetch_add(count, std::memory_order_relaxed);
+    ring = nullptr;
+    return nullptr;
+  }
   if (ring == &sentinel_ring) {
-    ring = attach_thread();
-    if (ring == nullptr) return nullptr;
+    // First use; or a signal handler attached this thread after the push
+    // read the sentinel and before it parked on busy_ring (the handler has
+    // finished: use its ring).
+    ring = attached_ring != nullptr ? attached_ring : attach_thread();
+    if (ring == nullptr) {
+      ring = &sentinel_ring;
+      return nullptr;
+    }
   }
   const std::size_t room = refresh_room(*ring);
   record* pos = ring->write_pos.load(std::memory_order_relaxed);
   if (room < count + (ring->pending_loss != 0 ? 1 : 0)) {
-    for (std::size_t i = 0; i < count; ++i) note_drop(*ring, tick);
+    note_drops(*ring, tick, count);
     ring->write_limit = pos;  // keep taking the slow path until there is room
     return nullptr;
   }
@@ -1296,6 +1438,13 @@ inline record* reserve_slots(thread_ring*& ring, std::size_t count, std::uint64_
   return pos;
 }
 
+/// Ends a slow path: the thread's ring pointer back from the sentinel.
+inline void leave_slow_path(thread_ring* ring) noexcept {
+  if (ring == nullptr) return;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  current_ring = ring;
+}
+
 /// Publishes everything written before `next` (one release store).
 inline void publish_slots(thread_ring& ring, record* next) noexcept {
   ring.write_pos.store(next, std::memory_order_release);
@@ -1303,28 +1452,32 @@ inline void publish_slots(thread_ring& ring, record* next) noexcept {
 }
 
 template <class>
-EDGETRACE_DETAIL_NOINLINE void push_slow(std::uint64_t word, std::uint64_t a, std::uint64_t b) noexcept {
+EDGETRACE_DETAIL_NOINLINE void push_slow(thread_ring* ring, std::uint64_t word, std::uint64_t a,
+                                         std::uint64_t b) noexcept {
   const bool is_span = (word & 3) == tag_named ||
                        ((word & 3) == tag_site &&
                         reinterpret_cast<const site*>(static_cast<std::uintptr_t>(word))->kind == format::site_kind::span);
-  thread_ring* ring = nullptr;
-  record* pos = reserve_slots(ring, 1, is_span ? b : a);
-  if (pos == nullptr) return;
-  *pos = record{word, a, b};
-  publish_slots(*ring, pos + 1);
+  if (record* pos = reserve_slots(ring, 1, is_span ? b : a)) {
+    *pos = record{word, a, b};
+    publish_slots(*ring, pos + 1);
+  }
+  leave_slow_path(ring);
 }
 
 /// Pushes an allocation and its bytes as two adjacent records, published
 /// together: the flusher never sees one without the other, and a full ring
 /// drops both (counted as two).
 inline void push_alloc_pair(std::uint64_t word, std::uint64_t tick, std::uint64_t address, std::uint64_t bytes) noexcept {
-  thread_ring* ring = nullptr;
-  record* pos = reserve_slots(ring, 2, tick);
-  if (pos == nullptr) return;
-  *pos = record{word, tick, address};
-  if (++pos == ring->end) pos = ring->begin;
-  *pos = record{tag_more, bytes, 0};
-  publish_slots(*ring, pos + 1);
+  thread_ring* ring = current_ring;
+  current_ring = &busy_ring;  // as push does: a signal handler's record meanwhile is counted, not written
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  if (record* pos = reserve_slots(ring, 2, tick)) {
+    *pos = record{word, tick, address};
+    if (++pos == ring->end) pos = ring->begin;
+    *pos = record{tag_more, bytes, 0};
+    publish_slots(*ring, pos + 1);
+  }
+  leave_slow_path(ring);
 }
 
 EDGETRACE_DETAIL_API void record_alloc(std::uint64_t word, std::uint64_t address, std::uint64_t bytes,
@@ -1354,13 +1507,19 @@ inline void shutdown() noexcept {
     report_unmatched_filter_locked();
     set_recording_locked(false);
   }
+  // The exiting thread records nothing more that the final pass could
+  // see: retiring its ring now gets its pending loss written too.
+  if (thread_ring* ring = attached_ring) {
+    pthread_setspecific(rt->exit_key_, nullptr);
+    retire_ring(rt, ring);
+  }
   {
     std::lock_guard<std::mutex> lock(rt->control_mutex_);
     if (rt->stop_) return;
     rt->stop_ = true;
     rt->stopping_.store(true);
   }
-  rt->wake_.notify_all();
+  rt->wake_flusher();
   pthread_join(rt->flusher_, nullptr);
 }
 
@@ -1448,6 +1607,7 @@ inline void fork_child() noexcept {
     follow = rt->config_.fork_follow && !rt->failed_.load(std::memory_order_relaxed);
   }
   current_ring = &sentinel_ring;  // the parent's ring copy is never drained here
+  attached_ring = nullptr;
   if (follow) {
     restart_pending.store(true, std::memory_order_release);
   } else {
@@ -1625,7 +1785,7 @@ inline bool start_from_environment() noexcept {
   if (config.signal_flush) install_signal_flush();
   if (config.toggle_signal != 0) install_toggle_signal(config.toggle_signal);
   switch_flags_on(config);
-  attach_thread();  // the starting thread (usually main) gets a ring now
+  attach_current_thread();  // the starting thread (usually main) gets a ring now
   return true;
 }
 
@@ -1743,8 +1903,7 @@ EDGETRACE_DETAIL_API const char* category_name(std::uint32_t index) noexcept {
 
 EDGETRACE_DETAIL_API void set_thread_name(const char* name) noexcept {
   if (name == nullptr) return;
-  thread_ring* ring = current_ring;
-  if (ring == &sentinel_ring) ring = attach_thread();
+  thread_ring* ring = attached_ring != nullptr ? attached_ring : attach_current_thread();
   if (ring == nullptr) return;
   std::lock_guard<spin_lock> lock(ring->name_mutex);
   std::strncpy(ring->name, name, sizeof ring->name - 1);
@@ -1759,7 +1918,7 @@ EDGETRACE_DETAIL_API void flush() noexcept {
   std::unique_lock<std::mutex> lock(rt->control_mutex_);
   if (rt->flusher_done_) return;
   const std::uint64_t ticket = ++rt->flush_requested_;
-  rt->wake_.notify_one();
+  rt->wake_flusher();
   // Bounded wait: the app must never hang on the tracer.
   rt->flushed_.wait_for(lock, std::chrono::seconds(5),
                         [&] { return rt->flush_completed_ >= ticket || rt->flusher_done_; });
@@ -1773,7 +1932,9 @@ inline void flush_if_pending() noexcept {
   bool pending = false;
   {
     std::lock_guard<std::mutex> lock(rt->ring_mutex_);
-    for (const thread_ring* ring : rt->rings_) pending = pending || unread(*ring) != 0;
+    for (const thread_ring* ring = rt->attached_.load(std::memory_order_acquire); ring != nullptr && !pending;
+         ring = ring->next_attached.load(std::memory_order_acquire))
+      pending = unread(*ring) != 0;
   }
   if (pending) flush();
 }

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: MIT
+// trace_app modes for tests/writer_trust_test.cpp: what production does to a
+// traced app (signal handlers that record, thread churn, outputs that block,
+// fds closed under the tracer, files truncated or shared). Included by
+// tests/support/trace_app.cpp after EDGETRACE_CATEGORY(app).
+#pragma once
+
+#include <edgetrace/edgetrace.hpp>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <string>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <thread>
+#include <time.h>
+#include <unistd.h>
+
+namespace writer_trust {
+
+inline std::uint64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+/// Records every handler issues (lock-free: counted inside the handler).
+inline std::atomic<std::uint64_t> handler_records{0};
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "the handler counts with a lock-free atomic");
+
+inline void recording_handler(int) {
+  const int saved_errno = errno;
+  {
+    EDGETRACE_SCOPE(app, "in_handler");
+    EDGETRACE_INSTANT(app, "handler_instant");
+  }
+  handler_records.fetch_add(2, std::memory_order_relaxed);
+  errno = saved_errno;
+}
+
+/// "signal-spans SECONDS": SIGALRM every 20 us, whose handler records a span
+/// and an instant, while main records nested scopes in a dense loop and
+/// short-lived threads start (a signal may be a thread's first record).
+/// Prints "issued N": every record anyone tried to make.
+inline int signal_spans_mode(double seconds) {
+  struct sigaction action;
+  std::memset(&action, 0, sizeof action);
+  action.sa_handler = &recording_handler;
+  action.sa_flags = SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGALRM, &action, nullptr);
+  itimerval timer{};
+  timer.it_interval.tv_usec = 20;
+  timer.it_value.tv_usec = 20;
+  setitimer(ITIMER_REAL, &timer, nullptr);
+  std::atomic<std::uint64_t> issued{0};
+  const std::uint64_t end = monotonic_ns() + static_cast<std::uint64_t>(seconds * 1e9);
+  std::uint64_t loops = 0;
+  while (monotonic_ns() < end) {
+    for (int i = 0; i < 1000; ++i) {
+      EDGETRACE_SCOPE(app, "outer");
+      { EDGETRACE_SCOPE(app, "inner"); }
+    }
+    issued.fetch_add(2000, std::memory_order_relaxed);
+    if (++loops % 16 == 0) {
+      std::thread([&] {
+        for (int i = 0; i < 100; ++i) {
+          EDGETRACE_SCOPE(app, "worker");
+        }
+        issued.fetch_add(100, std::memory_order_relaxed);
+      }).join();
+    }
+  }
+  timer = itimerval{};
+  setitimer(ITIMER_REAL, &timer, nullptr);
+  std::printf("issued %llu handler %llu\n",
+              static_cast<unsigned long long>(issued.load() + handler_records.load()),
+              static_cast<unsigned long long>(handler_records.load()));
+  return 0;
+}
+
+/// Peak resident set (VmHWM) in kB.
+inline long peak_rss_kb() {
+  long value = 0;
+  if (FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f) != nullptr)
+      if (std::strncmp(line, "VmHWM:", 6) == 0) value = std::atol(line + 6);
+    std::fclose(f);
+  }
+  return value;
+}
+
+/// "churn N": N threads started one after another, one alive at a time,
+/// each recording one span. Prints the peak RSS and the time per thread.
+inline int churn_mode(int count) {
+  { EDGETRACE_SCOPE(app, "churn_start"); }
+  const std::uint64_t start = monotonic_ns();
+  for (int i = 0; i < count; ++i) {
+    std::thread([] { EDGETRACE_SCOPE(app, "churn_span"); }).join();
+  }
+  const double per_thread_us = static_cast<double>(monotonic_ns() - start) / 1e3 / count;
+  std::printf("peak_rss_kb=%ld per_thread_us=%.2f\n", peak_rss_kb(), per_thread_us);
+  return 0;
+}
+
+/// Runs the mode named `mode` if it is one of these; -1 otherwise.
+inline int run_mode(const char* mode, int argc, char** argv) {
+  if (std::strcmp(mode, "signal-spans") == 0) return signal_spans_mode(argc > 2 ? std::atof(argv[2]) : 1.0);
+  if (std::strcmp(mode, "churn") == 0) return churn_mode(argc > 2 ? std::atoi(argv[2]) : 20000);
+  return -1;
+}
+
+}  // namespace writer_trust
