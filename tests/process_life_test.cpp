@@ -125,3 +125,28 @@ TEST_CASE("process life: a run without drops prints nothing at exit") {
   CHECK(dropped_in_dump(dump_path) == 0);
   ::unlink(dump_path.c_str());
 }
+
+// ------------------------------------------------------------ static initialisation
+
+TEST_CASE("process life: spans recorded during static initialisation, before their category registered, are kept") {
+  const std::string static_init_app = app.substr(0, app.rfind('/') + 1) + "static_init_app";
+  const std::string dump_path = fresh("static-init.etr");
+  const auto r = run({static_init_app}, {"EDGETRACE_OUTPUT=" + dump_path});
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.empty());
+  const auto dump = load_dump(dump_path);
+  REQUIRE(dump.opened);
+  CHECK(dump.complete);
+  CHECK(dump.named("priority_constructor_span").size() == 5);  // before any edgetrace initialiser
+  CHECK(dump.named("early_own_span").size() == 10);
+  CHECK(dump.named("other_tu_span").size() == 20);  // the other TU's category was not registered yet
+  CHECK(dump.named("static_init_instant").size() == 1);
+  CHECK(dump.named("main_span").size() == 1);
+  for (const auto& e : dump.named("other_tu_span")) CHECK(e.category == "later");
+  ::unlink(dump_path.c_str());
+
+  const auto untraced = run({static_init_app});  // tracing off: nothing changes for the app
+  CHECK(untraced.exit_code == 0);
+  CHECK(untraced.err.empty());
+}

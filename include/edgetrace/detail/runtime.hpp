@@ -158,6 +158,13 @@ EDGETRACE_DETAIL_API bool register_category(category_state& state) noexcept {
   return true;
 }
 
+EDGETRACE_DETAIL_API std::uint8_t register_on_first_use(std::uint64_t word) noexcept {
+  if ((word & 3) != tag_site) return clock_off;  // a named word carries the index, still 0: nothing to register
+  auto& state = const_cast<category_state&>(*reinterpret_cast<const site*>(static_cast<std::uintptr_t>(word))->category);
+  register_category(state);
+  return state.enabled.load(std::memory_order_relaxed);
+}
+
 /// Set when a category (and so possibly a shared object with its sites)
 /// goes away; the flusher then forgets every site address it cached, since
 /// a library loaded later may reuse them. Release/acquire.
@@ -1177,6 +1184,7 @@ EDGETRACE_DETAIL_API void begin_phase(const char* name, std::size_t size) noexce
 /// rate's error times the distance from now; tests/capture_test.cpp).
 EDGETRACE_DETAIL_API void record_measured(std::uint64_t word, std::uint64_t start_ns, std::uint64_t duration_ns,
                                           std::uint8_t mode) noexcept {
+  if ((mode & mode_unregistered) != 0) mode = register_on_first_use(word);
   const std::uint8_t clock = mode & mode_clock_bits;
   if (clock == clock_off) return;  // hooks only, or waiting for marks: nothing is recorded
   if (clock != clock_counter) {
@@ -1378,6 +1386,7 @@ inline void push_alloc_pair(std::uint64_t word, std::uint64_t tick, std::uint64_
 
 EDGETRACE_DETAIL_API void record_alloc(std::uint64_t word, std::uint64_t address, std::uint64_t bytes,
                                        std::uint8_t mode) noexcept {
+  if ((mode & mode_unregistered) != 0) mode = register_on_first_use(word);
   const std::uint8_t clock = mode & mode_clock_bits;
   if (clock == clock_off) return;  // hooks only, or waiting for marks: nothing is recorded
   push_alloc_pair(word, ticks(clock), address, bytes);
