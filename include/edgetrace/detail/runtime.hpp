@@ -1016,8 +1016,8 @@ class runtime {
       }
     }
     if (dropped == 0) return;
-    report("%llu of %llu records (%.1f%%) were dropped because a thread's ring was full; a larger "
-           "EDGETRACE_BUFFER_KB (now %llu) keeps them",
+    report("%llu of %llu records (%.1f%%) were dropped because a thread's ring was full; set a "
+           "larger EDGETRACE_BUFFER_KB (now %llu) to keep more",
            static_cast<unsigned long long>(dropped), static_cast<unsigned long long>(written + dropped),
            100.0 * static_cast<double>(dropped) / static_cast<double>(written + dropped),
            static_cast<unsigned long long>((config_.ring_records * sizeof(record) + 1023) / 1024));
