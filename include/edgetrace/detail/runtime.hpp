@@ -1422,6 +1422,31 @@ inline void shutdown() noexcept {
   pthread_join(rt->flusher_, nullptr);
 }
 
+/// at_quick_exit's handler: quick_exit() ends the stream as exit() does.
+/// Unlike exit(), quick_exit() may be called from a signal handler, which
+/// may have interrupted this very thread inside a lock shutdown() takes
+/// (intern, pause, a category registering): shutdown() would then wait for
+/// itself forever. So it runs only once those locks can be taken, trying
+/// for at most ~100 ms (another thread, the flusher included, holds them
+/// for microseconds); otherwise the dump is left as after a crash, every
+/// whole chunk readable.
+inline void quick_exit_shutdown() noexcept {
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  if (!owns_runtime(rt)) return;
+  for (int tries = 0;; ++tries) {
+    if (category_mutex.try_lock()) {
+      const bool control_free = rt->control_mutex_.try_lock();
+      if (control_free) rt->control_mutex_.unlock();
+      category_mutex.unlock();
+      if (control_free) break;
+    }
+    if (tries == 100) return;
+    timespec pause{0, 1000000};
+    nanosleep(&pause, nullptr);
+  }
+  shutdown();
+}
+
 // ------------------------------------------------------------ signals
 
 /// Dispositions that were in place before EDGETRACE_SIGNAL_FLUSH installed
@@ -1679,7 +1704,7 @@ inline bool start_from_environment() noexcept {
   if (!open_and_launch(rt)) return false;
   pthread_atfork(&fork_prepare, &fork_parent, &fork_child);
   std::atexit(&shutdown);
-  std::at_quick_exit(&shutdown);  // quick_exit() is a normal end too: the stream gets its end chunk
+  std::at_quick_exit(&quick_exit_shutdown);  // quick_exit() is a normal end too: the stream gets its end chunk
   if (config.nvtx) std::atexit(&report_missing_hooks);
   if (config.signal_flush) install_signal_flush();
   if (config.toggle_signal != 0 && !install_toggle_signal(config.toggle_signal)) config.toggle_signal = 0;
