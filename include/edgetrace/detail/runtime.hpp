@@ -1424,22 +1424,22 @@ inline void shutdown() noexcept {
 
 /// at_quick_exit's handler: quick_exit() ends the stream as exit() does.
 /// Unlike exit(), quick_exit() may be called from a signal handler, which
-/// may have interrupted this very thread inside a lock shutdown() takes
-/// (intern, pause, a category registering): shutdown() would then wait for
-/// itself forever. So it runs only once those locks can be taken, trying
-/// for at most ~100 ms (another thread, the flusher included, holds them
-/// for microseconds); otherwise the dump is left as after a crash, every
-/// whole chunk readable.
+/// may have interrupted this very thread inside a lock that shutdown() or
+/// the flusher's last pass takes (intern, pause, a thread's first event, a
+/// category registering): shutdown() would then wait for itself forever.
+/// So it runs only once those locks can be taken, trying for at most
+/// ~100 ms (another thread, the flusher included, holds them for
+/// microseconds); otherwise the dump is left as after a crash, every whole
+/// chunk readable.
 inline void quick_exit_shutdown() noexcept {
   runtime* rt = the_runtime.load(std::memory_order_acquire);
   if (!owns_runtime(rt)) return;
+  std::mutex* const locks[] = {&category_mutex, &rt->control_mutex_, &rt->ring_mutex_, &rt->intern_mutex_};
   for (int tries = 0;; ++tries) {
-    if (category_mutex.try_lock()) {
-      const bool control_free = rt->control_mutex_.try_lock();
-      if (control_free) rt->control_mutex_.unlock();
-      category_mutex.unlock();
-      if (control_free) break;
-    }
+    std::size_t taken = 0;
+    while (taken < 4 && locks[taken]->try_lock()) ++taken;
+    for (std::size_t i = taken; i > 0; --i) locks[i - 1]->unlock();
+    if (taken == 4) break;
     if (tries == 100) return;
     timespec pause{0, 1000000};
     nanosleep(&pause, nullptr);
