@@ -46,6 +46,14 @@ constexpr bool category_compiled_in(const char* name) noexcept {
          !list_contains(EDGETRACE_EXCLUDED_CATEGORIES, name);
 }
 
+/// The mode byte (category_state::enabled) of a compiled-in category whose
+/// registration has not run yet: static initialisation elsewhere (another
+/// TU's static object, an __attribute__((constructor))) reached its code
+/// first. Scopes then take the slow path, which registers the category (and
+/// starts tracing) and records with the mode it gets. Registration replaces
+/// it for good, so the plain scope never sees it.
+inline constexpr std::uint8_t mode_unregistered = 16;
+
 /// Run-time state of one category; one per process (an inline variable, so
 /// every shared object that includes the header shares it).
 struct category_state {
@@ -53,7 +61,7 @@ struct category_state {
   /// the clock_mode to record with (clock.hpp), so one load answers both
   /// questions. Relaxed: it only gates recording; a scope racing with a
   /// change records or not, both fine. Written by the runtime at start, on
-  /// failure and after fork.
+  /// failure and after fork; mode_unregistered until registration.
   atomic_cell<std::uint8_t> enabled{0};
   /// Dense id ≥ 1, assigned at registration (static init); 0 = unregistered.
   std::uint32_t index = 0;
@@ -61,7 +69,8 @@ struct category_state {
   /// Registry link, written under the registry mutex only.
   category_state* next = nullptr;
 
-  constexpr explicit category_state(const char* category_name) noexcept : name(category_name) {}
+  constexpr explicit category_state(const char* category_name, bool compiled_in = false) noexcept
+      : enabled(compiled_in ? mode_unregistered : std::uint8_t{0}), name(category_name) {}
 };
 
 /// A call site: one static constexpr instance per macro expansion, so the
@@ -78,6 +87,10 @@ struct alignas(8) site {
 /// Links a category into the process registry and applies the run-time
 /// filter if tracing already started. Defined in detail/runtime.hpp.
 bool register_category(category_state& state) noexcept;
+/// Registers the category of record word `word` (a site's; an interned-name
+/// word names no category yet and gets 0) on its first use before its
+/// registration ran, and returns its mode byte (detail/runtime.hpp).
+std::uint8_t register_on_first_use(std::uint64_t word) noexcept;
 /// Unlinks it again (detail/runtime.hpp).
 void unregister_category(category_state& state) noexcept;
 
@@ -122,7 +135,7 @@ using select_t = typename select_type<Condition, Then, Else>::type;
 #define EDGETRACE_CATEGORY(cat)                                                                   \
   struct EDGETRACE_DETAIL_CATEGORY_TYPE(cat) {                                                    \
     static constexpr bool compiled_in = ::edgetrace::detail::category_compiled_in(#cat);          \
-    static inline ::edgetrace::detail::category_state state{#cat};                                \
+    static inline ::edgetrace::detail::category_state state{#cat, compiled_in};                   \
     static inline const ::edgetrace::detail::select_t<compiled_in, ::edgetrace::detail::category_registration, \
                                                       ::edgetrace::detail::no_registration>                \
         registration{state};                                                                               \

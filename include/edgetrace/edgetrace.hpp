@@ -93,6 +93,7 @@ inline constexpr std::uint64_t slow_begin_tick_mask = (std::uint64_t{1} << slow_
 /// shared by all sites.
 template <class = void>
 EDGETRACE_DETAIL_NOINLINE std::uint64_t span_begin_slow(std::uint64_t word, std::uint8_t mode) noexcept {
+  if (EDGETRACE_DETAIL_UNLIKELY((mode & mode_unregistered) != 0)) mode = register_on_first_use(word);
   mode &= mode_hooks | mode_clock_bits;  // mode_count_marks: nothing to do for a span
   if ((mode & mode_hooks) != 0) {
     if (const scope_hooks* hooks = installed_hooks.load(order_acquire)) hooks->begin(word);
@@ -138,6 +139,7 @@ EDGETRACE_DETAIL_NOINLINE void span_end(std::uint64_t word, std::uint64_t begin)
 /// An instant, mark or counter sample in any mode but the plain counter.
 template <class = void>
 EDGETRACE_DETAIL_NOINLINE void event_slow(std::uint64_t word, std::uint64_t value, std::uint8_t mode) noexcept {
+  if (EDGETRACE_DETAIL_UNLIKELY((mode & mode_unregistered) != 0)) mode = register_on_first_use(word);
   if ((mode & mode_count_marks) != 0) {
     // Waiting for EDGETRACE_START_AFTER=N marks: count this one if it is a
     // mark; the mark that starts recording is itself recorded.

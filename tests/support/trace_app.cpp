@@ -241,6 +241,102 @@ int fork_storm_mode(int forks) {
   std::printf("forks=%d ok=%d\n", forks, ok);
   return 0;
 }
+
+// ---- modes for tests/process_life_test.cpp (issue 13: signals, exit, fork):
+// "sig-ign", "sig-ign-child", "quick-exit", "fork-names", "dense" ----------
+
+/// "SIG_IGN" or "other": the disposition of `signo` now.
+const char* disposition(int signo) {
+  struct sigaction current;
+  if (sigaction(signo, nullptr, &current) != 0) return "error";
+  return (current.sa_flags & SA_SIGINFO) == 0 && current.sa_handler == SIG_IGN ? "SIG_IGN" : "other";
+}
+
+/// "sig-ign": started with SIGINT, SIGTERM and SIGUSR2 ignored (and
+/// EDGETRACE_SIGNAL_FLUSH=1, EDGETRACE_TOGGLE_SIGNAL=SIGUSR2): raises all
+/// three, prints their dispositions, then execs itself untraced
+/// ("sig-ign-child", which raises SIGINT and SIGTERM) and prints its status.
+int sig_ign_mode() {
+  spans(100);
+  std::raise(SIGINT);
+  std::raise(SIGTERM);
+  std::raise(SIGUSR2);
+  spans(100);
+  std::printf("SIGINT=%s SIGTERM=%s SIGUSR2=%s\n", disposition(SIGINT), disposition(SIGTERM), disposition(SIGUSR2));
+  std::vector<std::string> environment;
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::strncmp(*e, "EDGETRACE_", 10) != 0) environment.emplace_back(*e);
+  std::vector<char*> envp;
+  for (auto& e : environment) envp.push_back(&e[0]);
+  envp.push_back(nullptr);
+  char self[4096] = {};
+  if (readlink("/proc/self/exe", self, sizeof self - 1) <= 0) return 2;
+  char mode[] = "sig-ign-child";
+  char* child_argv[] = {self, mode, nullptr};
+  std::fflush(stdout);
+  const pid_t child = fork();
+  if (child == 0) {
+    execve(self, child_argv, envp.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  std::printf("child=%d\n", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  return 0;
+}
+
+/// "quick-exit": main records 1000 app_span, then keeps tracing while a
+/// worker records 500 quick_exit_span and calls std::quick_exit(9).
+[[noreturn]] void quick_exit_mode() {
+  spans(1000);
+  std::thread worker([] {
+    for (int i = 0; i < 500; ++i) {
+      EDGETRACE_SCOPE(app, "quick_exit_span");
+    }
+    std::quick_exit(9);
+  });
+  worker.detach();
+  for (;;) {
+    EDGETRACE_SCOPE(app, "main_still_tracing");
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+/// "quick-exit-locked": std::quick_exit(9) on a thread that holds the
+/// runtime's category lock, as a signal handler calling quick_exit() can
+/// find it: the exit must not wait for that lock.
+[[noreturn]] void quick_exit_locked_mode() {
+  spans(100);
+  edgetrace::detail::category_mutex.lock();
+  std::quick_exit(9);
+}
+
+/// "fork-names": the parent interns "parent_name" and records 5 spans with
+/// it, then forks; the child interns "child_name" and records 30 spans with
+/// the parent's handle and 20 with its own.
+int fork_names_mode() {
+  const edgetrace::name_handle parent_name = edgetrace::intern("parent_name");
+  for (int i = 0; i < 5; ++i) { EDGETRACE_SCOPE_NAMED(app, parent_name); }
+  const pid_t child = fork();
+  if (child == 0) {
+    const edgetrace::name_handle child_name = edgetrace::intern("child_name");
+    for (int i = 0; i < 30; ++i) { EDGETRACE_SCOPE_NAMED(app, parent_name); }
+    for (int i = 0; i < 20; ++i) { EDGETRACE_SCOPE_NAMED(app, child_name); }
+    std::exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  std::printf("child=%ld status=%d\n", static_cast<long>(child), WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  return 0;
+}
+
+/// "dense N": N spans in a tight loop on the main thread.
+int dense_mode(int count) {
+  for (int i = 0; i < count; ++i) {
+    EDGETRACE_SCOPE(app, "dense_span");
+  }
+  return 0;
+}
 }  // namespace
 
 // Counts every allocation while `counting` is on (the "idle" mode checks that
@@ -618,6 +714,17 @@ int main(int argc, char** argv) {
     std::printf("issued %d\n", count * 3);
     return 0;
   }
+  // issue 13, process life (tests/process_life_test.cpp)
+  if (std::strcmp(mode, "sig-ign") == 0) return sig_ign_mode();
+  if (std::strcmp(mode, "sig-ign-child") == 0) {
+    std::raise(SIGINT);
+    std::raise(SIGTERM);
+    return 0;
+  }
+  if (std::strcmp(mode, "quick-exit") == 0) quick_exit_mode();
+  if (std::strcmp(mode, "quick-exit-locked") == 0) quick_exit_locked_mode();
+  if (std::strcmp(mode, "fork-names") == 0) return fork_names_mode();
+  if (std::strcmp(mode, "dense") == 0) return dense_mode(argc > 2 ? std::atoi(argv[2]) : 1000000);
   std::fprintf(stderr, "trace_app: unknown mode %s\n", mode);
   return 2;
 }

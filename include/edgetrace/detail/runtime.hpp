@@ -159,6 +159,13 @@ EDGETRACE_DETAIL_API bool register_category(category_state& state) noexcept {
   return true;
 }
 
+EDGETRACE_DETAIL_API std::uint8_t register_on_first_use(std::uint64_t word) noexcept {
+  if ((word & 3) != tag_site) return clock_off;  // a named word carries the index, still 0: nothing to register
+  auto& state = const_cast<category_state&>(*reinterpret_cast<const site*>(static_cast<std::uintptr_t>(word))->category);
+  register_category(state);
+  return state.enabled.load(std::memory_order_relaxed);
+}
+
 /// Set when a category (and so possibly a shared object with its sites)
 /// goes away; the flusher then forgets every site address it cached, since
 /// a library loaded later may reuse them. Release/acquire.
@@ -333,6 +340,10 @@ class runtime {
     std::uint32_t id;  ///< 0 = empty (site ids start at 1)
   };
   named_cache_entry named_cache_[256] = {};
+  /// Records written and dropped by threads whose rings were retired (their
+  /// counters are reset when the ring is recycled), for the exit report.
+  std::uint64_t retired_written_ = 0;
+  std::uint64_t retired_dropped_ = 0;
   std::uint64_t last_calibration_ns_ = 0;
   int calibrations_ = 0;
   /// The stream's first calibration pair: record_measured's reference for
@@ -909,6 +920,8 @@ class runtime {
         drain(*ring);  // anything pushed between the two loads
         drain_pending_loss(*ring);
         if (ring->announced && !failed_.load(std::memory_order_relaxed) && !ended_) write_thread_stats(*ring);
+        retired_written_ += ring->written;
+        retired_dropped_ += ring->drop_count.load(std::memory_order_relaxed);
         {
           std::lock_guard<std::mutex> lock(ring_mutex_);
           previous = unlink(previous, ring);
@@ -1060,6 +1073,28 @@ class runtime {
     }
     flush_output();
     ended_ = true;
+    report_drops();
+  }
+
+  /// At the end of the stream: if any thread's ring was full at some point,
+  /// one stderr line with the count (the thread stats in the dump have the
+  /// same numbers per thread) and what to do about it. Nothing otherwise.
+  void report_drops() noexcept {
+    if (failed_.load()) return;
+    std::uint64_t written = retired_written_, dropped = retired_dropped_;
+    {
+      std::lock_guard<std::mutex> lock(ring_mutex_);
+      for (const thread_ring* ring : rings_) {
+        written += ring->written;
+        dropped += ring->drop_count.load(std::memory_order_relaxed);
+      }
+    }
+    if (dropped == 0) return;
+    report("%llu of %llu records (%.1f%%) were dropped because a thread's ring was full; set a "
+           "larger EDGETRACE_BUFFER_KB (now %llu) to keep more",
+           static_cast<unsigned long long>(dropped), static_cast<unsigned long long>(written + dropped),
+           100.0 * static_cast<double>(dropped) / static_cast<double>(written + dropped),
+           static_cast<unsigned long long>((config_.ring_records * sizeof(record) + 1023) / 1024));
   }
 
   /// Answers a signal handler waiting in signal_flush(): if the signal will
@@ -1223,6 +1258,7 @@ EDGETRACE_DETAIL_API void begin_phase(const char* name, std::size_t size) noexce
 /// rate's error times the distance from now; tests/capture_test.cpp).
 EDGETRACE_DETAIL_API void record_measured(std::uint64_t word, std::uint64_t start_ns, std::uint64_t duration_ns,
                                           std::uint8_t mode) noexcept {
+  if ((mode & mode_unregistered) != 0) mode = register_on_first_use(word);
   const std::uint8_t clock = mode & mode_clock_bits;
   if (clock == clock_off) return;  // hooks only, or waiting for marks: nothing is recorded
   if (clock != clock_counter) {
@@ -1255,6 +1291,16 @@ EDGETRACE_DETAIL_API void record_measured(std::uint64_t word, std::uint64_t star
   push(word, begin, begin + static_cast<std::uint64_t>(static_cast<double>(duration_ns) * per_ns + 0.5));
 }
 
+/// True if `signo` is ignored now (an inherited SIG_IGN: nohup, a shell's
+/// background job, a supervisor). A handler installed over it would change
+/// what the signal does, here and in every program this one execs (exec
+/// keeps SIG_IGN but resets a handler to SIG_DFL), so none is installed.
+inline bool signal_ignored(int signo) noexcept {
+  struct sigaction current;
+  return sigaction(signo, nullptr, &current) == 0 && (current.sa_flags & SA_SIGINFO) == 0 &&
+         current.sa_handler == SIG_IGN;
+}
+
 /// EDGETRACE_TOGGLE_SIGNAL's handler: counts the signal for the flusher
 /// (which applies it within EDGETRACE_FLUSH_MS) and chains to the handler
 /// that was there before, if any. Async-signal-safe: one atomic add.
@@ -1273,13 +1319,24 @@ inline void toggle_signal_handler(int signo, siginfo_t* info, void* context) noe
   errno = saved_errno;
 }
 
-inline void install_toggle_signal(int signo) noexcept {
+/// Installs the toggle handler; false (and one stderr line) when the signal
+/// is ignored (SIG_IGN inherited): that disposition is left alone, and
+/// recording then starts at once rather than wait for a toggle that cannot
+/// come.
+inline bool install_toggle_signal(int signo) noexcept {
+  if (signal_ignored(signo)) {
+    report("EDGETRACE_TOGGLE_SIGNAL: %s is ignored in this process (SIG_IGN inherited), so it cannot toggle "
+           "recording; recording from the start",
+           signo == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");
+    return false;
+  }
   struct sigaction action;
   std::memset(&action, 0, sizeof action);
   action.sa_sigaction = &toggle_signal_handler;
   action.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&action.sa_mask);
   sigaction(signo, &action, &previous_toggle_action);
+  return true;
 }
 
 // ------------------------------------------------------------ threads
@@ -1482,6 +1539,7 @@ inline void push_alloc_pair(std::uint64_t word, std::uint64_t tick, std::uint64_
 
 EDGETRACE_DETAIL_API void record_alloc(std::uint64_t word, std::uint64_t address, std::uint64_t bytes,
                                        std::uint8_t mode) noexcept {
+  if ((mode & mode_unregistered) != 0) mode = register_on_first_use(word);
   const std::uint8_t clock = mode & mode_clock_bits;
   if (clock == clock_off) return;  // hooks only, or waiting for marks: nothing is recorded
   push_alloc_pair(word, ticks(clock), address, bytes);
@@ -1521,6 +1579,31 @@ inline void shutdown() noexcept {
   }
   rt->wake_flusher();
   pthread_join(rt->flusher_, nullptr);
+}
+
+/// at_quick_exit's handler: quick_exit() ends the stream as exit() does.
+/// Unlike exit(), quick_exit() may be called from a signal handler, which
+/// may have interrupted this very thread inside a lock that shutdown() or
+/// the flusher's last pass takes (intern, pause, a thread's first event, a
+/// category registering): shutdown() would then wait for itself forever.
+/// So it runs only once those locks can be taken, trying for at most
+/// ~100 ms (another thread, the flusher included, holds them for
+/// microseconds); otherwise the dump is left as after a crash, every whole
+/// chunk readable.
+inline void quick_exit_shutdown() noexcept {
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  if (!owns_runtime(rt)) return;
+  std::mutex* const locks[] = {&category_mutex, &rt->control_mutex_, &rt->ring_mutex_, &rt->intern_mutex_};
+  for (int tries = 0;; ++tries) {
+    std::size_t taken = 0;
+    while (taken < 4 && locks[taken]->try_lock()) ++taken;
+    for (std::size_t i = taken; i > 0; --i) locks[i - 1]->unlock();
+    if (taken == 4) break;
+    if (tries == 100) return;
+    timespec pause{0, 1000000};
+    nanosleep(&pause, nullptr);
+  }
+  shutdown();
 }
 
 // ------------------------------------------------------------ signals
@@ -1567,8 +1650,8 @@ inline void install_signal_flush() noexcept {
   action.sa_sigaction = &signal_flush_handler;
   action.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, &previous_sigint);
-  sigaction(SIGTERM, &action, &previous_sigterm);
+  if (!signal_ignored(SIGINT)) sigaction(SIGINT, &action, &previous_sigint);
+  if (!signal_ignored(SIGTERM)) sigaction(SIGTERM, &action, &previous_sigterm);
 }
 
 // ------------------------------------------------------------ fork
@@ -1781,13 +1864,17 @@ inline bool start_from_environment() noexcept {
   if (!open_and_launch(rt)) return false;
   pthread_atfork(&fork_prepare, &fork_parent, &fork_child);
   std::atexit(&shutdown);
+  std::at_quick_exit(&quick_exit_shutdown);  // quick_exit() is a normal end too: the stream gets its end chunk
   if (config.nvtx) std::atexit(&report_missing_hooks);
   if (config.signal_flush) install_signal_flush();
-  if (config.toggle_signal != 0) install_toggle_signal(config.toggle_signal);
+  if (config.toggle_signal != 0 && !install_toggle_signal(config.toggle_signal)) config.toggle_signal = 0;
   switch_flags_on(config);
   attach_current_thread();  // the starting thread (usually main) gets a ring now
   return true;
 }
+
+inline std::uint32_t intern_locked(std::unordered_map<std::string, std::uint32_t>& ids,
+                                   std::vector<const std::string*>& names, std::string name);
 
 /// EDGETRACE_FORK=follow: builds a fresh runtime in the child (the parent's
 /// is left as it was copied: destroying it could wait on the parent's
@@ -1802,10 +1889,16 @@ inline void restart_in_child() noexcept {
   const pthread_key_t exit_key = parent->exit_key_;
   char parent_path[sizeof parent->path_];
   std::memcpy(parent_path, parent->path_, sizeof parent_path);
+  // Handles interned before fork() ("intern once at model load") are used
+  // in the child too: it keeps the parent's names under the same ids.
+  std::vector<std::string> names;
+  names.reserve(parent->intern_names_.size());
+  for (const std::string* name : parent->intern_names_) names.push_back(*name);
   auto* rt = new (runtime_storage) runtime(config);
   rt->owner_pid_ = ::getpid();
   rt->started_ns_ = clock_ns(CLOCK_MONOTONIC);
   rt->exit_key_ = exit_key;
+  for (std::string& name : names) intern_locked(rt->intern_ids_, rt->intern_names_, std::move(name));
   const bool has_pid = std::strstr(config.output, "%p") != nullptr;
   const bool fits = has_pid ? expand_output_path(config.output, rt->path_, sizeof rt->path_,
                                                  static_cast<long>(rt->owner_pid_),
