@@ -642,8 +642,14 @@ class runtime {
     begin_chunk(b);
     put_varint(b, ring.thread_id);
     put_varint(b, ring.written);
-    put_varint(b, ring.drop_count.load(std::memory_order_relaxed) + ring.signal_dropped);
+    put_varint(b, dropped_records(ring));
     emit_chunk(b, format::chunk_type::thread_stats);
+  }
+
+  /// A thread's dropped total: full ring, and signal handlers that landed
+  /// inside the thread's own push (written so far).
+  static std::uint64_t dropped_records(const thread_ring& ring) noexcept {
+    return ring.drop_count.load(std::memory_order_relaxed) + ring.signal_dropped;
   }
 
   // ---- events chunk being built (flusher only). The buffer is sized once
@@ -921,7 +927,7 @@ class runtime {
         drain_pending_loss(*ring);
         if (ring->announced && !failed_.load(std::memory_order_relaxed) && !ended_) write_thread_stats(*ring);
         retired_written_ += ring->written;
-        retired_dropped_ += ring->drop_count.load(std::memory_order_relaxed);
+        retired_dropped_ += dropped_records(*ring);
         {
           std::lock_guard<std::mutex> lock(ring_mutex_);
           previous = unlink(previous, ring);
@@ -1084,9 +1090,10 @@ class runtime {
     std::uint64_t written = retired_written_, dropped = retired_dropped_;
     {
       std::lock_guard<std::mutex> lock(ring_mutex_);
-      for (const thread_ring* ring : rings_) {
+      for (const thread_ring* ring = attached_.load(std::memory_order_acquire); ring != nullptr;
+           ring = ring->next_attached.load(std::memory_order_acquire)) {
         written += ring->written;
-        dropped += ring->drop_count.load(std::memory_order_relaxed);
+        dropped += dropped_records(*ring);
       }
     }
     if (dropped == 0) return;
