@@ -268,6 +268,14 @@ int parse_dump_arguments(const command& c, const arguments& args, bool allow_out
 /// was damaged, a last line saying what was lost. Returns the exit code.
 int report(const et::dump_reader& r, const std::string& file, bool all, const std::string& outcome) {
   if (all) {
+    // Lost records change every count and table: say so on stderr too, in
+    // the words the summary uses (info shows them in its thread table).
+    const et::dropped_records dropped = et::count_dropped(r, [](const et::thread_info& t) {
+      return (t.name.empty() ? std::string("thread") : t.name) + " (tid " + std::to_string(t.os_tid) + ")";
+    });
+    if (dropped.count != 0)
+      std::fprintf(stderr, "edgetrace: note: %s: %s; a larger EDGETRACE_BUFFER_KB keeps them\n", file.c_str(),
+                   et::dropped_records_text(dropped).c_str());
     for (const et::diagnostic& d : r.diagnostics())
       std::fprintf(stderr, "edgetrace: %s: %s: %s\n", d.level == et::diagnostic::severity::damage ? "warning" : "note",
                    file.c_str(), d.message.c_str());
