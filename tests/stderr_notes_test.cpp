@@ -97,3 +97,42 @@ TEST_CASE("notes: a run that dropped nothing gets no note") {
   }
   ::unlink(dump.c_str());
 }
+
+// trace_app declares one category, "app".
+TEST_CASE("notes: an EDGETRACE_CATEGORIES item naming no category lists the compiled-in ones and the nearest") {
+  const std::string dump = fresh("notes-categories.etr");
+  struct typo {
+    const char* filter;
+    const char* item;        ///< as the line quotes it
+    const char* suggestion;  ///< nullptr: too far from every category
+  };
+  const typo typos[] = {{"app,aap", "aap", "app"},  {"*,-ap", "ap", "app"},      {"Ap", "Ap", "app"},
+                        {"app,apps", "apps", "app"}, {"zzzzzz", "zzzzzz", nullptr}, {"app, x ", "x", nullptr}};
+  for (const typo& t : typos) {
+    const std::string filter = t.filter;
+    CAPTURE(filter);
+    const auto r = run({app, "exit-code"}, {"EDGETRACE_OUTPUT=" + dump, "EDGETRACE_CATEGORIES=" + filter});
+    CHECK(r.exit_code == 42);  // the app is untouched
+    CHECK(line_count(r.err) == 1);
+    const std::string head = std::string("edgetrace: EDGETRACE_CATEGORIES names '") + t.item +
+                             "', but no category of that name was compiled in";
+    if (t.suggestion != nullptr)
+      CHECK(r.err == head + "; did you mean '" + t.suggestion + "'? (compiled in: app)\n");
+    else
+      CHECK(r.err == head + " (compiled in: app)\n");
+    CHECK(edgetrace_test::load_dump(dump).opened);
+  }
+  // An item of 10,000 bytes: quoted in part, still one line, still the list.
+  const auto r = run({app, "exit-code"},
+                     {"EDGETRACE_OUTPUT=" + dump, "EDGETRACE_CATEGORIES=" + std::string(10000, 'c')});
+  CHECK(r.exit_code == 42);
+  CHECK(line_count(r.err) == 1);
+  CHECK(contains(r.err, "'" + std::string(64, 'c') + "'"));
+  CHECK(contains(r.err, "(compiled in: app)"));
+  // A filter that matches gets no line.
+  const auto quiet = run({app, "exit-code"}, {"EDGETRACE_OUTPUT=" + dump, "EDGETRACE_CATEGORIES=app"});
+  CHECK(quiet.exit_code == 42);
+  CHECK(quiet.err.empty());
+  CHECK(edgetrace_test::load_dump(dump).named("app_span").size() == 10);
+  ::unlink(dump.c_str());
+}
