@@ -2,6 +2,7 @@
 // The `edgetrace` command line: a thin, table-driven main over the header-only reader and its outputs.
 #include <edgetrace/reader.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -194,6 +195,33 @@ int input_error(const std::string& file, const std::string& what) {
   return exit_input;
 }
 
+/// The one guard against a command destroying its own input: refuses
+/// (exit_usage, one line) when any of `outputs` names the same file as any
+/// of `inputs`. Compared by device and inode, not by name, so "./run.etr",
+/// a symlink and a hard link are caught too; an output of "-" or "" is
+/// standard output (`>> run.etr` would append to the dump). Only regular
+/// files count: a terminal or a pipe on both sides is not overwriting.
+/// An output that does not exist yet cannot be an input. Every subcommand
+/// calls this before it opens anything for writing.
+int refuse_overwriting_inputs(const std::vector<std::string>& inputs, const std::vector<std::string>& outputs) {
+  for (const std::string& output : outputs) {
+    struct stat out {};
+    const bool to_stdout = output.empty() || output == "-";
+    if ((to_stdout ? ::fstat(1, &out) : ::stat(output.c_str(), &out)) != 0 || !S_ISREG(out.st_mode)) continue;
+    for (const std::string& input : inputs) {
+      struct stat in {};
+      if (::stat(input.c_str(), &in) != 0 || in.st_dev != out.st_dev || in.st_ino != out.st_ino) continue;
+      const std::string what = to_stdout ? "standard output" : "the output '" + output + "'";
+      std::fprintf(stderr,
+                   "edgetrace: error: %s is the input dump '%s' (the same file); writing it would destroy the "
+                   "dump, so nothing was written: choose another output\n",
+                   what.c_str(), input.c_str());
+      return exit_usage;
+    }
+  }
+  return exit_ok;
+}
+
 /// Command-line of a subcommand taking one DUMP and, optionally, -o OUT.
 struct dump_arguments {
   std::string dump;
@@ -240,6 +268,14 @@ int parse_dump_arguments(const command& c, const arguments& args, bool allow_out
 /// was damaged, a last line saying what was lost. Returns the exit code.
 int report(const et::dump_reader& r, const std::string& file, bool all, const std::string& outcome) {
   if (all) {
+    // Lost records change every count and table: say so on stderr too, in
+    // the words the summary uses (info shows them in its thread table).
+    const et::dropped_records dropped = et::count_dropped(r, [](const et::thread_info& t) {
+      return (t.name.empty() ? std::string("thread") : t.name) + " (tid " + std::to_string(t.os_tid) + ")";
+    });
+    if (dropped.count != 0)
+      std::fprintf(stderr, "edgetrace: note: %s: %s; a larger EDGETRACE_BUFFER_KB keeps them\n", file.c_str(),
+                   et::dropped_records_text(dropped).c_str());
     for (const et::diagnostic& d : r.diagnostics())
       std::fprintf(stderr, "edgetrace: %s: %s: %s\n", d.level == et::diagnostic::severity::damage ? "warning" : "note",
                    file.c_str(), d.message.c_str());
@@ -500,6 +536,16 @@ std::string joined(const std::vector<std::string>& items) {
   return out;
 }
 
+/// Every path `json --split-mb` may write for OUT. A window closes only when
+/// it and the next slice together pass the target size, so two neighbours
+/// always hold more than one target: at most 2 * max_parts + 1 windows.
+std::vector<std::string> split_part_paths(const std::string& output) {
+  constexpr std::size_t max_parts = 256;  // write_chrome_json_split's default
+  std::vector<std::string> paths;
+  for (std::size_t i = 1; i <= 2 * max_parts + 1; ++i) paths.push_back(et::chrome_json_part_path(output, i));
+  return paths;
+}
+
 int run_json(const char* name, const arguments& args) {
   const command& c = *find_command(name);
   parsed_options p;
@@ -516,7 +562,6 @@ int run_json(const char* name, const arguments& args) {
     a.has_output = true;
   }
   const std::string output = a.has_output ? a.output : default_json_path(a.dump);
-  if (output == a.dump) return usage_error(&c, "the output would overwrite the dump '" + a.dump + "'");
   et::chrome_json_options options;
   options.source_name = base_name(a.dump);
   if (const std::string* v = p.get("--min-dur"))
@@ -529,6 +574,11 @@ int run_json(const char* name, const arguments& args) {
     if (!parse_count(*v, split_mb) || split_mb == 0)
       return usage_error(&c, "--split-mb needs a whole number of MB >= 1, not '" + *v + "'");
     if (output == "-") return usage_error(&c, "--split-mb writes several files; give -o OUT.json, not '-'");
+  }
+  {
+    std::vector<std::string> outputs{output};
+    if (split_mb != 0) outputs = split_part_paths(output);
+    if (const int rc = refuse_overwriting_inputs({a.dump}, outputs); rc != exit_ok) return rc;
   }
 
   et::dump_reader r;
@@ -579,6 +629,8 @@ int run_summary(const char* name, const arguments& args) {
   et::summary_options o;
   std::string format = "table";
   if (const int rc = summary_options_from(c, p, o, format); rc != exit_ok) return rc;
+  const std::string* output = p.get("--output");
+  if (const int rc = refuse_overwriting_inputs(p.positional, {output ? *output : ""}); rc != exit_ok) return rc;
   std::vector<std::unique_ptr<et::dump_reader>> readers;
   if (const int rc = open_dumps(p.positional, readers); rc != exit_ok) return rc;
   et::summary_result result;
@@ -587,7 +639,6 @@ int run_summary(const char* name, const arguments& args) {
   const std::string text = format == "csv"    ? et::summary_csv(result)
                            : format == "json" ? et::summary_json(result, source)
                                               : et::summary_table(result, source);
-  const std::string* output = p.get("--output");
   if (const int rc = write_text(output ? *output : "", text); rc != exit_ok) return rc;
   return report_all(readers, "summary written");
 }
@@ -606,6 +657,8 @@ int run_diff(const char* name, const arguments& args) {
   if (const int rc = summary_options_from(c, p, o, format); rc != exit_ok) return rc;
   const std::size_t top = o.top;
   o.top = 0;
+  const std::string* output = p.get("--output");
+  if (const int rc = refuse_overwriting_inputs(p.positional, {output ? *output : ""}); rc != exit_ok) return rc;
   std::vector<std::unique_ptr<et::dump_reader>> readers;
   if (const int rc = open_dumps(p.positional, readers); rc != exit_ok) return rc;
   if (readers[0]->version_major() != readers[1]->version_major())
@@ -627,7 +680,6 @@ int run_diff(const char* name, const arguments& args) {
   const std::string text = format == "csv"    ? et::diff_csv(rows, top)
                            : format == "json" ? et::diff_json(rows, p.positional[0], p.positional[1], top)
                                               : et::diff_table(rows, p.positional[0], p.positional[1], top);
-  const std::string* output = p.get("--output");
   if (const int rc = write_text(output ? *output : "", text); rc != exit_ok) return rc;
   return report_all(readers, "diff written");
 }
@@ -646,6 +698,7 @@ int run_report(const char* name, const arguments& args) {
   const std::string* given = p.get("--output");
   const std::string output = given ? *given : with_extension(p.positional[0], ".html");
   if (output.empty()) return usage_error(&c, "empty output file name");
+  if (const int rc = refuse_overwriting_inputs(p.positional, {output}); rc != exit_ok) return rc;
   std::vector<std::unique_ptr<et::dump_reader>> readers;
   if (const int rc = open_dumps(p.positional, readers); rc != exit_ok) return rc;
   et::summary_result result;
@@ -665,7 +718,7 @@ int run_csv(const char* name, const arguments& args) {
     return rc;
   }
   const std::string output = a.has_output ? a.output : with_extension(a.dump, ".csv");
-  if (output == a.dump) return usage_error(&c, "the output would overwrite the dump '" + a.dump + "'");
+  if (const int rc = refuse_overwriting_inputs({a.dump}, {output}); rc != exit_ok) return rc;
   et::dump_reader r;
   if (!r.open(a.dump) || !r.read_metadata()) return input_error(a.dump, r.error());
   const bool to_stdout = output == "-";
@@ -696,8 +749,7 @@ int run_merge(const char* name, const arguments& args) {
   const bool etr = ends_with(*output, ".etr");
   if (!etr && !ends_with(*output, ".json"))
     return usage_error(&c, "the output's extension picks the format: .etr or .json, not '" + *output + "'");
-  for (const std::string& in : p.positional)
-    if (in == *output) return usage_error(&c, "the output would overwrite the input '" + in + "'");
+  if (const int rc = refuse_overwriting_inputs(p.positional, {*output}); rc != exit_ok) return rc;
   et::merge_clock clock = et::merge_clock::automatic;
   if (const std::string* v = p.get("--clock")) {
     if (*v == "auto") clock = et::merge_clock::automatic;
@@ -742,6 +794,7 @@ int run_info(const char* name, const arguments& args) {
     if (a.help && rc == exit_ok) run_help("help", {name});
     return rc;
   }
+  if (const int rc = refuse_overwriting_inputs({a.dump}, {"-"}); rc != exit_ok) return rc;
   et::dump_reader r;
   if (!r.open(a.dump) || !r.read_metadata()) return input_error(a.dump, r.error());
   std::string error;

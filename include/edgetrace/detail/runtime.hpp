@@ -99,6 +99,22 @@ void for_each_filter_item(const char* filter, Visit&& visit) noexcept {
   }
 }
 
+/// Copies of the names of every category that registered, each followed by
+/// a NUL (a library's own strings go away at dlclose, and every category
+/// unregisters before the exit-time line that lists them). Names that do
+/// not fit are left out. Guarded by category_mutex.
+inline char registered_names[1024];
+inline std::size_t registered_names_used = 0;
+
+inline void remember_category_name_locked(const char* name) noexcept {
+  const std::size_t length = std::strlen(name);
+  for (std::size_t at = 0; at < registered_names_used; at += std::strlen(registered_names + at) + 1)
+    if (std::strcmp(registered_names + at, name) == 0) return;
+  if (registered_names_used + length + 1 > sizeof registered_names) return;
+  std::memcpy(registered_names + registered_names_used, name, length + 1);
+  registered_names_used += length + 1;
+}
+
 inline void mark_filter_matches_locked(const char* name) noexcept {
   for_each_filter_item(category_filter, [&](unsigned index, const char* item, std::size_t length) {
     if (std::strlen(name) == length && std::strncmp(name, item, length) == 0) filter_items_matched |= 1ull << index;
@@ -155,6 +171,7 @@ EDGETRACE_DETAIL_API bool register_category(category_state& state) noexcept {
   state.next = category_list;
   category_list = &state;
   mark_filter_matches_locked(state.name);
+  remember_category_name_locked(state.name);
   state.enabled.store(category_flag_locked(state.name), std::memory_order_relaxed);
   return true;
 }
@@ -1555,12 +1572,55 @@ EDGETRACE_DETAIL_API void record_alloc(std::uint64_t word, std::uint64_t address
 // ------------------------------------------------------------ start / stop
 
 /// Reports each EDGETRACE_CATEGORIES item that named no category (checked at
-/// exit: categories register lazily, so at start-up not all are known).
+/// exit: categories register lazily, so at start-up not all are known), in
+/// one line with the categories that registered (sorted: a typo shows at a
+/// glance) and the nearest one by edit distance, the same "did you mean" as
+/// for unknown variables (detail/env.hpp). No allocation.
 inline void report_unmatched_filter_locked() noexcept {
   for_each_filter_item(category_filter, [](unsigned index, const char* item, std::size_t length) {
-    if ((filter_items_matched & (1ull << index)) == 0)
-      report("EDGETRACE_CATEGORIES names '%.*s', but no category of that name was compiled in", static_cast<int>(length),
-             item);
+    if ((filter_items_matched & (1ull << index)) != 0) return;
+    constexpr std::size_t max_names = 64;
+    const char* names[max_names];
+    std::size_t count = 0;
+    for (std::size_t at = 0; at < registered_names_used && count < max_names;
+         at += std::strlen(registered_names + at) + 1) {
+      const char* name = registered_names + at;
+      std::size_t slot = count++;
+      for (; slot > 0 && std::strcmp(names[slot - 1], name) > 0; --slot) names[slot] = names[slot - 1];
+      names[slot] = name;
+    }
+    char word[65];
+    const std::size_t word_length = length < 64 ? length : 64;
+    std::memcpy(word, item, word_length);
+    word[word_length] = '\0';
+    const char* nearest = nullptr;
+    std::size_t nearest_distance = 4;  // at most three edits, and not every letter replaced
+    char list[256];
+    std::size_t used = 0;
+    list[0] = '\0';
+    bool list_full = false;
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t d = edit_distance(word, names[i]);
+      if (d < nearest_distance && d < std::max(word_length, std::strlen(names[i]))) nearest_distance = d, nearest = names[i];
+      if (list_full) continue;
+      const int n = std::snprintf(list + used, sizeof list - used, "%s%s", i == 0 ? "" : ", ", names[i]);
+      if (n < 0 || used + static_cast<std::size_t>(n) >= sizeof list - 5) {
+        std::snprintf(list + used, sizeof list - used, ", ...");  // 6 bytes: used <= sizeof list - 6
+        list_full = true;
+        continue;
+      }
+      used += static_cast<std::size_t>(n);
+    }
+    const int shown = static_cast<int>(word_length);
+    if (count == 0)
+      report("EDGETRACE_CATEGORIES names '%.*s', but no category of that name was compiled in (this program has none)",
+             shown, item);
+    else if (nearest != nullptr)
+      report("EDGETRACE_CATEGORIES names '%.*s', but no category of that name was compiled in; did you mean '%s'? "
+             "(compiled in: %s)", shown, item, nearest, list);
+    else
+      report("EDGETRACE_CATEGORIES names '%.*s', but no category of that name was compiled in (compiled in: %s)", shown,
+             item, list);
   });
 }
 

@@ -210,6 +210,37 @@ inline std::vector<std::string> split_list(const std::string& text) {
 }
 
 // ----------------------------------------------------------------------------
+// Lost records, said the same way by the summary's notes and the CLI.
+
+/// Records the writers of one dump dropped because a ring was full: the
+/// total, and where ("worker (tid 12) 5, main (tid 11) 2", cut near 300
+/// characters). Counts per thread_info::dropped(): the writers' own
+/// thread_stats always, the loss records once read_events ran.
+struct dropped_records {
+  std::uint64_t count = 0;
+  std::string where;
+};
+
+/// Tallies `r`'s dropped records; `label(thread_info)` names a thread.
+template <class Label>
+dropped_records count_dropped(const dump_reader& r, Label&& label) {
+  dropped_records d;
+  for (const thread_info* t : r.threads_in_order()) {
+    if (t->dropped() == 0) continue;
+    d.count += t->dropped();
+    if (d.where.size() < 300) d.where += (d.where.empty() ? "" : ", ") + label(*t) + " " + std::to_string(t->dropped());
+  }
+  return d;
+}
+
+/// "N records were dropped by the tracer (ring buffer full) on WHERE"; the
+/// caller adds the file and what the loss means for its output.
+inline std::string dropped_records_text(const dropped_records& d) {
+  return std::to_string(d.count) + (d.count == 1 ? " record was" : " records were") +
+         " dropped by the tracer (ring buffer full) on " + d.where;
+}
+
+// ----------------------------------------------------------------------------
 
 /// Builds a summary over one or more dumps, streaming each (memory: rows,
 /// threads, and the exact-sample budget; not the dump size).
@@ -384,17 +415,10 @@ class summary_builder {
         }))
       return fail(error, r.error());
     // Lost records are part of the answer: say how many and where.
-    std::uint64_t dropped = 0;
-    std::string where;
-    for (const thread_info* t : r.threads_in_order()) {
-      if (t->dropped() == 0) continue;
-      dropped += t->dropped();
-      if (where.size() < 300) where += (where.empty() ? "" : ", ") + thread_label(*t, r) + " " + std::to_string(t->dropped());
-    }
-    if (dropped != 0) {
-      result_.dropped += dropped;
-      result_.notes.push_back(r.path() + ": " + std::to_string(dropped) +
-                              " records dropped (ring buffer full) on " + where +
+    const dropped_records dropped = count_dropped(r, [&](const thread_info& t) { return thread_label(t, r); });
+    if (dropped.count != 0) {
+      result_.dropped += dropped.count;
+      result_.notes.push_back(r.path() + ": " + dropped_records_text(dropped) +
                               "; the rows count recorded spans only (a larger EDGETRACE_BUFFER_KB keeps them)");
     }
     for (const auto& range : iteration_range) {
