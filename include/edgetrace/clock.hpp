@@ -54,43 +54,20 @@ inline std::uint8_t tick_flags(bool invariant, bool fell_back) noexcept {
   return static_cast<std::uint8_t>((invariant ? 1 : 0) | (fell_back ? 2 : 0));
 }
 
-#if defined(EDGETRACE_DETAIL_CLOCK_TSC)
-/// The TSC rate the machine states, in Hz, or 0. Two exact sources:
-/// CPUID leaf 0x15 (Intel since Skylake: crystal Hz x numerator /
-/// denominator; many parts leave the crystal 0) and the hypervisor timing
-/// leaf 0x40000010 (TSC kHz; VMware, and KVM when configured to offer it).
-/// Leaf 0x16 (base MHz) is left out: rounded, and not the TSC's rate on
-/// every part. AMD states no rate, and neither does a KVM guest that hides
-/// leaf 0x40000010 (the EPYC VMs of CI): there the flusher's second
-/// calibration pair, a few ms after the first, gives the rate (runtime.hpp,
-/// take_rate_pair). Cost: up to four CPUIDs (each a VM exit in a guest,
-/// ~1 us), once at start-up.
-inline std::uint64_t stated_tsc_rate() noexcept {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (static_cast<unsigned>(__get_cpuid_max(0, nullptr)) >= 0x15u) {
-    __cpuid(0x15u, a, b, c, d);
-    if (a != 0 && b != 0 && c != 0) return std::uint64_t{c} * b / a;
-  }
-  __cpuid(1u, a, b, c, d);
-  if ((c & (1u << 31)) == 0) return 0;  // no hypervisor
-  __cpuid(0x40000000u, a, b, c, d);
-  // Only hypervisors known to put the TSC rate at 0x40000010 (Hyper-V and
-  // Xen use their leaves for other things).
-  const bool vmware = b == 0x61774d56u && c == 0x4d566572u && d == 0x65726177u;  // "VMwareVMware"
-  const bool kvm = b == 0x4b4d564bu && c == 0x564b4d56u && d == 0x0000004du;     // "KVMKVMKVM\0\0\0"
-  if (!(vmware || kvm) || a < 0x40000010u) return 0;
-  __cpuid(0x40000010u, a, b, c, d);
-  return std::uint64_t{a} * 1000u;
-}
-#endif
-
 /// Nominal ticks per second where the hardware says it (0 = unknown; the
 /// reader then needs two calibration pairs, which the flusher writes before
-/// the first events chunk).
+/// any timed chunk: runtime.hpp, take_rate_pair).
+///
+/// x86-64 says 0 on purpose. A stated TSC rate exists only on some parts
+/// (CPUID leaf 0x15 on recent Intel, leaf 0x40000010 under VMware or a KVM
+/// configured to offer it; not on AMD, not in the KVM guests of CI), and
+/// CPUID is a VM exit: 25-60 us per call measured in such a guest, on the
+/// app's start-up path. The second calibration pair gives the rate
+/// everywhere, ~1 ms after start and before any event is written.
 inline std::uint64_t nominal_tick_rate(std::uint8_t mode) noexcept {
   if (mode != clock_counter) return 1000000000u;
 #if defined(EDGETRACE_DETAIL_CLOCK_TSC)
-  return stated_tsc_rate();
+  return 0;
 #elif defined(EDGETRACE_DETAIL_CLOCK_CNTVCT)
   std::uint64_t value;
   asm volatile("mrs %0, cntfrq_el0" : "=r"(value));
