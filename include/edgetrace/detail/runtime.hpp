@@ -1230,8 +1230,8 @@ EDGETRACE_DETAIL_API void record_measured(std::uint64_t word, std::uint64_t star
     }
   }
   if (ns_now == 0) return;  // no bracketed read held: nothing sound to compare with
-  // Unsigned, so the sums cannot wrap: a start near UINT64_MAX or a
-  // duration that wrapped fails the second test, a start near 0 the first.
+  // No sum here can wrap: a start near 0 fails the first test, one near
+  // UINT64_MAX the second, a huge (or wrapped) duration the third.
   const std::uint64_t earliest = first.monotonic_ns > record_slack_ns ? first.monotonic_ns - record_slack_ns : 0;
   if (start_ns < earliest || start_ns > ns_now + record_slack_ns ||
       duration_ns > ns_now + record_slack_ns - start_ns) {
