@@ -78,7 +78,7 @@ std::vector<gpu_span> named(const std::vector<gpu_span>& spans, const std::strin
 TEST_CASE("gpu: the test runs with EDGETRACE_OUTPUT set") {
   REQUIRE(!output_path().empty());
   // Reading the dump mid-run needs two calibration pairs (the second comes
-  // 20 ms after start) to turn ticks into ns without guessing the rate.
+  // about 1 ms after start, the third 20 ms after) to turn ticks into ns.
   std::this_thread::sleep_for(std::chrono::milliseconds(40));
 }
 

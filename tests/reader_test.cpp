@@ -264,6 +264,7 @@ TEST_CASE("clock model: one pair uses the nominal rate, none warns") {
     m.build({{1000, 5000, 0}}, 2, 2000000000);  // 2 GHz
     CHECK(m.kind() == er::clock_model::fit::single_pair);
     CHECK(m.warning().empty());
+    CHECK(m.rate_known());
     CHECK(m.to_ns(3000) == 6000);
     CHECK(m.to_ns(0) == 4500);
   }
@@ -272,10 +273,14 @@ TEST_CASE("clock model: one pair uses the nominal rate, none warns") {
     CHECK(m.warning().empty());
     CHECK(m.to_ns(3000) == 7000);
   }
-  SUBCASE("single pair, TSC, rate unknown: warn and assume 1 GHz") {
+  SUBCASE("single pair, TSC, rate unknown: said so (dump_reader refuses durations)") {
     m.build({{1000, 5000, 0}}, 1, 0);
-    CHECK_FALSE(m.warning().empty());
-    CHECK(m.to_ns(3000) == 7000);
+    CHECK_FALSE(m.rate_known());
+    CHECK(m.warning().find("tick rate unknown") != std::string::npos);
+  }
+  SUBCASE("no pair, TSC, rate unknown") {
+    m.build({}, 1, 0);
+    CHECK_FALSE(m.rate_known());
   }
   SUBCASE("no pair: warn, scale by the nominal rate") {
     m.build({}, 2, 500000000);  // 500 MHz: 2 ns per tick

@@ -122,7 +122,8 @@ const char exit_codes_text[] =
     "exit codes:\n"
     "  0  success\n"
     "  1  usage error (unknown command or option, missing argument)\n"
-    "  2  input unreadable (missing, empty, not a dump, newer format) or output not writable\n"
+    "  2  input unreadable (missing, empty, not a dump, newer format) or output not writable;\n"
+    "     also a dump whose tick rate is unknown (durations cannot be computed)\n"
     "  3  converted, but the dump was damaged or incomplete (truncated, corrupt bytes\n"
     "     skipped, or a writer without an end record); warnings are on stderr\n";
 
@@ -763,6 +764,9 @@ int run_merge(const char* name, const arguments& args) {
     if (readers[i]->version_major() != readers[0]->version_major())
       return input_error(p.positional[i], "dump format " + std::to_string(readers[i]->version_major()) +
                                               ".x cannot be merged with " + p.positional[0]);
+  if (!etr)  // a .etr merge copies chunks; JSON needs times
+    for (const auto& r : readers)
+      if (!r->unknown_rate().empty()) return input_error(r->path(), r->unknown_rate());
   std::vector<et::dump_reader*> inputs;
   for (auto& r : readers) inputs.push_back(r.get());
   et::merge_plan plan;

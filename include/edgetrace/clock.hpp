@@ -55,7 +55,15 @@ inline std::uint8_t tick_flags(bool invariant, bool fell_back) noexcept {
 }
 
 /// Nominal ticks per second where the hardware says it (0 = unknown; the
-/// reader then fits the rate from calibration pairs).
+/// reader then needs two calibration pairs, which the flusher writes before
+/// any timed chunk: runtime.hpp, take_rate_pair).
+///
+/// x86-64 says 0 on purpose. A stated TSC rate exists only on some parts
+/// (CPUID leaf 0x15 on recent Intel, leaf 0x40000010 under VMware or a KVM
+/// configured to offer it; not on AMD, not in the KVM guests of CI), and
+/// CPUID is a VM exit: 12-30 us per call measured in such a guest, on the
+/// app's start-up path. The second calibration pair gives the rate
+/// everywhere, ~1 ms after start and before any event is written.
 inline std::uint64_t nominal_tick_rate(std::uint8_t mode) noexcept {
   if (mode != clock_counter) return 1000000000u;
 #if defined(EDGETRACE_DETAIL_CLOCK_TSC)

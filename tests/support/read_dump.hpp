@@ -54,7 +54,7 @@ inline loaded_dump load_dump(const std::string& path) {
     return dump;
   }
   dump.opened = true;
-  reader.read_events([&](const edgetrace::reader::event& e) {
+  const bool read = reader.read_events([&](const edgetrace::reader::event& e) {
     loaded_event out;
     out.kind = e.kind;
     if (e.site != nullptr) {
@@ -70,6 +70,7 @@ inline loaded_dump load_dump(const std::string& path) {
     out.count = e.count;
     dump.events.push_back(out);
   });
+  if (!read) dump.error = reader.error();  // e.g. a tick rate it cannot know
   dump.complete = reader.complete();
   dump.damaged = reader.damaged();
   for (const auto* t : reader.threads_in_order()) dump.threads.push_back(*t);

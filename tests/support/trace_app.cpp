@@ -725,6 +725,62 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "quick-exit-locked") == 0) quick_exit_locked_mode();
   if (std::strcmp(mode, "fork-names") == 0) return fork_names_mode();
   if (std::strcmp(mode, "dense") == 0) return dense_mode(argc > 2 ? std::atoi(argv[2]) : 1000000);
+  // ---- tests/clock_start_test.cpp: "die-early", "record-absurd".
+  if (std::strcmp(mode, "die-early") == 0) {
+    // Spans of 0.5-1.5 ms from the start of main; at 12 ms the process dies
+    // without an end record: _exit ("exit") or SIGKILL ("kill"). Prints per
+    // span "early <inner ns> <outer ns>": steady_clock inside the scope
+    // (the span is at least this long) and around it (at most this long).
+    // After the first two spans a flush(), so that the dump holds events
+    // even when a busy machine delays the flusher's own cycles.
+    const bool kill_self = argc > 2 && std::strcmp(argv[2], "kill") == 0;
+    const std::uint64_t die_at = now_ns() + 12000000u;
+    for (int i = 0; i < 2 || now_ns() + 1500000u < die_at; ++i) {
+      const std::uint64_t length = 500000u * static_cast<std::uint64_t>(1 + i % 3);
+      std::uint64_t inner_begin, inner_end;
+      const std::uint64_t outer_begin = now_ns();
+      {
+        EDGETRACE_SCOPE(app, "early");
+        inner_begin = now_ns();
+        do {
+          inner_end = now_ns();
+        } while (inner_end - inner_begin < length);
+      }
+      const std::uint64_t outer_end = now_ns();
+      std::printf("early %llu %llu\n", static_cast<unsigned long long>(inner_end - inner_begin),
+                  static_cast<unsigned long long>(outer_end - outer_begin));
+      if (i == 1) edgetrace::flush();
+    }
+    while (now_ns() < die_at) {
+    }
+    std::fflush(stdout);
+    if (kill_self) raise(SIGKILL);
+    _exit(0);
+  }
+  if (std::strcmp(mode, "record-absurd") == 0) {
+    // EDGETRACE_RECORD with values no measurement can give, between two good
+    // spans; prints the number of absurd calls ("absurd N").
+    const std::uint64_t now = now_ns();
+    EDGETRACE_RECORD(app, "good", now - 1000000u, 500000u);
+    const std::uint64_t bad[][2] = {
+        {UINT64_MAX, 1000},                    // start near UINT64_MAX
+        {UINT64_MAX - 500, 1000},              // start + duration wraps
+        {now - 1000000u, UINT64_MAX},          // duration near UINT64_MAX
+        {now - 1000000u, UINT64_MAX / 2},      // 146 years
+        {now + 3600000000000ull, 1000},        // an hour in the future
+        {now - 1000000u, 10000000000ull},      // ends 9 s from now
+        {0, 1000},                             // at boot, long before the process
+        {now > 7200000000000ull ? now - 7200000000000ull : 1, 1000},  // two hours ago (or at boot)
+    };
+    for (const auto& b : bad) EDGETRACE_RECORD(app, "absurd", b[0], b[1]);
+    std::thread([&] {
+      for (const auto& b : bad) EDGETRACE_RECORD(app, "absurd", b[0], b[1]);
+      EDGETRACE_RECORD(app, "absurd", now, now);  // a time passed as a duration
+    }).join();
+    EDGETRACE_RECORD(app, "good", now_ns() - 200000u, 100000u);
+    std::printf("absurd %zu\n", 2 * (sizeof bad / sizeof bad[0]) + 1);
+    return 0;
+  }
   std::fprintf(stderr, "trace_app: unknown mode %s\n", mode);
   return 2;
 }

@@ -63,6 +63,9 @@ struct thread_ring {
   /// Records dropped because the ring was full. Owner: relaxed load + store
   /// (one writer, so no read-modify-write). Flusher: relaxed load.
   atomic_cell<std::uint64_t> drop_count{0};
+  /// EDGETRACE_RECORD spans refused as absurd (record_measured). Same
+  /// discipline as drop_count.
+  atomic_cell<std::uint64_t> rejected{0};
 
   // ---- consumer line: written by the flusher only.
   /// Next record to read (normalised). Flusher: release store after it has

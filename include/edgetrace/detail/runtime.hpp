@@ -486,6 +486,32 @@ class runtime {
     ++calibrations_;
   }
 
+  /// Least gap between the first calibration pair and the second: the
+  /// pairs' jitter (tens of ns) then makes a rate error of a few 1e-5,
+  /// and a process dying at start-up has both. The flusher's first look
+  /// comes 1 ms after start (flusher_loop), so it normally waits for nothing.
+  static constexpr std::uint64_t rate_pair_gap_ns = 1000000;
+
+  /// Flusher only, before anything timed is written: the second calibration
+  /// pair, so that every dump holding events holds a measured tick rate
+  /// (one pair alone gives the reader no rate where the CPU states none,
+  /// e.g. an AMD CPU or a KVM guest). More pairs follow at 20 ms and then
+  /// every second. `may_wait`: when woken early (a flush() right after
+  /// start), sleep until the gap is reached (once, less than
+  /// rate_pair_gap_ns); at exit take it now: exit must not wait, and the
+  /// end's own pair follows.
+  void take_rate_pair(bool may_wait) noexcept {
+    if (calibrations_ >= 2 || failed_.load() || ended_) return;
+    if (may_wait) {
+      const std::uint64_t since = clock_ns(CLOCK_MONOTONIC) - first_calibration_.monotonic_ns;
+      if (since < rate_pair_gap_ns) {
+        const timespec pause{0, static_cast<long>(rate_pair_gap_ns - since)};
+        nanosleep(&pause, nullptr);
+      }
+    }
+    write_calibration();
+  }
+
   // ------------------------------------------------------------ definitions
 
   void define_category(std::uint32_t index, const char* name) {
@@ -660,6 +686,7 @@ class runtime {
     put_varint(b, ring.thread_id);
     put_varint(b, ring.written);
     put_varint(b, dropped_records(ring));
+    put_varint(b, ring.rejected.load(std::memory_order_relaxed));  // 1.3: older readers skip it
     emit_chunk(b, format::chunk_type::thread_stats);
   }
 
@@ -1035,6 +1062,7 @@ class runtime {
         site_ids_.clear();
         for (site_cache_entry& entry : site_cache_) entry = {};
       }
+      take_rate_pair(true);  // before the first timed chunk
       const std::uint64_t drain_start_ns = clock_ns(CLOCK_MONOTONIC);
       check_capture(drain_start_ns, 0);
       write_capture();
@@ -1061,7 +1089,7 @@ class runtime {
       }
       const std::uint64_t now = clock_ns(CLOCK_MONOTONIC);
       if (!failed_.load() && !ended_ &&
-          (calibrations_ < 2 ? now - last_calibration_ns_ > 20000000u : now - last_calibration_ns_ > 1000000000u))
+          (calibrations_ < 3 ? now - last_calibration_ns_ > 20000000u : now - last_calibration_ns_ > 1000000000u))
         write_calibration();
       if (!failed_.load() && !ended_) check_output_still_there();  // one fstat per cycle
       if (signal_pending_.load(std::memory_order_acquire) != 0) serve_signal();
@@ -1086,6 +1114,7 @@ class runtime {
   /// Final pass: everything drained, thread totals, a last calibration
   /// pair and the end chunk, written out.
   void end_stream() {
+    take_rate_pair(false);
     write_capture();
     drain_all(true);
     poll_clients(poll_reason::final);
@@ -1272,6 +1301,33 @@ EDGETRACE_DETAIL_API void begin_phase(const char* name, std::size_t size) noexce
       {format::capture_record::phase, ticks(recording_clock), false, format::capture_reason::api, std::string(name, size)});
 }
 
+/// How far outside the stream's time a recorded span may lie: it must
+/// start no earlier than this before tracing started in the process (the
+/// stream's first calibration pair) and end no later than this after the
+/// EDGETRACE_RECORD call. A span is recorded after it was measured, so
+/// anything else is a wrong value (another clock's time, a duration that
+/// wrapped, an uninitialised field), which would otherwise stretch the
+/// trace over years. docs/ANALYSIS.md, "Spans measured elsewhere".
+inline constexpr std::uint64_t record_slack_ns = 1000000000u;
+
+inline thread_ring* attach_current_thread() noexcept;
+
+/// Counts a refused EDGETRACE_RECORD on the calling thread (thread stats,
+/// written at thread exit and at the end) and says so once per process.
+inline void reject_measured(std::uint64_t start_ns, std::uint64_t duration_ns, std::uint64_t now_ns) noexcept {
+  thread_ring* ring = current_ring;
+  if (ring == &sentinel_ring) ring = attach_current_thread();
+  if (ring != nullptr && ring != &busy_ring)  // busy: a signal handler inside a push (not counted)
+    ring->rejected.store(ring->rejected.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  static std::atomic<bool> reported{false};
+  if (!reported.exchange(true, std::memory_order_relaxed))
+    report("EDGETRACE_RECORD: a span starting at %llu ns and lasting %llu ns (CLOCK_MONOTONIC, now %llu ns) "
+           "lies outside this process's trace by more than 1 s; it is not recorded (this and later ones are "
+           "counted in the dump's thread stats)",
+           static_cast<unsigned long long>(start_ns), static_cast<unsigned long long>(duration_ns),
+           static_cast<unsigned long long>(now_ns));
+}
+
 /// EDGETRACE_RECORD: pushes a span timed elsewhere. Its CLOCK_MONOTONIC ns
 /// become ticks of the recording clock: with CLOCK_MONOTONIC as the clock
 /// they are ticks already; with the CPU counter, the tick rate is measured
@@ -1280,34 +1336,49 @@ EDGETRACE_DETAIL_API void begin_phase(const char* name, std::size_t size) noexce
 /// ticks back through its own fit of the calibration pairs, so a recorded
 /// span lands within about a microsecond of where it was measured (the
 /// rate's error times the distance from now; tests/capture_test.cpp).
+/// A span that starts more than record_slack_ns before tracing started, or
+/// ends more than that after now, is refused and counted (reject_measured).
 EDGETRACE_DETAIL_API void record_measured(std::uint64_t word, std::uint64_t start_ns, std::uint64_t duration_ns,
                                           std::uint8_t mode) noexcept {
   if ((mode & mode_unregistered) != 0) mode = register_on_first_use(word);
   const std::uint8_t clock = mode & mode_clock_bits;
   if (clock == clock_off) return;  // hooks only, or waiting for marks: nothing is recorded
-  if (clock != clock_counter) {
-    push(word, start_ns, start_ns + duration_ns);
-    return;
-  }
   const runtime* rt = the_runtime.load(std::memory_order_acquire);
   if (rt == nullptr) return;
   const calibration_pair& first = rt->first_calibration_;
   // (tick, ns) now: the tightest of three bracketed reads (a preemption
   // between the two clock reads would otherwise shift the span).
   std::uint64_t tick_now = 0, ns_now = 0, width = ~std::uint64_t{0};
-  for (int i = 0; i < 3; ++i) {
-    const std::uint64_t before = ticks();
-    const std::uint64_t ns = clock_ns(CLOCK_MONOTONIC);
-    const std::uint64_t after = ticks();
-    if (after >= before && after - before < width) {
-      width = after - before;
-      tick_now = before + (after - before) / 2;
-      ns_now = ns;
+  if (clock != clock_counter) {
+    ns_now = clock_ns(CLOCK_MONOTONIC);
+  } else {
+    for (int i = 0; i < 3; ++i) {
+      const std::uint64_t before = ticks();
+      const std::uint64_t ns = clock_ns(CLOCK_MONOTONIC);
+      const std::uint64_t after = ticks();
+      if (after >= before && after - before < width) {
+        width = after - before;
+        tick_now = before + (after - before) / 2;
+        ns_now = ns;
+      }
     }
+  }
+  if (ns_now == 0) return;  // no bracketed read held: nothing sound to compare with
+  // No sum here can wrap: a start near 0 fails the first test, one near
+  // UINT64_MAX the second, a huge (or wrapped) duration the third.
+  const std::uint64_t earliest = first.monotonic_ns > record_slack_ns ? first.monotonic_ns - record_slack_ns : 0;
+  if (start_ns < earliest || start_ns > ns_now + record_slack_ns ||
+      duration_ns > ns_now + record_slack_ns - start_ns) {
+    reject_measured(start_ns, duration_ns, ns_now);
+    return;
+  }
+  if (clock != clock_counter) {
+    push(word, start_ns, start_ns + duration_ns);
+    return;
   }
   if (tick_now <= first.tick || ns_now <= first.monotonic_ns) return;  // a clock went back: nothing sound to record
   const double per_ns = static_cast<double>(tick_now - first.tick) / static_cast<double>(ns_now - first.monotonic_ns);
-  // Signed: a start "in the future" (another clock, a bad value) lands
+  // Signed: a start "in the future" (less than record_slack_ns) lands
   // after now rather than wrapping.
   const double back = (static_cast<double>(ns_now) - static_cast<double>(start_ns)) * per_ns;
   if (back >= static_cast<double>(tick_now)) return;  // before the counter's zero: not a CLOCK_MONOTONIC time

@@ -73,17 +73,26 @@ class clock_model {
     } else if (source != static_cast<std::uint8_t>(format::clock_source::monotonic_ns)) {
       rate_known = false;
     }
+    rate_known_ = true;
     if (points_.size() >= 2) {
       fit_ = fit::calibrated;
     } else if (points_.size() == 1) {
       fit_ = fit::single_pair;
-      if (!rate_known) warning_ = "only one calibration pair and no nominal tick rate; assuming 1 GHz";
+      rate_known_ = rate_known;
+      if (!rate_known) warning_ = "tick rate unknown: one calibration pair and no nominal tick rate";
     } else {
       fit_ = fit::nominal;
+      rate_known_ = rate_known;
       warning_ = rate_known ? "no calibration pair; timestamps use the nominal tick rate and start at an arbitrary origin"
-                            : "no calibration pair and no nominal tick rate; assuming 1 GHz from an arbitrary origin";
+                            : "tick rate unknown: no calibration pair and no nominal tick rate";
     }
   }
+
+  /// False when ticks cannot become ns: a CPU counter with fewer than two
+  /// usable pairs and no nominal rate. to_ns() then scales by 1 ns per tick,
+  /// which is wrong by the counter's unknown rate (2.6x for a 2.6 GHz TSC):
+  /// a reader must not show such durations (dump_reader refuses them).
+  bool rate_known() const noexcept { return rate_known_; }
 
   /// Converts a tick to CLOCK_MONOTONIC ns. Cost: one binary search over the
   /// pairs and a few long double operations.
@@ -124,7 +133,7 @@ class clock_model {
   /// Pairs handed to build() and pairs kept for the mapping.
   std::size_t pairs_given() const noexcept { return pairs_given_; }
   std::size_t pairs_used() const noexcept { return points_.size(); }
-  /// Non-empty when the mapping is a guess (no pairs, unknown rate).
+  /// Non-empty when the mapping is a guess (no pairs) or impossible (rate unknown).
   const std::string& warning() const noexcept { return warning_; }
 
  private:
@@ -172,6 +181,7 @@ class clock_model {
   std::vector<double> fast_slopes_;  // the same, rounded to double (fast path of scaled_offset)
   long double nominal_slope_ = 1.0L;
   fit fit_ = fit::nominal;
+  bool rate_known_ = true;
   std::size_t pairs_given_ = 0;
   std::string warning_;
 };

@@ -93,6 +93,7 @@ struct thread_info {
   bool has_stats = false;  ///< thread_stats seen (last one wins)
   std::uint64_t stats_written = 0;
   std::uint64_t stats_dropped = 0;
+  std::uint64_t stats_rejected = 0;  ///< EDGETRACE_RECORD spans the writer refused (optional field)
 
   // Filled by read_events (pass 2).
   std::uint64_t spans = 0;
@@ -602,6 +603,7 @@ class dump_reader {
   template <class Sink>
   bool read_events(Sink&& sink) {
     if (!metadata_read_ && !read_metadata()) return false;
+    if (!durations_allowed()) return false;
     begin_events_pass();
     report_layout_ = false;
     crc_spent_ = 0;
@@ -641,6 +643,7 @@ class dump_reader {
   template <class Sink>
   bool read_gpu_spans(Sink&& sink) {
     if (!metadata_read_ && !read_metadata()) return false;
+    if (!durations_allowed()) return false;
     report_layout_ = false;
     crc_spent_ = 0;
     std::map<std::pair<std::uint32_t, std::uint64_t>, const thread_info*> by_tid;
@@ -727,6 +730,7 @@ class dump_reader {
   template <class Sink>
   bool read_events_backward(Sink&& sink) {
     if (!metadata_read_ && !read_metadata()) return false;
+    if (!durations_allowed()) return false;
     begin_events_pass();
     std::vector<event> segment;
     std::vector<checkpoint> checkpoints;
@@ -830,6 +834,17 @@ class dump_reader {
     return true;
   }
 
+  /// Non-empty when a writer's events cannot be timed: its counter's rate
+  /// is unknown (fewer than two calibration pairs and no nominal rate; a
+  /// writer cut off before it measured the rate). Says why, in words fit
+  /// for "edgetrace: error: <file>: <what>". read_events,
+  /// read_events_backward and read_gpu_spans then return false with this
+  /// as error(): wrong durations (2.6x for a 2.6 GHz TSC read as 1 GHz)
+  /// are worse than none. allow_unknown_rate() lifts that for a caller
+  /// that shows no times (info: counts, and the reason).
+  const std::string& unknown_rate() const noexcept { return unknown_rate_; }
+  void allow_unknown_rate(bool allow = true) noexcept { allow_unknown_rate_ = allow; }
+
   /// Earliest and latest event time over all writers (ns, CLOCK_MONOTONIC);
   /// valid when has_events().
   bool has_events() const noexcept { return has_events_; }
@@ -849,6 +864,13 @@ class dump_reader {
 
   bool fail(const char* what) {
     error_ = what;
+    return false;
+  }
+
+  /// The events passes' guard (see unknown_rate()).
+  bool durations_allowed() {
+    if (unknown_rate_.empty() || allow_unknown_rate_) return true;
+    error_ = unknown_rate_;
     return false;
   }
 
@@ -1073,13 +1095,15 @@ class dump_reader {
   }
 
   void read_thread_stats(writer_info& w, detail::payload_cursor& in, std::uint64_t offset) {
-    std::uint64_t id, written, dropped;
+    std::uint64_t id, written, dropped, rejected = 0;
     if (!in.varint(id) || id == 0 || !in.varint(written) || !in.varint(dropped))
       return malformed("thread stats", offset, w);
+    if (in.left() != 0 && !in.varint(rejected)) return malformed("thread stats", offset, w);
     thread_info& t = thread(w, id);
     t.has_stats = true;
     t.stats_written = written;
     t.stats_dropped = dropped;
+    t.stats_rejected = rejected;
   }
 
   /// Calls `fn(tag, body)` for each record of a capture or gpu chunk (u8
@@ -1346,12 +1370,28 @@ class dump_reader {
 
   void finish_metadata() {
     has_events_ = false;
+    unknown_rate_.clear();
     for (auto& entry : writers_) {
       writer_info& w = entry.second;
       w.clock.build(w.calibration, w.clock_source, w.nominal_tick_rate);
       build_gpu_clocks(w);
       if (!w.clock.warning().empty())
         add_diagnostic(diagnostic::severity::note, 0, w.label() + ": " + w.clock.warning());
+      if (!w.clock.rate_known() && w.has_events && unknown_rate_.empty()) {
+        char text[320];
+        std::snprintf(text, sizeof text,
+                      "%s: the %s tick rate is unknown (%zu usable calibration pair(s), no nominal rate): durations "
+                      "cannot be computed from this dump (its writer was cut off before it measured the rate)",
+                      w.label().c_str(), clock_source_name(w.clock_source), w.clock.pairs_used());
+        unknown_rate_ = text;
+      }
+      std::uint64_t rejected = 0;
+      for (const auto& t : w.threads) rejected += t.second.stats_rejected;
+      if (rejected != 0)
+        add_diagnostic(diagnostic::severity::note, 0,
+                       w.label() + ": " + std::to_string(rejected) +
+                           " EDGETRACE_RECORD span(s) refused by the writer: they lay more than 1 s outside the "
+                           "process's trace (see docs/ANALYSIS.md)");
       for (auto& s : w.sites) {
         const auto cat = w.categories.find(s.second.category_id);
         if (cat != w.categories.end()) {
@@ -1594,6 +1634,8 @@ class dump_reader {
   bool has_events_ = false;
   std::int64_t first_ns_ = 0;
   std::int64_t last_ns_ = 0;
+  std::string unknown_rate_;         ///< see unknown_rate()
+  bool allow_unknown_rate_ = false;  ///< see allow_unknown_rate()
 
   std::vector<diagnostic> diagnostics_;
   std::uint64_t diagnostics_dropped_ = 0;

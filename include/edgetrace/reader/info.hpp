@@ -213,6 +213,7 @@ inline bool write_info(dump_reader& r, std::FILE* out, const info_options& optio
     if (error) *error = r.error();
     return false;
   }
+  r.allow_unknown_rate();  // counts only; the clock line says the rate is unknown
   span_annotations notes(r);
   if (!r.read_events([&notes](const event& e) {
         if (e.kind == event_kind::span) notes.collect(e.thread, e.site, e.begin_ns, e.end_ns, nullptr, nullptr);
@@ -261,13 +262,17 @@ inline bool write_info(dump_reader& r, std::FILE* out, const info_options& optio
         clock += (w->clock_flags & 1) ? " (invariant)" : " (not reported invariant)";
       if ((w->clock_flags & 2) != 0) clock += " (fallback: the CPU's counter is not invariant)";
       const double mhz = w->clock.ticks_per_second() / 1e6;
-      switch (w->clock.kind()) {
-        case clock_model::fit::calibrated:
-          clock += format_text(", %.3f MHz fitted from %zu calibration pairs", mhz, w->clock.pairs_used());
-          break;
-        case clock_model::fit::single_pair: clock += format_text(", %.3f MHz nominal (1 calibration pair)", mhz); break;
-        case clock_model::fit::nominal: clock += format_text(", %.3f MHz nominal (no calibration pair)", mhz); break;
-      }
+      if (!w->clock.rate_known())
+        clock += format_text(", rate UNKNOWN (%zu calibration pair(s), no nominal rate): no durations",
+                             w->clock.pairs_used());
+      else
+        switch (w->clock.kind()) {
+          case clock_model::fit::calibrated:
+            clock += format_text(", %.3f MHz fitted from %zu calibration pairs", mhz, w->clock.pairs_used());
+            break;
+          case clock_model::fit::single_pair: clock += format_text(", %.3f MHz nominal (1 calibration pair)", mhz); break;
+          case clock_model::fit::nominal: clock += format_text(", %.3f MHz nominal (no calibration pair)", mhz); break;
+        }
       if (w->clock.pairs_given() != w->clock.pairs_used())
         clock += format_text("; %zu pairs out of order or repeated, ignored",
                              w->clock.pairs_given() - w->clock.pairs_used());
@@ -278,8 +283,14 @@ inline bool write_info(dump_reader& r, std::FILE* out, const info_options& optio
       field("  ", "process", "unknown (no process record)");
     }
     field("  ", "duration",
-          w->has_events ? detail::format_duration(static_cast<std::uint64_t>(w->last_ns - w->first_ns))
-                        : std::string("no events"));
+          !w->has_events            ? std::string("no events")
+          : !w->clock.rate_known() ? std::string("unknown (tick rate unknown)")
+                                   : detail::format_duration(static_cast<std::uint64_t>(w->last_ns - w->first_ns)));
+    std::uint64_t rejected = 0;
+    for (const auto& t : w->threads) rejected += t.second.stats_rejected;
+    if (rejected != 0)
+      field("  ", "refused", format_text("%llu EDGETRACE_RECORD span(s) more than 1 s outside the trace (not recorded)",
+                                         ull(rejected)));
     field("  ", "end record", w->has_end ? "yes (clean shutdown)" : "missing (killed or crashed?)");
     detail::write_capture_info(*w, field);
     detail::write_annotation_info(*w, field);
