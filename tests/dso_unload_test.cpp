@@ -10,6 +10,7 @@
 #include <support/read_dump.hpp>
 #include <support/spawn.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -20,6 +21,7 @@
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 namespace {
 const std::string tmp = EDGETRACE_TEST_TMPDIR;
@@ -104,8 +106,9 @@ TEST_CASE("dso unload: dlclose while the output is stalled, then read slowly: no
   REQUIRE(dump.threads.size() == 1);  // the main thread
   const auto& main_thread = dump.threads[0];
   // Issued by the main thread: 200 (app) + 200 (lib_a) + 2 x iterations
-  // (the plugin) + 200 (app, after the unload), all spans.
-  const std::uint64_t issued = 600 + 2 * static_cast<std::uint64_t>(iterations);
+  // (the plugin) + 200 (app, after the unload) + 100 (the plugin loaded
+  // again) + 200 (app), all spans.
+  const std::uint64_t issued = 900 + 2 * static_cast<std::uint64_t>(iterations);
   MESSAGE("written " << main_thread.spans << ", dropped " << main_thread.dropped() << " (in-band "
                      << main_thread.lost << ", stats " << main_thread.stats_dropped << ")");
   CHECK(main_thread.spans == main_thread.stats_written);
@@ -115,6 +118,21 @@ TEST_CASE("dso unload: dlclose while the output is stalled, then read slowly: no
   CHECK(main_thread.lost > 0);
   CHECK(main_thread.lost <= main_thread.stats_dropped);
   CHECK(main_thread.spans + main_thread.dropped() == issued);
-  CHECK(dump.named("app_span").size() >= 100);  // before the plugin ran; later ones met a full ring
+  CHECK(dump.named("app_span").size() >= 200);  // before the plugin ran and at the end; others met a full ring
   CHECK(dump.named("lib_a_span").size() == 100);
+
+  // The library loaded again (at the same address: the flusher saw the
+  // same site addresses before) is traced under its own names: the last
+  // 300 spans are its 100 and the app's 200, nothing dropped there.
+  MESSAGE(out);
+  CHECK(out.find("same_address=1\n") != std::string::npos);
+  std::vector<std::string> last;
+  for (auto it = dump.events.rbegin(); it != dump.events.rend() && last.size() < 300; ++it) {
+    if (it->kind == edgetrace::reader::event_kind::loss) break;
+    last.push_back(it->category + "/" + it->name);
+  }
+  REQUIRE(last.size() == 300);
+  CHECK(std::count(last.begin(), last.end(), "lib_unload/lib_unload_span") == 50);
+  CHECK(std::count(last.begin(), last.end(), "shared_cat/shared_span") == 150);
+  CHECK(std::count(last.begin(), last.end(), "app/app_span") == 100);
 }

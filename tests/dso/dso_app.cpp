@@ -53,6 +53,8 @@ int main(int argc, char** argv) {
   // unmapped by dlclose) records 2 x SPANS spans, then is dlclosed at once,
   // without edgetrace::flush(), while the output may be slow; the app goes
   // on tracing. Prints "unloaded=1" if the library is gone from the process.
+  // Then, once a flush went through, loads it again (same_address=1: where
+  // it was), records 2 x 50 spans in it and 2 x 100 in the app.
   if (unload) {
     work(argc > 3 ? std::atoi(argv[3]) : 1000000);
     std::printf("unloading\n");
@@ -61,6 +63,14 @@ int main(int argc, char** argv) {
     const bool gone = dlopen(argv[2], RTLD_NOW | RTLD_NOLOAD) == nullptr;
     std::printf("unloaded=%d\n", gone ? 1 : 0);
     std::fflush(stdout);
+    app_work(100);
+    edgetrace::flush();
+    lib = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) return 5;
+    auto again = reinterpret_cast<work_fn>(dlsym(lib, "lib_unload_work"));
+    if (again == nullptr) return 6;
+    std::printf("same_address=%d\n", again == work ? 1 : 0);
+    again(50);
     app_work(100);
     return 0;
   }
