@@ -1608,6 +1608,7 @@ inline std::mutex restart_mutex;
 inline void fork_prepare() noexcept {
   restart_mutex.lock();
   category_mutex.lock();
+  unloaded_mutex.lock();  // never held with another lock: any place in the order
   if (runtime* rt = the_runtime.load(std::memory_order_acquire)) {
     rt->intern_mutex_.lock();
     rt->ring_mutex_.lock();
@@ -1618,6 +1619,7 @@ inline void fork_parent() noexcept {
     rt->ring_mutex_.unlock();
     rt->intern_mutex_.unlock();
   }
+  unloaded_mutex.unlock();
   category_mutex.unlock();
   restart_mutex.unlock();
 }
@@ -1639,6 +1641,7 @@ inline void fork_child() noexcept {
   } else {
     set_recording_locked(false);
   }
+  unloaded_mutex.unlock();
   category_mutex.unlock();
   restart_mutex.unlock();
 }
