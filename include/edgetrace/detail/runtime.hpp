@@ -387,9 +387,10 @@ class runtime {
   struct site_cache_entry {
     const site* key;
     std::uint32_t id;  ///< 0: the site's library was unloaded (the record is dropped)
-    std::uint32_t category;
+    std::uint32_t category : 24;  ///< 16 bytes an entry keep encoding fast; indexes stay far below 2^24
     format::site_kind kind;
   };
+  static_assert(sizeof(site_cache_entry) == 16, "the site cache is sized for 16-byte entries");
   /// Literal sites seen, with what encoding needs, so that the descriptor
   /// is read only once (it may belong to a library unloaded since).
   std::unordered_map<const site*, site_cache_entry> site_ids_;
@@ -405,10 +406,15 @@ class runtime {
   /// are retired.
   std::uint64_t unloaded_seen_ = 0;
   std::uint64_t unloaded_retired_ = 0;
-  /// Records of unloaded libraries dropped in a row, not yet written as an
-  /// in-band loss record (ticks: their first values).
+  /// The in-band loss record of the last records of unloaded libraries
+  /// dropped in a row: where it starts and ends in the events chunk, the
+  /// reference tick before it, and what it says (ticks: the records' first
+  /// values). A drop right after it rewrites it, one more; so coalescing
+  /// costs the drain loop nothing.
   struct {
-    std::uint64_t count, first, last;
+    unsigned char* at;
+    unsigned char* end;  ///< null: nothing to extend
+    std::uint64_t ref, count, first, last;
   } unloaded_loss_ = {};
   struct named_cache_entry {
     std::uint64_t key;
@@ -567,7 +573,7 @@ class runtime {
   /// Dump id of a literal site; defines it on first sight. A direct-mapped
   /// cache in front of the hash map keeps dense loops cheap to encode.
   /// 0 if the site's library was unloaded before it was first read.
-  std::uint32_t site_id(const site* s) {
+  EDGETRACE_DETAIL_NOINLINE std::uint32_t site_id(const site* s) {
     site_cache_entry& slot = site_cache_[(reinterpret_cast<std::uintptr_t>(s) >> 3) & 255];
     if (slot.key == s) return slot.id;
     auto found = site_ids_.find(s);
@@ -635,22 +641,29 @@ class runtime {
     unloaded_retired_ = epoch;
   }
 
-  /// Counts a record of an unloaded library as dropped (cold).
-  void drop_unloaded(thread_ring& ring, const record& r) noexcept {
+  /// Drops a record of an unloaded library (cold): counted in the thread's
+  /// total and in an in-band loss record at its place in the stream.
+  EDGETRACE_DETAIL_NOINLINE void drop_unloaded(thread_ring& ring, const record& r) {
     ++ring.unloaded_dropped;
-    if (unloaded_loss_.count++ == 0) unloaded_loss_.first = r.t_begin;
-    unloaded_loss_.last = r.t_begin;
     // If it was an allocation, its second record (tag_more) goes too.
     pending_alloc_ = {ring.thread_id, 0, 0, 0};
-  }
-
-  /// Writes the drops counted by drop_unloaded as one in-band loss record
-  /// (needs room for one event in an open chunk).
-  void encode_unloaded_loss(thread_ring& ring) {
-    const std::uint64_t first = unloaded_loss_.first, last = unloaded_loss_.last;
-    const record loss{(unloaded_loss_.count << 2) | tag_loss, first, last >= first ? last : first};
-    unloaded_loss_ = {};
-    encode(ring, loss);
+    if (cursor_ != nullptr && cursor_ == unloaded_loss_.end) {  // nothing encoded since the last drop
+      cursor_ = unloaded_loss_.at;
+      ref_ = unloaded_loss_.ref;
+      ++unloaded_loss_.count;
+      if (r.t_begin > unloaded_loss_.last) unloaded_loss_.last = r.t_begin;
+    } else {
+      if (cursor_ == nullptr) {
+        start_events_chunk(ring, r.t_begin);
+      } else if (static_cast<std::size_t>(cursor_ - chunk_.data()) >
+                 format::chunk_header_size + format::target_event_payload) {
+        finish_events_chunk();
+        start_events_chunk(ring, r.t_begin);
+      }
+      unloaded_loss_ = {cursor_, nullptr, ref_, 1, r.t_begin, r.t_begin};
+    }
+    encode(ring, record{(unloaded_loss_.count << 2) | tag_loss, unloaded_loss_.first, unloaded_loss_.last});
+    unloaded_loss_.end = cursor_;
   }
 
   /// Dump id of a (category, interned name) span site.
@@ -793,6 +806,7 @@ class runtime {
                         format::chunk_trailer_size,
                     0);
     cursor_ = chunk_.data() + format::chunk_header_size;
+    unloaded_loss_.end = nullptr;  // a loss record is only extended in its own chunk
     cursor_ = format::put_varint(cursor_, ring.thread_id);
     cursor_ = format::put_varint(cursor_, base);
     ref_ = base;
@@ -981,13 +995,8 @@ class runtime {
         finish_events_chunk();
         start_events_chunk(ring, reference_tick(r));
       }
-      if (EDGETRACE_DETAIL_UNLIKELY(unloaded_loss_.count != 0)) encode_unloaded_loss(ring);
       encode(ring, r);
     });
-    if (unloaded_loss_.count != 0) {
-      if (cursor_ == nullptr) start_events_chunk(ring, unloaded_loss_.first);
-      encode_unloaded_loss(ring);
-    }
     finish_events_chunk();
     emit_annotations();
     return count;
