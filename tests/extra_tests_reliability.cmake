@@ -48,6 +48,23 @@ if(TARGET reliability_test)
   add_dependencies(reliability_test dso_app dso_app_plain dso_app_noexport)
 endif()
 
+# --- dlclose while the output is slow (tests/dso_unload_test.cpp) -----------
+# lib_unload is really unmapped by dlclose with g++ too: -fno-gnu-unique keeps
+# its inline variables out of STB_GNU_UNIQUE, which would pin it in memory.
+add_library(dso_lib_unload SHARED dso/dso_lib.cpp)
+target_link_libraries(dso_lib_unload PRIVATE edgetrace::edgetrace)
+target_compile_definitions(dso_lib_unload PRIVATE DSO_NAME=lib_unload DSO_SPAN="lib_unload_span")
+target_compile_options(dso_lib_unload PRIVATE $<$<CXX_COMPILER_ID:GNU>:-fno-gnu-unique>)
+set_target_properties(dso_lib_unload PROPERTIES OUTPUT_NAME edgetrace_dso_lib_unload)
+edgetrace_project_warnings(dso_lib_unload)
+if(TARGET dso_unload_test)
+  target_compile_definitions(dso_unload_test PRIVATE
+    EDGETRACE_TEST_DSO_APP="$<TARGET_FILE:dso_app>"
+    EDGETRACE_TEST_DSO_LIB_UNLOAD="$<TARGET_FILE:dso_lib_unload>")
+  add_dependencies(dso_unload_test dso_app dso_lib_unload)
+  set_tests_properties(dso_unload_test PROPERTIES LABELS reliability TIMEOUT 120)
+endif()
+
 # --- Reader fuzzing ---------------------------------------------------------
 # reader_fuzz_replay: the fuzz target with a plain main() that runs each file
 # given (any compiler, any preset, so the sanitizer presets replay too).

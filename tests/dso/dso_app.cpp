@@ -7,6 +7,7 @@
 #include "../support/threads.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <dirent.h>
 #include <dlfcn.h>
@@ -32,9 +33,11 @@ void app_work(int count) {
 }  // namespace
 
 // dso_app shared|hidden LIBRARY [dlclose] (dso_app_plain: the same without lib_a)
+// dso_app unload LIBRARY SPANS: see "unload" below
 int main(int argc, char** argv) {
   if (argc < 3) return 2;
   const bool hidden = std::strcmp(argv[1], "hidden") == 0;
+  const bool unload = std::strcmp(argv[1], "unload") == 0;
   app_work(100);
   lib_a_work(100);
   void* lib = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL);
@@ -43,8 +46,34 @@ int main(int argc, char** argv) {
     return 3;
   }
   using work_fn = void (*)(int);
-  auto work = reinterpret_cast<work_fn>(dlsym(lib, hidden ? "lib_hidden_work" : "lib_b_work"));
+  auto work = reinterpret_cast<work_fn>(
+      dlsym(lib, unload ? "lib_unload_work" : hidden ? "lib_hidden_work" : "lib_b_work"));
   if (work == nullptr) return 4;
+  // "unload" (tests/dso_unload_test.cpp): the plugin (lib_unload, really
+  // unmapped by dlclose) records 2 x SPANS spans, then is dlclosed at once,
+  // without edgetrace::flush(), while the output may be slow; the app goes
+  // on tracing. Prints "unloaded=1" if the library is gone from the process.
+  // Then, once a flush went through, loads it again (same_address=1: where
+  // it was), records 2 x 50 spans in it and 2 x 100 in the app.
+  if (unload) {
+    work(argc > 3 ? std::atoi(argv[3]) : 1000000);
+    std::printf("unloading\n");
+    std::fflush(stdout);
+    dlclose(lib);
+    const bool gone = dlopen(argv[2], RTLD_NOW | RTLD_NOLOAD) == nullptr;
+    std::printf("unloaded=%d\n", gone ? 1 : 0);
+    std::fflush(stdout);
+    app_work(100);
+    edgetrace::flush();
+    lib = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) return 5;
+    auto again = reinterpret_cast<work_fn>(dlsym(lib, "lib_unload_work"));
+    if (again == nullptr) return 6;
+    std::printf("same_address=%d\n", again == work ? 1 : 0);
+    again(50);
+    app_work(100);
+    return 0;
+  }
   work(100);
   app_work(100);
   std::printf("threads=%d\n", thread_count());

@@ -74,6 +74,7 @@ struct thread_ring {
   std::uint32_t thread_id = 0;          ///< flusher only: id in the dump
   std::uint32_t name_version_seen = 0;  ///< flusher only
   std::uint64_t written = 0;            ///< flusher only: records encoded
+  std::uint64_t unloaded_dropped = 0;   ///< flusher only: records of unloaded libraries dropped
   bool announced = false;               ///< flusher only: thread chunk written
   std::uint64_t signal_dropped = 0;     ///< flusher only: signal_drops written so far
 
@@ -189,13 +190,9 @@ inline std::size_t refresh_room(thread_ring& ring) noexcept {
   return room;
 }
 
-/// Consumer side: calls `visit(const record&)` for every published record
-/// in order, then releases their slots. Flusher thread only. Returns the
-/// number of records visited.
+/// consume(), up to `pos`: a write_pos the caller loaded (acquire) before.
 template <class Visit>
-std::size_t consume(thread_ring& ring, Visit&& visit) {
-  // Acquire pairs with the producer's release store of write_pos.
-  record* pos = ring.write_pos.load(order_acquire);
+std::size_t consume_to(thread_ring& ring, record* pos, Visit&& visit) {
   record* read = ring.read_pos.load(order_relaxed);  // our own field
   if (pos == ring.end) pos = ring.begin;
   std::size_t count = 0;
@@ -207,6 +204,15 @@ std::size_t consume(thread_ring& ring, Visit&& visit) {
   // Release: our reads of these slots happen before the producer reuses them.
   ring.read_pos.store(pos, order_release);
   return count;
+}
+
+/// Consumer side: calls `visit(const record&)` for every published record
+/// in order, then releases their slots. Flusher thread only. Returns the
+/// number of records visited.
+template <class Visit>
+std::size_t consume(thread_ring& ring, Visit&& visit) {
+  // Acquire pairs with the producer's release store of write_pos.
+  return consume_to(ring, ring.write_pos.load(order_acquire), visit);
 }
 
 /// Records waiting in the ring (consumer's view; for statistics).

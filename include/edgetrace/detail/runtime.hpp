@@ -29,6 +29,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
 #include <linux/futex.h>
 #include <sys/file.h>
@@ -188,15 +189,97 @@ EDGETRACE_DETAIL_API std::uint8_t register_on_first_use(std::uint64_t word) noex
 /// a library loaded later may reuse them. Release/acquire.
 inline std::atomic<bool> forget_sites{false};
 
-inline void flush_if_pending() noexcept;
+inline bool flush_if_pending() noexcept;
+
+/// How long unregister_category waits for the flusher to encode what the
+/// rings hold. Short: a dlclose must not stall the app on a slow output,
+/// and what is still unread after it is dropped and counted, never read.
+inline constexpr std::chrono::milliseconds unload_flush_timeout{1000};
+
+/// Address range of a shared object unloaded while its records may still
+/// sit in a ring (unregister_category's flush timed out, e.g. on a slow
+/// output). The flusher reads a call-site descriptor only under
+/// unloaded_mutex, after checking these ranges, and drops (and counts) a
+/// record whose site lies in one: it never reads an unloaded object's
+/// memory. A range is retired once a whole flusher cycle has begun after it
+/// was published (every ring was then drained past the unload), so a
+/// library loaded later at the same address is read normally again.
+struct unloaded_range {
+  std::uintptr_t begin;
+  std::uintptr_t end;
+  std::uint64_t epoch;  ///< unloaded_epoch when published
+};
+inline constexpr std::size_t max_unloaded_ranges = 16;
+inline std::mutex unloaded_mutex;
+inline unloaded_range unloaded_ranges[max_unloaded_ranges] = {};  ///< guarded by unloaded_mutex
+inline std::size_t unloaded_count = 0;                             ///< guarded by unloaded_mutex
+/// Bumped with each range published (under unloaded_mutex; release). The
+/// flusher loads it (acquire) after a ring's write position, so a record
+/// pushed after an unload is seen with that unload's range.
+inline std::atomic<std::uint64_t> unloaded_epoch{0};
+
+inline bool in_unloaded_range_locked(const void* address) noexcept {
+  const auto a = reinterpret_cast<std::uintptr_t>(address);
+  for (std::size_t i = 0; i < unloaded_count; ++i)
+    if (a >= unloaded_ranges[i].begin && a < unloaded_ranges[i].end) return true;
+  return false;
+}
+
+/// The addresses of the shared object holding `address` (every PT_LOAD
+/// segment: code, call-site descriptors, string literals); empty for the
+/// executable, which is never unloaded, or if none holds it.
+inline unloaded_range object_range(const void* address) noexcept {
+  struct search {
+    std::uintptr_t address;
+    bool first;
+    unloaded_range found;
+  } s{reinterpret_cast<std::uintptr_t>(address), true, {0, 0, 0}};
+  ::dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) -> int {
+        search& s = *static_cast<search*>(data);
+        const bool executable = s.first;  // glibc lists the executable first
+        s.first = false;
+        std::uintptr_t low = UINTPTR_MAX, high = 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const auto& segment = info->dlpi_phdr[i];
+          if (segment.p_type != PT_LOAD) continue;
+          low = std::min<std::uintptr_t>(low, info->dlpi_addr + segment.p_vaddr);
+          high = std::max<std::uintptr_t>(high, info->dlpi_addr + segment.p_vaddr + segment.p_memsz);
+        }
+        if (s.address < low || s.address >= high) return 0;
+        if (!executable) s.found = {low, high, 0};
+        return 1;
+      },
+      &s);
+  return s.found;
+}
+
+/// Marks `range` unloaded. Called by the unloading thread while the object
+/// is still mapped; once this returns (the flusher's site reads hold
+/// unloaded_mutex) no read of the range can start.
+inline void publish_unloaded(unloaded_range range) noexcept {
+  if (range.begin == range.end) return;
+  std::lock_guard<std::mutex> lock(unloaded_mutex);
+  range.epoch = unloaded_epoch.load(std::memory_order_relaxed) + 1;
+  if (unloaded_count < max_unloaded_ranges) {
+    unloaded_ranges[unloaded_count++] = range;
+  } else {  // full: widen the last one (drops more, never reads more)
+    unloaded_range& last = unloaded_ranges[max_unloaded_ranges - 1];
+    last = {std::min(last.begin, range.begin), std::max(last.end, range.end), range.epoch};
+  }
+  unloaded_epoch.store(range.epoch, std::memory_order_release);
+}
 
 /// Undoes register_category when the object that declared the category is
 /// unloaded (dlclose) or the process exits: records still in the rings are
-/// written first (they point at this object's strings), then the category
-/// leaves the registry, so nothing touches its memory afterwards.
+/// written first (they point at this object's strings), waiting at most
+/// unload_flush_timeout; if some are still unread then (a slow output), the
+/// object's address range is marked unloaded and the flusher drops and
+/// counts them instead of reading them. Then the category leaves the
+/// registry, so nothing touches its memory afterwards.
 EDGETRACE_DETAIL_API void unregister_category(category_state& state) noexcept {
   if (state.index == 0) return;
-  flush_if_pending();
+  if (!flush_if_pending()) publish_unloaded(object_range(&state));
   std::lock_guard<std::mutex> lock(category_mutex);
   state.enabled.store(clock_off, std::memory_order_relaxed);
   for (category_state** link = &category_list; *link != nullptr; link = &(*link)->next) {
@@ -341,17 +424,38 @@ class runtime {
   // from its stack would look leaked in the child.
   std::vector<unsigned char> scratch_;
   std::string name_scratch_;
-  std::unordered_map<const site*, std::uint32_t> site_ids_;
+  struct site_cache_entry {
+    const site* key;
+    std::uint32_t id;  ///< 0: the site's library was unloaded (the record is dropped)
+    std::uint32_t category : 24;  ///< 16 bytes an entry keep encoding fast; indexes stay far below 2^24
+    format::site_kind kind;
+  };
+  static_assert(sizeof(site_cache_entry) == 16, "the site cache is sized for 16-byte entries");
+  /// Literal sites seen, with what encoding needs, so that the descriptor
+  /// is read only once (it may belong to a library unloaded since).
+  std::unordered_map<const site*, site_cache_entry> site_ids_;
   std::unordered_map<std::uint64_t, std::uint32_t> named_ids_;
   std::vector<bool> category_defined_;
   std::uint32_t next_site_id_ = 1;
   std::uint32_t next_thread_id_ = 1;
-  struct site_cache_entry {
-    const site* key;
-    std::uint32_t id;
-    format::site_kind kind;
-  };
   site_cache_entry site_cache_[256] = {};
+  /// What site_entry returns for a site in an unloaded library's range.
+  static constexpr site_cache_entry unloaded_site{nullptr, 0, 0, static_cast<format::site_kind>(255)};
+  /// unloaded_epoch values this flusher has acted on: sites cached from
+  /// ranges published up to `seen` are forgotten; ranges up to `retired`
+  /// are retired.
+  std::uint64_t unloaded_seen_ = 0;
+  std::uint64_t unloaded_retired_ = 0;
+  /// The in-band loss record of the last records of unloaded libraries
+  /// dropped in a row: where it starts and ends in the events chunk, the
+  /// reference tick before it, and what it says (ticks: the records' first
+  /// values). A drop right after it rewrites it, one more; so coalescing
+  /// costs the drain loop nothing.
+  struct {
+    unsigned char* at;
+    unsigned char* end;  ///< null: nothing to extend
+    std::uint64_t ref, count, first, last;
+  } unloaded_loss_ = {};
   struct named_cache_entry {
     std::uint64_t key;
     std::uint32_t id;  ///< 0 = empty (site ids start at 1)
@@ -538,31 +642,98 @@ class runtime {
 
   /// Dump id of a literal site; defines it on first sight. A direct-mapped
   /// cache in front of the hash map keeps dense loops cheap to encode.
-  std::uint32_t site_id(const site* s) {
+  /// 0 if the site's library was unloaded before it was first read.
+  EDGETRACE_DETAIL_NOINLINE std::uint32_t site_id(const site* s) {
     site_cache_entry& slot = site_cache_[(reinterpret_cast<std::uintptr_t>(s) >> 3) & 255];
     if (slot.key == s) return slot.id;
     auto found = site_ids_.find(s);
-    std::uint32_t id;
     if (found != site_ids_.end()) {
-      id = found->second;
-    } else {
-      id = next_site_id_++;
-      site_ids_.emplace(s, id);
-      define_category(s->category->index, s->category->name);
-      define_site(id, s->kind, s->category->index, s->name, std::strlen(s->name), s->file, s->line);
+      slot = found->second;
+      return slot.id;
     }
-    slot = {s, id, s->kind};
-    return id;
+    site_cache_entry entry;
+    {
+      // The only read of a descriptor, under unloaded_mutex: its library
+      // cannot be marked unloaded (and so cannot be unmapped) meanwhile.
+      std::lock_guard<std::mutex> lock(unloaded_mutex);
+      if (in_unloaded_range_locked(s)) return 0;
+      entry = {s, next_site_id_++, s->category->index, s->kind};
+      define_category(s->category->index, s->category->name);
+      define_site(entry.id, s->kind, s->category->index, s->name, std::strlen(s->name), s->file, s->line);
+    }
+    site_ids_.emplace(s, entry);
+    slot = entry;
+    return entry.id;
   }
 
-  /// The cache entry (dump id, kind) of the literal site in record word
-  /// `word`, defining the site on first sight. Direct-mapped: a dense loop
-  /// of one site costs one compare.
+  /// The cache entry (dump id, category, kind) of the literal site in
+  /// record word `word`, defining the site on first sight; unloaded_site if
+  /// its library is gone. Direct-mapped: a dense loop of one site costs one
+  /// compare.
   EDGETRACE_DETAIL_ALWAYS_INLINE const site_cache_entry& site_entry(std::uint64_t word) {
     const site* s = reinterpret_cast<const site*>(static_cast<std::uintptr_t>(word));
     const site_cache_entry& slot = site_cache_[(word >> 3) & 255];
-    if (EDGETRACE_DETAIL_UNLIKELY(slot.key != s)) site_id(s);  // fills the slot
+    if (EDGETRACE_DETAIL_UNLIKELY(slot.key != s) && site_id(s) == 0) return unloaded_site;  // else fills the slot
     return slot;
+  }
+
+  /// Forgets cached sites in the unloaded ranges published since the last
+  /// call: their records must not be read, and a library loaded later may
+  /// reuse the addresses.
+  void forget_unloaded_sites() {
+    unloaded_range ranges[max_unloaded_ranges];
+    std::size_t count;
+    {
+      std::lock_guard<std::mutex> lock(unloaded_mutex);
+      count = unloaded_count;
+      std::copy(unloaded_ranges, unloaded_ranges + count, ranges);
+      unloaded_seen_ = unloaded_epoch.load(std::memory_order_relaxed);
+    }
+    const auto unloaded = [&](const site* s) {
+      const auto a = reinterpret_cast<std::uintptr_t>(s);
+      for (std::size_t i = 0; i < count; ++i)
+        if (a >= ranges[i].begin && a < ranges[i].end) return true;
+      return false;
+    };
+    for (site_cache_entry& entry : site_cache_)
+      if (entry.key != nullptr && unloaded(entry.key)) entry = {};
+    for (auto it = site_ids_.begin(); it != site_ids_.end();) it = unloaded(it->first) ? site_ids_.erase(it) : ++it;
+  }
+
+  /// Retires the ranges published up to `epoch`: a whole drain_all cycle
+  /// began after this flusher saw them, so no ring holds their records.
+  void retire_unloaded(std::uint64_t epoch) noexcept {
+    std::lock_guard<std::mutex> lock(unloaded_mutex);
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < unloaded_count; ++i)
+      if (unloaded_ranges[i].epoch > epoch) unloaded_ranges[kept++] = unloaded_ranges[i];
+    unloaded_count = kept;
+    unloaded_retired_ = epoch;
+  }
+
+  /// Drops a record of an unloaded library (cold): counted in the thread's
+  /// total and in an in-band loss record at its place in the stream.
+  EDGETRACE_DETAIL_NOINLINE void drop_unloaded(thread_ring& ring, const record& r) {
+    ++ring.unloaded_dropped;
+    // If it was an allocation, its second record (tag_more) goes too.
+    pending_alloc_ = {ring.thread_id, 0, 0, 0};
+    if (cursor_ != nullptr && cursor_ == unloaded_loss_.end) {  // nothing encoded since the last drop
+      cursor_ = unloaded_loss_.at;
+      ref_ = unloaded_loss_.ref;
+      ++unloaded_loss_.count;
+      if (r.t_begin > unloaded_loss_.last) unloaded_loss_.last = r.t_begin;
+    } else {
+      if (cursor_ == nullptr) {
+        start_events_chunk(ring, r.t_begin);
+      } else if (static_cast<std::size_t>(cursor_ - chunk_.data()) >
+                 format::chunk_header_size + format::target_event_payload) {
+        finish_events_chunk();
+        start_events_chunk(ring, r.t_begin);
+      }
+      unloaded_loss_ = {cursor_, nullptr, ref_, 1, r.t_begin, r.t_begin};
+    }
+    encode(ring, record{(unloaded_loss_.count << 2) | tag_loss, unloaded_loss_.first, unloaded_loss_.last});
+    unloaded_loss_.end = cursor_;
   }
 
   /// Dump id of a (category, interned name) span site.
@@ -582,12 +753,14 @@ class runtime {
     slot = {key, id};
     const auto category_index = static_cast<std::uint32_t>(key & 0x3FFFFFFF);
     const auto name_id = static_cast<std::uint32_t>(word >> 32);
-    const char* category_name = "unknown";
     {
+      // Copied under the lock: an unregistered category's name may be in
+      // an unloaded library.
       std::lock_guard<std::mutex> lock(category_mutex);
-      if (const category_state* c = find_category_locked(category_index)) category_name = c->name;
+      const category_state* c = find_category_locked(category_index);
+      name_scratch_ = c != nullptr ? c->name : "unknown";
     }
-    define_category(category_index, category_name);
+    define_category(category_index, name_scratch_.c_str());
     std::string& name = name_scratch_;
     name = "(unnamed)";
     {
@@ -690,10 +863,11 @@ class runtime {
     emit_chunk(b, format::chunk_type::thread_stats);
   }
 
-  /// A thread's dropped total: full ring, and signal handlers that landed
-  /// inside the thread's own push (written so far).
+  /// A thread's dropped total: full ring, signal handlers that landed
+  /// inside the thread's own push, and records of an unloaded library
+  /// (the last two as written so far).
   static std::uint64_t dropped_records(const thread_ring& ring) noexcept {
-    return ring.drop_count.load(std::memory_order_relaxed) + ring.signal_dropped;
+    return ring.drop_count.load(std::memory_order_relaxed) + ring.signal_dropped + ring.unloaded_dropped;
   }
 
   // ---- events chunk being built (flusher only). The buffer is sized once
@@ -710,6 +884,7 @@ class runtime {
                         format::chunk_trailer_size,
                     0);
     cursor_ = chunk_.data() + format::chunk_header_size;
+    unloaded_loss_.end = nullptr;  // a loss record is only extended in its own chunk
     cursor_ = format::put_varint(cursor_, ring.thread_id);
     cursor_ = format::put_varint(cursor_, base);
     ref_ = base;
@@ -737,6 +912,11 @@ class runtime {
   bool annotation(thread_ring& ring, const record& r) {
     const std::uint64_t tag = r.word & 3;
     if (tag == tag_more) {  // an allocation's bytes: the pair is complete
+      if (EDGETRACE_DETAIL_UNLIKELY(pending_alloc_.thread_id == ring.thread_id && pending_alloc_.site_id == 0)) {
+        drop_unloaded(ring, r);  // its allocation's library was unloaded
+        pending_alloc_.thread_id = 0;
+        return true;
+      }
       ++ring.written;
       if (pending_alloc_.thread_id == ring.thread_id) {
         unsigned char body[5 * format::max_varint_size];
@@ -752,9 +932,12 @@ class runtime {
     const site_cache_entry& slot = site_entry(r.word);
     const format::site_kind kind = slot.kind;
     if (EDGETRACE_DETAIL_LIKELY(!format::is_annotation(kind))) return false;
+    if (EDGETRACE_DETAIL_UNLIKELY(slot.id == 0)) {  // unloaded_site
+      drop_unloaded(ring, r);
+      return true;
+    }
     ++ring.written;
     const std::uint32_t id = slot.id;
-    const site* s = slot.key;
     if (kind == format::site_kind::alloc) {
       pending_alloc_ = {ring.thread_id, id, r.t_begin, r.t_end};
       return true;
@@ -770,7 +953,7 @@ class runtime {
       case format::site_kind::arg_name:
         type = format::annotation_record::arg_name;
         p = format::put_varint(p, named_site_id(((r.t_end & 0xFFFFFFFFu) << 32) |
-                                                 (std::uint64_t{s->category->index} << 2) | tag_named));
+                                                 (std::uint64_t{slot.category} << 2) | tag_named));
         break;
       case format::site_kind::flow:
         type = format::annotation_record::flow;
@@ -864,18 +1047,24 @@ class runtime {
     }
   }
 
-  static std::uint64_t reference_tick(const record& r) noexcept {
+  /// Called after annotation(), so a literal site is in the cache.
+  std::uint64_t reference_tick(const record& r) noexcept {
     if ((r.word & 3) == tag_loss) return r.t_begin;
     if ((r.word & 3) == tag_named) return r.t_end;
-    const site* s = reinterpret_cast<const site*>(static_cast<std::uintptr_t>(r.word));
-    return s->kind == format::site_kind::span ? r.t_end : r.t_begin;
+    return site_entry(r.word).kind == format::site_kind::span ? r.t_end : r.t_begin;
   }
 
   /// Drains everything published in `ring`. Returns the number of records.
   std::uint64_t drain(thread_ring& ring) {
     if (failed_.load(std::memory_order_relaxed) || ended_) return consume(ring, [](const record&) {});
+    // The write position first, then the unload epoch: a record pushed
+    // after an unload (by a library loaded since, maybe at the same
+    // address) is then always read with that unload's sites forgotten.
+    record* const published = ring.write_pos.load(order_acquire);
+    if (EDGETRACE_DETAIL_UNLIKELY(unloaded_epoch.load(std::memory_order_acquire) != unloaded_seen_))
+      forget_unloaded_sites();
     announce_thread(ring);
-    const std::size_t count = consume(ring, [&](const record& r) {
+    const std::size_t count = consume_to(ring, published, [&](const record& r) {
       if (EDGETRACE_DETAIL_UNLIKELY(annotation(ring, r))) return;
       if (cursor_ == nullptr) {
         start_events_chunk(ring, reference_tick(r));
@@ -957,6 +1146,9 @@ class runtime {
   /// (their ring goes back to the pool at once, so thread churn costs no
   /// memory). Returns the fullest fill fraction seen (to adapt the period).
   double drain_all(bool final_pass) {
+    // Every ring below is drained after this load: the unloaded ranges
+    // published before it hold no records any more once the loop is done.
+    const std::uint64_t unloaded_epoch_now = unloaded_epoch.load(std::memory_order_acquire);
     double fullest = 0;
     thread_ring* previous = nullptr;
     for (thread_ring* ring = attached_.load(std::memory_order_acquire); ring != nullptr;) {
@@ -984,6 +1176,10 @@ class runtime {
         previous = ring;
       }
       ring = next;
+    }
+    if (EDGETRACE_DETAIL_UNLIKELY(unloaded_epoch_now != unloaded_retired_)) {
+      if (unloaded_seen_ != unloaded_epoch_now) forget_unloaded_sites();  // no ring was drained
+      retire_unloaded(unloaded_epoch_now);
     }
     return fullest;
   }
@@ -1802,6 +1998,7 @@ inline std::mutex restart_mutex;
 inline void fork_prepare() noexcept {
   restart_mutex.lock();
   category_mutex.lock();
+  unloaded_mutex.lock();  // never held with another lock: any place in the order
   if (runtime* rt = the_runtime.load(std::memory_order_acquire)) {
     rt->intern_mutex_.lock();
     rt->ring_mutex_.lock();
@@ -1812,6 +2009,7 @@ inline void fork_parent() noexcept {
     rt->ring_mutex_.unlock();
     rt->intern_mutex_.unlock();
   }
+  unloaded_mutex.unlock();
   category_mutex.unlock();
   restart_mutex.unlock();
 }
@@ -1834,6 +2032,7 @@ inline void fork_child() noexcept {
   } else {
     set_recording_locked(false);
   }
+  unloaded_mutex.unlock();
   category_mutex.unlock();
   restart_mutex.unlock();
 }
@@ -2156,10 +2355,12 @@ EDGETRACE_DETAIL_API void flush() noexcept {
 }
 
 /// flush(), but only if some ring holds unread records (so several
-/// categories going away at exit cost one flush, not one each).
-inline void flush_if_pending() noexcept {
+/// categories going away at exit cost one flush, not one each), and
+/// waiting at most unload_flush_timeout. True when no record pushed before
+/// the call is left unencoded (or none can be read any more).
+inline bool flush_if_pending() noexcept {
   runtime* rt = the_runtime.load(std::memory_order_acquire);
-  if (!owns_runtime(rt) || rt->stopping_.load(std::memory_order_relaxed)) return;
+  if (!owns_runtime(rt) || rt->stopping_.load(std::memory_order_relaxed)) return true;
   bool pending = false;
   {
     std::lock_guard<std::mutex> lock(rt->ring_mutex_);
@@ -2167,7 +2368,13 @@ inline void flush_if_pending() noexcept {
          ring = ring->next_attached.load(std::memory_order_acquire))
       pending = unread(*ring) != 0;
   }
-  if (pending) flush();
+  if (!pending) return true;
+  std::unique_lock<std::mutex> lock(rt->control_mutex_);
+  if (rt->flusher_done_) return true;
+  const std::uint64_t ticket = ++rt->flush_requested_;
+  rt->wake_flusher();
+  return rt->flushed_.wait_for(lock, unload_flush_timeout,
+                               [&] { return rt->flush_completed_ >= ticket || rt->flusher_done_; });
 }
 
 EDGETRACE_DETAIL_API bool active() noexcept {
