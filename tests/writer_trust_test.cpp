@@ -7,14 +7,21 @@
 
 #include <support/files.hpp>
 #include <support/process.hpp>
+#include <support/read_dump.hpp>
 #include <support/sanitizers.hpp>
+#include <support/spawn.hpp>
 
 #include <edgetrace/reader/dump_reader.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <fcntl.h>
 #include <map>
 #include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
 
 using edgetrace_test::run;
 
@@ -24,6 +31,12 @@ const std::string cli = EDGETRACE_TEST_CLI;
 const std::string tmp = EDGETRACE_TEST_TMPDIR;
 
 std::string fresh(const std::string& name) { return edgetrace_test::fresh_file(tmp + "/" + name); }
+
+std::size_t writer_count(const std::string& path) {
+  edgetrace::reader::dump_reader reader;
+  if (!reader.open(path) || !reader.read_metadata()) return 0;
+  return reader.writers().size();
+}
 
 /// Written and dropped records over every thread of a dump, with the loss
 /// the dump shows in-band; the dump must read whole.
@@ -114,5 +127,126 @@ TEST_CASE("writer trust: thread churn keeps memory within a few rings of the liv
   const dump_totals totals = read_totals(dump_path);
   CHECK(totals.records == static_cast<std::uint64_t>(threads) + 1);
   CHECK(totals.stats_dropped == 0);
+  ::unlink(dump_path.c_str());
+}
+
+// ------------------------------------------------------------ outputs that block
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+std::string fresh_fifo(const std::string& name) {
+  const std::string path = fresh(name);
+  REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+  return path;
+}
+}  // namespace
+
+// Before: the app hung in open() during static initialisation, before main.
+TEST_CASE("writer trust: a FIFO nobody reads: start not held, exit within ~1 s, one line, exit code kept") {
+  const std::string fifo = fresh_fifo("no-reader.fifo");
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run({app, "dense-exit", "10000"}, {"EDGETRACE_OUTPUT=" + fifo});
+  const double wall = seconds_since(start);
+  MESSAGE("FIFO without a reader: the run took " << wall << " s");
+  CHECK(r.exit_code == 7);
+  CHECK(edgetrace_test::line_count(r.err) == 1);
+  CHECK(r.err.find("never opened") != std::string::npos);
+  CHECK(wall < (edgetrace_test::sanitized_build ? 6.0 : 3.0));  // 1 s at exit, the rest is the app
+  ::unlink(fifo.c_str());
+}
+
+// Before: a reader that stops reading made the app hang forever at exit, in
+// pthread_join, with the flusher blocked in write().
+TEST_CASE("writer trust: a FIFO whose reader stops reading: exit within ~1 s, one line, exit code kept") {
+  const std::string fifo = fresh_fifo("stalled.fifo");
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // open, never read
+  REQUIRE(reader >= 0);
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run({app, "dense-exit", "2000000"}, {"EDGETRACE_OUTPUT=" + fifo});
+  const double wall = seconds_since(start);
+  ::close(reader);
+  double main_ms = 0;
+  REQUIRE(std::sscanf(r.out.c_str(), "main_ms=%lf", &main_ms) == 1);
+  MESSAGE("stalled FIFO: main took " << main_ms << " ms, the whole run " << wall << " s");
+  CHECK(r.exit_code == 7);
+  CHECK(edgetrace_test::line_count(r.err) == 1);
+  CHECK(r.err.find("took no data for 1 s at exit") != std::string::npos);
+  CHECK(wall - main_ms / 1000 < (edgetrace_test::sanitized_build ? 5.0 : 2.5));
+  ::unlink(fifo.c_str());
+}
+
+// ------------------------------------------------------------ the dump's descriptor reused
+
+// A daemon closes every descriptor at start-up, then opens its own file,
+// which gets the dump's old number. Before: the dump's chunks went into it.
+TEST_CASE("writer trust: closefrom then a reused descriptor: the app's file gets none of the trace") {
+  const std::string dump_path = fresh("closefrom.etr");
+  const std::string own = fresh("closefrom-own.txt");
+  const auto r = run({app, "closefrom", own}, {"EDGETRACE_OUTPUT=" + dump_path});
+  CAPTURE(r.out);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("written=9") != std::string::npos);
+  CHECK(edgetrace_test::read_file(own) == "app data\n");
+  CHECK(edgetrace_test::line_count(r.err) == 1);
+  CHECK(r.err.find("no longer names EDGETRACE_OUTPUT") != std::string::npos);
+  const auto dump = edgetrace_test::load_dump(dump_path);  // what came before stays readable
+  CHECK(dump.named("before_close").size() == 100);
+  CHECK(dump.named("after_close").empty());
+  ::unlink(dump_path.c_str());
+  ::unlink(own.c_str());
+}
+
+// ------------------------------------------------------------ the dump truncated or shared
+
+// copytruncate log rotation (`: > run.etr`) mid-run. Before: "bad magic",
+// the rest of the run unreadable, no message.
+TEST_CASE("writer trust: a dump truncated by another party: one line, what follows reads") {
+  const std::string dump_path = fresh("truncated.etr");
+  const auto r = run({app, "truncate-output", dump_path}, {"EDGETRACE_OUTPUT=" + dump_path});
+  CHECK(r.exit_code == 0);
+  CHECK(edgetrace_test::line_count(r.err) == 1);
+  CHECK(r.err.find("was truncated by another process") != std::string::npos);
+  const auto dump = edgetrace_test::load_dump(dump_path);
+  REQUIRE(dump.opened);
+  CHECK(dump.complete);
+  CHECK_FALSE(dump.damaged);
+  CHECK(dump.named("before_truncate").empty());  // gone with the truncation
+  CHECK(dump.named("after_truncate").size() == 1000);
+  CHECK(dump.named("at_exit").size() == 10);
+  const auto summary = run({cli, "summary", dump_path});
+  CHECK(summary.exit_code == 0);
+  CHECK(summary.out.find("after_truncate") != std::string::npos);
+  ::unlink(dump_path.c_str());
+}
+
+// Three processes on one path: A starts, B starts, A exits, C starts.
+// Before: C, finding the file unlocked, truncated it: A's data gone, B's
+// damaged.
+TEST_CASE("writer trust: staggered writers of one path keep every process's data") {
+  const std::string dump_path = fresh("staggered.etr");
+  const std::vector<std::string> env = {"EDGETRACE_OUTPUT=" + dump_path};
+  auto a = edgetrace_test::spawn({app, "stagger", "writer_a", "300"}, env);
+  std::string out_a, out_b;
+  while (out_a.find("ready") == std::string::npos && edgetrace_test::read_some(a, out_a, 5000)) {
+  }
+  auto b = edgetrace_test::spawn({app, "stagger", "writer_b", "1500"}, env);
+  while (out_b.find("ready") == std::string::npos && edgetrace_test::read_some(b, out_b, 5000)) {
+  }
+  CHECK(edgetrace_test::wait_for(a, 30) == 0);  // A exits while B still writes
+  const auto c = run({app, "stagger", "writer_c", "10"}, env);
+  CHECK(c.exit_code == 0);
+  CHECK(edgetrace_test::wait_for(b, 30) == 0);
+  ::unlink(a.err_path.c_str());
+  ::unlink(b.err_path.c_str());
+  const auto dump = edgetrace_test::load_dump(dump_path);
+  REQUIRE(dump.opened);
+  CHECK(dump.complete);
+  CHECK_FALSE(dump.damaged);
+  CHECK(dump.named("writer_a").size() == 200);
+  CHECK(dump.named("writer_b").size() == 200);
+  CHECK(dump.named("writer_c").size() == 200);
+  CHECK(writer_count(dump_path) == 3);
   ::unlink(dump_path.c_str());
 }

@@ -111,10 +111,73 @@ inline int churn_mode(int count) {
   return 0;
 }
 
+inline void named_spans(const char* name, int count) {
+  const edgetrace::name_handle handle = edgetrace::intern(name);
+  for (int i = 0; i < count; ++i) {
+    EDGETRACE_SCOPE_NAMED(app, handle);
+  }
+}
+
+/// "dense-exit N": N spans, then exit 7 (an output that blocks must not
+/// hold the exit or change its code). Prints how long main took.
+inline int dense_exit_mode(int count) {
+  const std::uint64_t start = monotonic_ns();
+  named_spans("dense", count);
+  std::printf("main_ms=%.1f\n", static_cast<double>(monotonic_ns() - start) / 1e6);
+  std::fflush(stdout);
+  return 7;
+}
+
+/// "closefrom FILE": traces, then closes every descriptor from 3 up (as a
+/// daemon does at start-up), opens FILE (which gets the dump's old number),
+/// traces on, writes "app data\n" to FILE and checks it holds just that.
+inline int closefrom_mode(const char* file) {
+  named_spans("before_close", 100);
+  edgetrace::flush();
+  for (int fd = 3; fd < 1024; ++fd) ::close(fd);
+  const int own = ::open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  named_spans("after_close", 1000);
+  edgetrace::flush();
+  const char data[] = "app data\n";
+  const ssize_t written = ::write(own, data, sizeof data - 1);
+  ::close(own);
+  std::printf("own_fd=%d written=%zd\n", own, written);
+  return 0;
+}
+
+/// "truncate-output DUMP": traces, flushes, truncates its own dump as
+/// copytruncate log rotation does, traces on.
+inline int truncate_output_mode(const char* dump) {
+  named_spans("before_truncate", 1000);
+  edgetrace::flush();
+  if (::truncate(dump, 0) != 0) return 3;
+  named_spans("after_truncate", 1000);
+  edgetrace::flush();
+  named_spans("at_exit", 10);
+  return 0;
+}
+
+/// "stagger NAME MS": 100 spans named NAME, "ready", MS ms of sleep, 100
+/// more (several processes writing one path at staggered times).
+inline int stagger_mode(const char* name, int ms) {
+  named_spans(name, 100);
+  edgetrace::flush();
+  std::printf("ready\n");
+  std::fflush(stdout);
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  named_spans(name, 100);
+  return 0;
+}
+
 /// Runs the mode named `mode` if it is one of these; -1 otherwise.
 inline int run_mode(const char* mode, int argc, char** argv) {
-  if (std::strcmp(mode, "signal-spans") == 0) return signal_spans_mode(argc > 2 ? std::atof(argv[2]) : 1.0);
-  if (std::strcmp(mode, "churn") == 0) return churn_mode(argc > 2 ? std::atoi(argv[2]) : 20000);
+  const char* arg = argc > 2 ? argv[2] : "";
+  if (std::strcmp(mode, "signal-spans") == 0) return signal_spans_mode(argc > 2 ? std::atof(arg) : 1.0);
+  if (std::strcmp(mode, "churn") == 0) return churn_mode(argc > 2 ? std::atoi(arg) : 20000);
+  if (std::strcmp(mode, "dense-exit") == 0) return dense_exit_mode(argc > 2 ? std::atoi(arg) : 1000000);
+  if (std::strcmp(mode, "closefrom") == 0 && argc > 2) return closefrom_mode(arg);
+  if (std::strcmp(mode, "truncate-output") == 0 && argc > 2) return truncate_output_mode(arg);
+  if (std::strcmp(mode, "stagger") == 0 && argc > 3) return stagger_mode(arg, std::atoi(argv[3]));
   return -1;
 }
 

@@ -347,7 +347,9 @@ class runtime {
 
   // ---- set once during start-up, then read-only
   settings config_;
-  int fd_ = -1;
+  /// The dump's descriptor: opened, written and closed by the flusher
+  /// (open_output); atomic because a forked child's fork handler reads it.
+  std::atomic<int> fd_{-1};
   std::uint32_t writer_id_ = 0;
   pid_t owner_pid_ = 0;
   pthread_key_t exit_key_{};
@@ -497,20 +499,57 @@ class runtime {
 
   // ------------------------------------------------------------ output
 
+  // The flusher owns the output. It opens it (open_output), so a FIFO that
+  // nobody reads or a stuck file system blocks the flusher, never the app;
+  // before every write it checks that its descriptor still names the file
+  // it opened (an app that closes every fd and opens its own file gets the
+  // same number) and that nobody truncated the file (log rotation).
+  // docs/RELIABILITY.md, "Outputs that block, vanish or change".
+
+  /// How opening went (the flusher stores with release; the starting
+  /// thread waits for anything but `pending`, at most open_wait).
+  enum open_state : int { open_pending, open_done, open_waiting_for_reader, open_failed };
+  std::atomic<int> open_state_{open_pending};
+  static constexpr std::chrono::milliseconds open_wait{1000};
+  std::condition_variable opened_;  ///< open_state_ changed (control_mutex_)
+  /// Flusher only, set by open_output: what the descriptor named then.
+  dev_t output_dev_ = 0;
+  ino_t output_ino_ = 0;
+  bool output_regular_ = false;
+  /// Flusher only: false once the descriptor's number names another file
+  /// (the app closed ours and reused it): never write to or close it.
+  bool fd_ours_ = true;
+  /// Flusher only: the file's size can be no smaller than this after our
+  /// writes (other writers only append); smaller means truncated.
+  std::uint64_t expected_size_ = 0;
+  bool truncation_reported_ = false;
+  /// CLOCK_MONOTONIC ns when the write() in progress began, 0 between
+  /// writes (flusher stores; exit and unload read it to see a stall).
+  std::atomic<std::uint64_t> write_since_ns_{0};
+  /// A wait for the flusher ran out (a library unloading at exit, before
+  /// shutdown): shutdown then waits only briefly, so exit stays ~1 s.
+  std::atomic<bool> gave_up_waiting_{false};
+
   /// Writes all of [data, data+size) with as many write() calls as the
   /// kernel needs; on failure reports once and turns tracing off.
   bool write_all(const unsigned char* data, std::size_t size) noexcept {
     if (failed_.load(std::memory_order_relaxed)) return false;
+    const int fd = fd_.load(std::memory_order_relaxed);
+    write_since_ns_.store(clock_ns(CLOCK_MONOTONIC), std::memory_order_relaxed);
+    const std::size_t total = size;
     while (size > 0) {
-      const ssize_t n = ::write(fd_, data, size);
+      const ssize_t n = ::write(fd, data, size);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
+        write_since_ns_.store(0, std::memory_order_relaxed);
         fail("writing", n < 0 ? errno : ENOSPC);
         return false;
       }
       data += n;
       size -= static_cast<std::size_t>(n);
     }
+    write_since_ns_.store(0, std::memory_order_relaxed);
+    expected_size_ += total;
     return true;
   }
 
@@ -519,6 +558,193 @@ class runtime {
     report("%s '%s' failed: %s; tracing is off", what, path_, std::strerror(error));
     std::lock_guard<std::mutex> lock(category_mutex);
     set_recording_locked(false);
+  }
+
+  /// Turns tracing off with one line (the first failure wins).
+  void fail_with(const char* message) noexcept {
+    if (failed_.exchange(true)) return;
+    report("%s", message);
+    std::lock_guard<std::mutex> lock(category_mutex);
+    set_recording_locked(false);
+  }
+
+  /// True when the output took no data for at least `ns` (a write stuck
+  /// that long, or a file not opened yet): exit and unload stop waiting.
+  bool output_stalled(std::uint64_t ns) const noexcept {
+    if (open_state_.load(std::memory_order_acquire) != open_done) return !failed_.load(std::memory_order_relaxed);
+    const std::uint64_t since = write_since_ns_.load(std::memory_order_relaxed);
+    return since != 0 && clock_ns(CLOCK_MONOTONIC) - since >= ns;
+  }
+
+  /// Checks, before a write, that the descriptor still names the dump and
+  /// that the dump was not truncated under us. One fstat.
+  bool output_is_ours() noexcept {
+    if (!fd_ours_) return false;
+    char message[4400];
+    struct stat st;
+    if (::fstat(fd_.load(std::memory_order_relaxed), &st) != 0) {
+      fd_ours_ = false;
+      std::snprintf(message, sizeof message,
+                    "the descriptor of EDGETRACE_OUTPUT '%s' was closed by the application; tracing is off", path_);
+      fail_with(message);
+      return false;
+    }
+    if (st.st_dev != output_dev_ || st.st_ino != output_ino_) {
+      fd_ours_ = false;
+      std::snprintf(message, sizeof message,
+                    "descriptor %d no longer names EDGETRACE_OUTPUT '%s' (the application closed it and opened "
+                    "another file under that number); nothing more is written to it; tracing is off",
+                    fd_.load(std::memory_order_relaxed), path_);
+      fail_with(message);
+      return false;
+    }
+    if (st.st_nlink == 0) {
+      fail_deleted();
+      return false;
+    }
+    if (output_regular_ && static_cast<std::uint64_t>(st.st_size) < expected_size_) start_again(st);
+    return true;
+  }
+
+  /// The file was truncated by someone else (copytruncate log rotation, `:
+  /// > run.etr`): say so once, and begin a self-contained stream at the new
+  /// end (file header, process chunk, calibration, definitions again), so
+  /// what follows reads on its own. Anything already on its way may land
+  /// without its definitions; the reader skips it (docs/FORMAT.md).
+  void start_again(const struct stat& st) {
+    if (!truncation_reported_) {
+      truncation_reported_ = true;
+      report("EDGETRACE_OUTPUT '%s' was truncated by another process (%llu bytes left of at least %llu; log "
+             "rotation?); the trace goes on after a new file header",
+             path_, static_cast<unsigned long long>(st.st_size), static_cast<unsigned long long>(expected_size_));
+    }
+    expected_size_ = static_cast<std::uint64_t>(st.st_size);
+    std::vector<unsigned char> pending;
+    pending.swap(out_);
+    unsigned char header[format::file_header_size];
+    format::write_file_header(header);
+    out_.insert(out_.end(), header, header + sizeof header);
+    write_process_chunk();
+    emit_calibration(first_calibration_);
+    write_calibration();
+    forget_definitions();
+    out_.insert(out_.end(), pending.begin(), pending.end());
+  }
+
+  /// Every site, category and thread is defined again before its next use.
+  void forget_definitions() noexcept {
+    site_ids_.clear();
+    for (site_cache_entry& entry : site_cache_) entry = {};
+    named_ids_.clear();
+    for (named_cache_entry& entry : named_cache_) entry = {};
+    category_defined_.clear();
+    for (thread_ring* ring = attached_.load(std::memory_order_acquire); ring != nullptr;
+         ring = ring->next_attached.load(std::memory_order_acquire)) {
+      ring->announced = false;
+      ring->written = 0;
+    }
+  }
+
+  /// Opens the dump (flusher thread). A FIFO without a reader first fails
+  /// at once (O_NONBLOCK): the starting thread is told and goes on, and
+  /// the flusher then waits for a reader. The first live writer of a
+  /// regular file truncates it and writes the file header (claim_file).
+  bool open_output() noexcept {
+    int fd = ::open(path_, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
+    if (fd < 0 && errno == ENXIO) {
+      set_open_state(open_waiting_for_reader);
+      do fd = ::open(path_, O_WRONLY | O_APPEND | O_CLOEXEC);
+      while (fd < 0 && errno == EINTR);
+    }
+    if (fd < 0) {
+      char message[4400];
+      std::snprintf(message, sizeof message, "cannot open EDGETRACE_OUTPUT='%s': %s; tracing is off", path_,
+                    std::strerror(errno));
+      fail_with(message);
+      set_open_state(open_failed);
+      return false;
+    }
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags >= 0 && (flags & O_NONBLOCK) != 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);  // writes wait (here)
+    struct stat st;
+    if (::fstat(fd, &st) == 0) {
+      output_dev_ = st.st_dev;
+      output_ino_ = st.st_ino;
+      output_regular_ = S_ISREG(st.st_mode);
+    }
+    fd_.store(fd, std::memory_order_release);
+    const bool holds_init_lock = output_regular_ && file_lock(fd, F_WRLCK, 0, true);
+    if (claim_file(fd)) {
+      const int ignored = ::ftruncate(fd, 0);  // fails harmlessly on /dev/null, FIFOs
+      (void)ignored;
+      unsigned char header[format::file_header_size];
+      format::write_file_header(header);
+      out_.insert(out_.begin(), header, header + sizeof header);
+    } else if (::fstat(fd, &st) == 0) {
+      expected_size_ = static_cast<std::uint64_t>(st.st_size);
+    }
+    flush_output();
+    if (holds_init_lock) file_lock(fd, F_UNLCK, 0, false);
+    set_open_state(failed_.load() ? open_failed : open_done);
+    return !failed_.load();
+  }
+
+  /// Takes (or, with F_UNLCK, releases) a one-byte open-file-description
+  /// lock at `offset`; with `wait`, retries for at most 200 ms.
+  static bool file_lock(int fd, short type, off_t offset, bool wait) noexcept {
+    struct flock lock;
+    std::memset(&lock, 0, sizeof lock);
+    lock.l_type = type;
+    lock.l_whence = SEEK_SET;
+    lock.l_start = offset;
+    lock.l_len = 1;
+    for (int tries = 0;; ++tries) {
+      if (::fcntl(fd, F_OFD_SETLK, &lock) == 0) return true;
+      if (!wait || (errno != EAGAIN && errno != EACCES) || tries >= 200) return false;
+      timespec pause{0, 1000000};
+      nanosleep(&pause, nullptr);
+    }
+  }
+
+  /// Whether this process is the file's first live writer, so the one to
+  /// truncate it and write its header. Every writer holds a lock on a byte
+  /// of its own past offset 0 for its lifetime (released when it exits,
+  /// however it exits; write locks, as the descriptor is write-only); the
+  /// first is the one that finds none, under the byte-0 lock that orders
+  /// writers starting together. So staggered writers (A starts, B starts,
+  /// A exits, C starts) all append to one dump: C sees B's lock and
+  /// destroys nothing. Without locks (some network file systems) every
+  /// writer is first, as with an O_TRUNC open. FIFOs and devices: nothing
+  /// to claim.
+  bool claim_file(int fd) noexcept {
+    if (!output_regular_) return true;
+    struct flock probe;
+    std::memset(&probe, 0, sizeof probe);
+    probe.l_type = F_WRLCK;
+    probe.l_whence = SEEK_SET;
+    probe.l_start = 1;
+    probe.l_len = 0;  // to the end of any offset
+    const bool others = ::fcntl(fd, F_OFD_GETLK, &probe) == 0 && probe.l_type != F_UNLCK;
+    for (off_t offset = 1 + static_cast<off_t>(writer_id_ & 0x3FFFFFFFu), tries = 0; tries < 64; ++offset, ++tries)
+      if (file_lock(fd, F_WRLCK, offset, false)) break;  // taken by a writer with the same number: the next one
+    return !others;
+  }
+
+  void set_open_state(open_state state) noexcept {
+    {
+      std::lock_guard<std::mutex> lock(control_mutex_);
+      open_state_.store(state, std::memory_order_release);
+    }
+    opened_.notify_all();
+  }
+
+  /// Closes the dump unless its number now names someone else's file
+  /// (async-signal-safe: the fork child's handler calls it too).
+  void close_output() noexcept {
+    const int fd = fd_.exchange(-1, std::memory_order_acq_rel);
+    struct stat st;
+    if (fd >= 0 && fd_ours_ && ::fstat(fd, &st) == 0 && st.st_dev == output_dev_ && st.st_ino == output_ino_)
+      ::close(fd);
   }
 
   /// Frames `payload` (already in `buffer` after chunk_header_size bytes of
@@ -533,7 +759,8 @@ class runtime {
   }
 
   void flush_output() noexcept {
-    if (!out_.empty()) write_all(out_.data(), out_.size());
+    if (!out_.empty() && !failed_.load(std::memory_order_relaxed) && output_is_ours())
+      write_all(out_.data(), out_.size());
     out_.clear();
   }
 
@@ -578,6 +805,13 @@ class runtime {
 
   void write_calibration() {
     const calibration_pair pair = calibrate(config_.clock);
+    emit_calibration(pair);
+    last_calibration_ns_ = pair.monotonic_ns;
+    if (calibrations_ == 0) first_calibration_ = pair;  // before the runtime is published
+    ++calibrations_;
+  }
+
+  void emit_calibration(const calibration_pair& pair) {
     std::vector<unsigned char>& b = scratch_;
     begin_chunk(b);
     b.resize(b.size() + 24);
@@ -585,9 +819,6 @@ class runtime {
     format::put_u64(b.data() + format::chunk_header_size + 8, pair.monotonic_ns);
     format::put_u64(b.data() + format::chunk_header_size + 16, pair.realtime_ns);
     emit_chunk(b, format::chunk_type::calibration);
-    last_calibration_ns_ = pair.monotonic_ns;
-    if (calibrations_ == 0) first_calibration_ = pair;  // before the runtime is published
-    ++calibrations_;
   }
 
   /// Least gap between the first calibration pair and the second: the
@@ -1259,6 +1490,9 @@ class runtime {
         for (site_cache_entry& entry : site_cache_) entry = {};
       }
       take_rate_pair(true);  // before the first timed chunk
+      // Before encoding: a truncation found now costs no record (the new
+      // stream defines everything this cycle uses). One fstat.
+      if (!failed_.load() && !ended_) check_output_still_there();
       const std::uint64_t drain_start_ns = clock_ns(CLOCK_MONOTONIC);
       check_capture(drain_start_ns, 0);
       write_capture();
@@ -1287,7 +1521,6 @@ class runtime {
       if (!failed_.load() && !ended_ &&
           (calibrations_ < 3 ? now - last_calibration_ns_ > 20000000u : now - last_calibration_ns_ > 1000000000u))
         write_calibration();
-      if (!failed_.load() && !ended_) check_output_still_there();  // one fstat per cycle
       if (signal_pending_.load(std::memory_order_acquire) != 0) serve_signal();
       flush_output();
       refill_pool();
@@ -1298,7 +1531,7 @@ class runtime {
       flushed_.notify_all();
     }
     if (!ended_) end_stream();
-    ::close(fd_);
+    close_output();
     {
       std::lock_guard<std::mutex> lock(control_mutex_);
       flusher_done_ = true;
@@ -1365,8 +1598,7 @@ class runtime {
   /// A dump deleted (or replaced) while the app runs would swallow every
   /// later write silently: say so once and stop.
   void check_output_still_there() {
-    struct stat st;
-    if (::fstat(fd_, &st) == 0 && st.st_nlink == 0) fail_deleted();
+    if (fd_ours_ && open_state_.load(std::memory_order_relaxed) == open_done) output_is_ours();
   }
   void fail_deleted() noexcept {
     if (failed_.exchange(true)) return;
@@ -1376,7 +1608,9 @@ class runtime {
   }
 
   static void* flusher_main(void* self) {
-    static_cast<runtime*>(self)->flusher_loop();
+    auto* rt = static_cast<runtime*>(self);
+    rt->open_output();  // on failure: one line, failed_, and the loop only discards
+    rt->flusher_loop();
     return nullptr;
   }
 };
@@ -1912,7 +2146,27 @@ inline void shutdown() noexcept {
     rt->stopping_.store(true);
   }
   rt->wake_flusher();
-  pthread_join(rt->flusher_, nullptr);
+  // Bounded: a reader that stopped reading, or a stuck file system, must
+  // not hold the app's exit. After 1 s the app goes on exiting (the
+  // flusher, stuck in the kernel, goes with the process).
+  bool done;
+  {
+    std::unique_lock<std::mutex> lock(rt->control_mutex_);
+    const auto bound = rt->gave_up_waiting_.load(std::memory_order_relaxed) ? std::chrono::milliseconds(100)
+                                                                             : std::chrono::milliseconds(1000);
+    done = rt->flushed_.wait_for(lock, bound, [&] { return rt->flusher_done_; });
+  }
+  if (done) {
+    pthread_join(rt->flusher_, nullptr);
+  } else if (rt->open_state_.load(std::memory_order_acquire) != runtime::open_done) {
+    report("EDGETRACE_OUTPUT '%s' never opened (a FIFO that no process reads, or a stuck file system); nothing "
+           "was written",
+           rt->path_);
+  } else {
+    report("EDGETRACE_OUTPUT '%s' took no data for 1 s at exit (a reader that stopped reading, or a stuck file "
+           "system); the dump may lack its end",
+           rt->path_);
+  }
 }
 
 /// at_quick_exit's handler: quick_exit() ends the stream as exit() does.
@@ -2022,7 +2276,7 @@ inline void fork_child() noexcept {
   if (runtime* rt = the_runtime.load(std::memory_order_acquire)) {
     rt->ring_mutex_.unlock();
     rt->intern_mutex_.unlock();
-    if (rt->fd_ >= 0) ::close(rt->fd_);
+    rt->close_output();  // the child's copy (not a number the app reused)
     follow = rt->config_.fork_follow && !rt->failed_.load(std::memory_order_relaxed);
   }
   current_ring = &sentinel_ring;  // the parent's ring copy is never drained here
@@ -2051,45 +2305,18 @@ inline bool child_output_path(const char* parent_path, long pid, char* out, std:
   return written > 0 && static_cast<std::size_t>(written) < size;
 }
 
-/// Opens rt->path_, writes header, process chunk and first calibration, and
-/// starts the flusher. On failure: one stderr line, false.
+/// Prepares the process chunk and the first calibration pair, starts the
+/// flusher, which opens rt->path_ (open_output), and waits at most
+/// runtime::open_wait for the open. On failure: one stderr line, false. A
+/// FIFO without a reader, or an open still blocked after the wait, does not
+/// hold the app: tracing goes on into the rings and the flusher writes once
+/// the output opens (exit then waits at most 1 s: shutdown).
 inline bool open_and_launch(runtime* rt) noexcept {
-  // No O_TRUNC: the file may be another live writer's (an exec'd child that
-  // inherited EDGETRACE_OUTPUT, a second copy of the library in a
-  // -fvisibility=hidden plugin). The first writer holds an exclusive flock
-  // for its lifetime; only it truncates and writes the file header. Later
-  // writers append their chunks, told apart by writer id.
-  rt->fd_ = ::open(rt->path_, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (rt->fd_ < 0) {
-    report("cannot open EDGETRACE_OUTPUT='%s': %s; tracing is off", rt->path_, std::strerror(errno));
-    return false;
-  }
-  const bool first_writer = ::flock(rt->fd_, LOCK_EX | LOCK_NB) == 0 || errno != EWOULDBLOCK;
-  if (first_writer) {
-    const int ignored = ::ftruncate(rt->fd_, 0);  // fails harmlessly on /dev/null, FIFOs
-    (void)ignored;
-  } else {
-    // The first writer truncates right after taking the lock: wait (at
-    // most 200 ms) until its header is there, so our chunks follow it.
-    struct stat st;
-    for (int i = 0; i < 200 && ::fstat(rt->fd_, &st) == 0 && st.st_size < static_cast<off_t>(format::file_header_size);
-         ++i) {
-      timespec pause{0, 1000000};
-      nanosleep(&pause, nullptr);
-    }
-  }
   const std::uint64_t seed = clock_ns(CLOCK_MONOTONIC) ^ (static_cast<std::uint64_t>(rt->owner_pid_) << 32) ^
                              reinterpret_cast<std::uintptr_t>(rt);
   rt->writer_id_ = static_cast<std::uint32_t>((seed * 0x9E3779B97F4A7C15ull) >> 32) | 1u;
-  if (first_writer) {
-    unsigned char header[format::file_header_size];
-    format::write_file_header(header);
-    rt->out_.insert(rt->out_.end(), header, header + sizeof header);
-  }
-  rt->write_process_chunk();
+  rt->write_process_chunk();  // into the output buffer: the flusher writes it after the file header
   rt->write_calibration();
-  rt->flush_output();
-  if (rt->failed_.load()) return false;
   // The flusher blocks every signal: the app's handlers must run on the
   // app's threads, SIGINT/SIGTERM must not land on ours, and a SIGXFSZ from
   // a file-size limit must turn into EFBIG (reported) rather than a kill.
@@ -2100,12 +2327,25 @@ inline bool open_and_launch(runtime* rt) noexcept {
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   if (error != 0) {
     report("cannot start the flusher thread: %s; tracing is off", std::strerror(error));
-    ::close(rt->fd_);
     return false;
   }
 #if defined(__linux__)
   pthread_setname_np(rt->flusher_, "edgetrace");
 #endif
+  bool failed;
+  {
+    std::unique_lock<std::mutex> lock(rt->control_mutex_);
+    rt->opened_.wait_for(lock, runtime::open_wait, [&] {
+      return rt->open_state_.load(std::memory_order_acquire) != runtime::open_pending;
+    });
+    failed = rt->open_state_.load(std::memory_order_acquire) == runtime::open_failed;
+    if (failed) rt->stop_ = true;
+  }
+  if (failed) {  // said so already (open_output); the flusher only ends
+    rt->wake_flusher();
+    pthread_join(rt->flusher_, nullptr);
+    return false;
+  }
   rt->flusher_started_ = true;
   the_runtime.store(rt, std::memory_order_release);
   return true;
@@ -2354,6 +2594,16 @@ EDGETRACE_DETAIL_API void flush() noexcept {
                         [&] { return rt->flush_completed_ >= ticket || rt->flusher_done_; });
 }
 
+/// Records waiting in any ring (a walk of the attached list).
+inline std::size_t unread_records(runtime& rt) noexcept {
+  std::lock_guard<std::mutex> lock(rt.ring_mutex_);
+  std::size_t count = 0;
+  for (const thread_ring* ring = rt.attached_.load(std::memory_order_acquire); ring != nullptr;
+       ring = ring->next_attached.load(std::memory_order_acquire))
+    count += unread(*ring);
+  return count;
+}
+
 /// flush(), but only if some ring holds unread records (so several
 /// categories going away at exit cost one flush, not one each), and
 /// waiting at most unload_flush_timeout. True when no record pushed before
@@ -2361,20 +2611,18 @@ EDGETRACE_DETAIL_API void flush() noexcept {
 inline bool flush_if_pending() noexcept {
   runtime* rt = the_runtime.load(std::memory_order_acquire);
   if (!owns_runtime(rt) || rt->stopping_.load(std::memory_order_relaxed)) return true;
-  bool pending = false;
-  {
-    std::lock_guard<std::mutex> lock(rt->ring_mutex_);
-    for (const thread_ring* ring = rt->attached_.load(std::memory_order_acquire); ring != nullptr && !pending;
-         ring = ring->next_attached.load(std::memory_order_acquire))
-      pending = unread(*ring) != 0;
-  }
-  if (!pending) return true;
+  // An output stuck for a second already: one library after another going
+  // away (at exit, say) must not each wait their second.
+  if (rt->output_stalled(1000000000u)) return unread_records(*rt) == 0;
+  if (unread_records(*rt) == 0) return true;
   std::unique_lock<std::mutex> lock(rt->control_mutex_);
   if (rt->flusher_done_) return true;
   const std::uint64_t ticket = ++rt->flush_requested_;
   rt->wake_flusher();
-  return rt->flushed_.wait_for(lock, unload_flush_timeout,
-                               [&] { return rt->flush_completed_ >= ticket || rt->flusher_done_; });
+  const bool flushed = rt->flushed_.wait_for(lock, unload_flush_timeout,
+                                             [&] { return rt->flush_completed_ >= ticket || rt->flusher_done_; });
+  if (!flushed) rt->gave_up_waiting_.store(true, std::memory_order_relaxed);  // exit waits no second more
+  return flushed;
 }
 
 EDGETRACE_DETAIL_API bool active() noexcept {
