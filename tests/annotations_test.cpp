@@ -191,8 +191,13 @@ TEST_CASE("annotations: memory pools are counter tracks in the JSON; info and su
 
 TEST_CASE("annotations: flows link each request's spans across threads; summary reports per-request latency") {
   const auto dump = load_dump(annotations_dump());
-  const auto enqueues = dump.named("enqueue");
-  const auto processes = dump.named("process");
+  // Threads' chunks come in the order the flusher drained them, not in time
+  // order (exited threads drained in one pass come newest first): sort by start.
+  auto enqueues = dump.named("enqueue");
+  auto processes = dump.named("process");
+  const auto by_begin = [](const auto& x, const auto& y) { return x.begin_ns < y.begin_ns; };
+  std::sort(enqueues.begin(), enqueues.end(), by_begin);
+  std::sort(processes.begin(), processes.end(), by_begin);
   REQUIRE(enqueues.size() == 3);
   REQUIRE(processes.size() == 3);
 
@@ -201,8 +206,11 @@ TEST_CASE("annotations: flows link each request's spans across threads; summary 
   const auto finishes = events(doc, "request", "f");
   REQUIRE(starts.size() == 3);
   REQUIRE(finishes.size() == 3);
-  const auto enqueue_json = events(doc, "enqueue", "X");
-  const auto process_json = events(doc, "process", "X");
+  auto enqueue_json = events(doc, "enqueue", "X");
+  auto process_json = events(doc, "process", "X");
+  const auto by_ts = [](const value* x, const value* y) { return (*x)["ts"].num() < (*y)["ts"].num(); };
+  std::sort(enqueue_json.begin(), enqueue_json.end(), by_ts);
+  std::sort(process_json.begin(), process_json.end(), by_ts);
   for (std::size_t i = 0; i < 3; ++i) {
     // Each arrow starts at an enqueue span's start on its thread and ends at
     // the start of the process span of the same request, on another thread.
