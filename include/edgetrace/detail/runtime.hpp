@@ -1887,6 +1887,13 @@ inline void retire_ring(runtime* rt, thread_ring* ring) noexcept {
 }
 
 inline void on_thread_exit(void* ring_pointer) noexcept {
+  // No signal handler may record on this thread from here on: it would
+  // attach a new ring and re-arm this hook, round after round of the
+  // thread's key destructors. A signal sent to the process goes to another
+  // thread; one sent to this thread while it ends waits for nothing.
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
   runtime* rt = the_runtime.load(std::memory_order_acquire);
   if (!owns_runtime(rt)) {  // a forked child's copy: never drained here
     current_ring = &sentinel_ring;
