@@ -288,6 +288,7 @@ int report(const et::dump_reader& r, const std::string& file, bool all, const st
   const et::read_stats& s = r.stats();
   std::string lost;
   auto add = [&lost](const std::string& part) { lost += (lost.empty() ? "" : ", ") + part; };
+  if (s.headerless_start) add("no file header at the start (truncated under its writer)");
   if (s.bytes_skipped) add(std::to_string(s.bytes_skipped) + " corrupt bytes skipped");
   if (s.bytes_truncated) add(std::to_string(s.bytes_truncated) + " bytes of a truncated chunk lost");
   if (s.events_chunks_damaged)

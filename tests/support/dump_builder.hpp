@@ -185,6 +185,30 @@ class dump_builder {
   }
   dump_builder& end(std::uint32_t writer) { return chunk(fmt::chunk_type::end, writer, payload{}); }
 
+  // ------------------------------------------------ restarts (tests/reader_resync_test.cpp)
+
+  /// Drops the file header at offset 0: the file starts with the first
+  /// chunk, as one truncated under its writer does.
+  dump_builder& no_header() {
+    header_.clear();
+    return *this;
+  }
+  /// Appends a file header after the chunks so far: a writer that found the
+  /// file truncated under it starts again.
+  dump_builder& restart(std::uint16_t major = fmt::version_major, std::uint16_t minor = fmt::version_minor) {
+    bytes h(fmt::file_header_size);
+    fmt::write_file_header(h.data());
+    fmt::put_u16(h.data() + 8, major);
+    fmt::put_u16(h.data() + 10, minor);
+    chunks_.push_back(std::move(h));
+    return *this;
+  }
+  /// Appends raw bytes (garbage, or anything not a chunk) after the chunks so far.
+  dump_builder& raw_bytes(const bytes& b) {
+    chunks_.push_back(b);
+    return *this;
+  }
+
   // ------------------------------------------------ chunk-list knobs
 
   std::size_t chunk_count() const noexcept { return chunks_.size(); }

@@ -319,6 +319,13 @@ struct read_stats {
   std::uint64_t events_chunks_damaged = 0;  ///< pass 2: events chunks not fully decoded
   std::uint64_t events_bytes_undecoded = 0;
   std::uint64_t gpu_chunks = 0;
+  /// The file does not begin with a file header: it was truncated under a
+  /// writer (log rotation with copytruncate) and starts with what that
+  /// writer appended before it noticed. Reported as damage.
+  bool headerless_start = false;
+  /// File headers after the first: a writer found the file truncated under
+  /// it and started again (FORMAT.md, "Restarts"). Not damage.
+  std::uint64_t restarts = 0;
 };
 
 namespace detail {
@@ -512,28 +519,16 @@ class dump_reader {
     unsigned char header[format::file_header_size];
     const std::size_t got = read_at(0, header, sizeof header);
     if (!error_.empty()) return false;
+    data_start_ = format::file_header_size;
     if (got < sizeof format::file_magic || std::memcmp(header, format::file_magic, sizeof format::file_magic) != 0)
-      return fail("not an edgetrace dump (bad magic)");
+      return open_headerless();
     if (got < sizeof header) {
       char text[96];
       std::snprintf(text, sizeof text, "too short to be an edgetrace dump (%zu bytes; the header alone is %zu)", got,
                     format::file_header_size);
       return fail(text);
     }
-    major_ = format::get_u16(header + 8);
-    minor_ = format::get_u16(header + 10);
-    if (major_ != format::version_major) {
-      char text[160];
-      if (major_ > format::version_major)
-        std::snprintf(text, sizeof text, "dump format version %u.%u is newer than this reader (%u.x); update edgetrace",
-                      major_, minor_, format::version_major);
-      else
-        std::snprintf(text, sizeof text, "dump format version %u.%u is not supported by this reader (%u.x)", major_,
-                      minor_, format::version_major);
-      return fail(text);
-    }
-    opened_ = true;
-    return true;
+    return open_version(header);
   }
 
   /// Pass 1: reads every chunk, keeps metadata, validates the chunk stream
@@ -554,7 +549,13 @@ class dump_reader {
     report_layout_ = true;
     crc_spent_ = 0;
     events_offsets_.clear();
-    std::uint64_t pos = format::file_header_size;
+    headers_seen_ = 0;
+    stats_.headerless_start = data_start_ == 0;
+    if (stats_.headerless_start)
+      add_diagnostic(diagnostic::severity::damage, 0,
+                     "no file header at the start: the file was truncated under its writer (log rotation with "
+                     "copytruncate?); what it held before is not here, reading what followed");
+    std::uint64_t pos = data_start_;
     chunk c;
     while (next_chunk(pos, c)) {
       ++stats_.chunks_read;
@@ -607,7 +608,7 @@ class dump_reader {
     begin_events_pass();
     report_layout_ = false;
     crc_spent_ = 0;
-    std::uint64_t pos = format::file_header_size;
+    std::uint64_t pos = data_start_;
     chunk c;
     while (next_chunk(pos, c)) {
       if (c.type != format::chunk_type::events) continue;
@@ -652,7 +653,7 @@ class dump_reader {
         if (t.second.has_record) by_tid.emplace(std::make_pair(w.first, t.second.os_tid), &t.second);
     // Per stream, the span resolved last (see below).
     std::map<const gpu_stream_info*, std::pair<std::int64_t, std::int64_t>> previous;
-    std::uint64_t pos = format::file_header_size;
+    std::uint64_t pos = data_start_;
     chunk c;
     while (next_chunk(pos, c)) {
       if (c.type != format::chunk_type::gpu) continue;
@@ -760,7 +761,7 @@ class dump_reader {
     if (!metadata_read_ && !read_metadata()) return false;
     report_layout_ = false;
     crc_spent_ = 0;
-    std::uint64_t pos = format::file_header_size;
+    std::uint64_t pos = data_start_;
     chunk c;
     while (next_chunk(pos, c)) {
       raw_chunk r;
@@ -867,6 +868,90 @@ class dump_reader {
     return false;
   }
 
+  /// Accepts the file if the file header `header` (16 bytes) has a major
+  /// version this reader knows; else fails saying which version it is.
+  bool open_version(const unsigned char* header) {
+    major_ = format::get_u16(header + 8);
+    minor_ = format::get_u16(header + 10);
+    if (major_ != format::version_major) {
+      char text[160];
+      if (major_ > format::version_major)
+        std::snprintf(text, sizeof text, "dump format version %u.%u is newer than this reader (%u.x); update edgetrace",
+                      major_, minor_, format::version_major);
+      else
+        std::snprintf(text, sizeof text, "dump format version %u.%u is not supported by this reader (%u.x)", major_,
+                      minor_, format::version_major);
+      return fail(text);
+    }
+    opened_ = true;
+    return true;
+  }
+
+  /// How far open() looks for a file header or a valid chunk in a file that
+  /// does not begin with a file header, before calling it "not a dump".
+  static constexpr std::uint64_t max_headerless_search = std::uint64_t{64} << 20;
+
+  /// A file that does not begin with the file header: a file truncated
+  /// under its writer (log rotation with copytruncate) begins with the
+  /// chunks that writer appended before it noticed and wrote a new header.
+  /// Accepted when a file header or a valid chunk lies within the first
+  /// max_headerless_search bytes (the passes then start at offset 0 and
+  /// step over what does not validate); the version is the first header's.
+  bool open_headerless() {
+    crc_spent_ = 0;
+    chunk c;
+    std::uint64_t cut_pos = no_position;
+    bool is_header = false;
+    const std::uint64_t limit = std::min(stats_.file_size, max_headerless_search);
+    const std::uint64_t found = scan(0, c, cut_pos, false, is_header, limit);
+    if (!error_.empty()) return false;
+    if (found >= limit) return fail("not an edgetrace dump (bad magic)");
+    data_start_ = 0;
+    if (is_header) {
+      unsigned char header[format::file_header_size];
+      if (read_at(found, header, sizeof header) != sizeof header) return error_.empty() ? fail("read error") : false;
+      return open_version(header);
+    }
+    // Chunks but no header yet: the version is this reader's until pass 1
+    // meets a header.
+    major_ = format::version_major;
+    minor_ = 0;
+    opened_ = true;
+    return true;
+  }
+
+  enum class header_result : std::uint8_t { none, ok, incompatible };
+
+  /// Checks for a file header at `pos` (after the start: a writer that
+  /// found the file truncated under it started again). In pass 1, notes
+  /// it and takes the highest minor version seen.
+  header_result file_header_at(std::uint64_t pos) {
+    unsigned char header[format::file_header_size];
+    if (read_at(pos, header, sizeof header) != sizeof header ||
+        std::memcmp(header, format::file_magic, sizeof format::file_magic) != 0)
+      return header_result::none;
+    const std::uint16_t major = format::get_u16(header + 8);
+    const std::uint16_t minor = format::get_u16(header + 10);
+    if (major != format::version_major) {
+      incompatible_major_ = major;
+      incompatible_minor_ = minor;
+      return header_result::incompatible;
+    }
+    if (report_layout_) {
+      minor_ = headers_seen_++ == 0 && data_start_ == 0 ? minor : std::max(minor_, minor);
+      if (pos != 0) {
+        ++stats_.restarts;
+        char text[200];
+        std::snprintf(text, sizeof text,
+                      "file header at offset %llu: a writer found the file truncated under it and started again; "
+                      "reading on",
+                      static_cast<unsigned long long>(pos));
+        add_diagnostic(diagnostic::severity::note, pos, text);
+      }
+    }
+    return header_result::ok;
+  }
+
   /// The events passes' guard (see unknown_rate()).
   bool durations_allowed() {
     if (unknown_rate_.empty() || allow_unknown_rate_) return true;
@@ -931,11 +1016,16 @@ class dump_reader {
     return probe_result::ok;
   }
 
-  /// Finds the next position after `from` where a whole chunk validates;
-  /// returns the file size if none. `cut_pos` receives the first plausible
-  /// chunk start that runs past the end of the file, if any.
-  std::uint64_t scan(std::uint64_t from, chunk& c, std::uint64_t& cut_pos) {
+  /// Finds the next position from `from` where a whole chunk validates or
+  /// a file header starts (`is_header` says which; with `headers_only`,
+  /// only a file header); returns the file size if none before `limit`.
+  /// `cut_pos` receives the first plausible chunk start that runs past the
+  /// end of the file, if any.
+  std::uint64_t scan(std::uint64_t from, chunk& c, std::uint64_t& cut_pos, bool headers_only, bool& is_header,
+                     std::uint64_t limit = no_position) {
     const std::uint64_t size = stats_.file_size;
+    const std::uint64_t end = std::min(size, limit);
+    is_header = false;
     // The window starts small (most damage is a few bytes: the next chunk
     // is near) and doubles, so a resync costs about what it skips.
     constexpr std::size_t max_window = 64u << 10;
@@ -943,15 +1033,24 @@ class dump_reader {
     std::size_t window_size = 256;
     std::uint64_t base = from;
     std::uint64_t found = size;
-    while (base < size && found == size && error_.empty()) {
+    while (base < end && found == size && error_.empty()) {
       const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(window_size, size - base));
       if (read_at(base, window_.data(), n) != n) break;
       const bool last_window = base + n == size;
       std::size_t i = 0;
-      for (; i < n; ++i) {
+      for (; i < n && base + i < end; ++i) {
         // Leave candidates whose header straddles the window to the next one.
-        if (!last_window && i + format::chunk_header_size > n) break;
-        if (window_[i] != format::chunk_sync0) continue;
+        if (!last_window && i + format::file_header_size > n) break;
+        if (window_[i] == format::file_magic[0]) {
+          if (i + format::file_header_size <= n &&
+              std::memcmp(window_.data() + i, format::file_magic, sizeof format::file_magic) == 0) {
+            found = base + i;
+            is_header = true;
+            break;
+          }
+          continue;
+        }
+        if (headers_only || window_[i] != format::chunk_sync0) continue;
         if (i + 1 < n && window_[i + 1] != format::chunk_sync1) continue;
         if (i + 8 <= n && format::get_u32(window_.data() + i + 4) > format::max_chunk_payload) continue;
         const probe_result r =
@@ -970,20 +1069,59 @@ class dump_reader {
 
   /// Steps to the next valid chunk from `pos`, stepping over (and, in pass
   /// 1, reporting) corrupt bytes and a truncated tail.
+  ///
+  /// A file header between chunks (a writer that started the file again)
+  /// is stepped over; one of an unknown major version makes everything up
+  /// to the next readable file header skipped, since its chunks may be
+  /// framed differently.
   bool next_chunk(std::uint64_t& pos, chunk& c) {
     const std::uint64_t size = stats_.file_size;
-    if (pos >= size || !error_.empty()) return false;
-    const probe_result first = probe_at(pos, c);
-    if (first == probe_result::ok) {
-      pos += format::chunk_header_size + std::uint64_t{c.size} + format::chunk_trailer_size;
-      return true;
-    }
-    std::uint64_t cut_pos = first == probe_result::cut ? pos : no_position;
-    const std::uint64_t found = scan(pos + 1, c, cut_pos);
-    if (found < size) {
-      report_skip(pos, found - pos, false);
-      pos = found + format::chunk_header_size + std::uint64_t{c.size} + format::chunk_trailer_size;
-      return true;
+    std::uint64_t cut_pos = no_position;
+    for (;;) {
+      if (pos >= size || !error_.empty()) return false;
+      const probe_result first = probe_at(pos, c);
+      if (first == probe_result::ok) {
+        pos += format::chunk_header_size + std::uint64_t{c.size} + format::chunk_trailer_size;
+        return true;
+      }
+      // Only off the normal path: a header costs one more read here.
+      const header_result h = first == probe_result::bad ? file_header_at(pos) : header_result::none;
+      bool is_header = false;
+      cut_pos = no_position;
+      if (h == header_result::ok) {
+        pos += format::file_header_size;
+        continue;
+      }
+      if (h == header_result::incompatible) {
+        const std::uint64_t next = scan(pos + 1, c, cut_pos, true, is_header);
+        if (report_layout_) {
+          stats_.bytes_skipped += next - pos;
+          ++stats_.skipped_regions;
+          char text[240];
+          std::snprintf(text, sizeof text,
+                        "file header at offset %llu has format version %u.%u, which this reader cannot read: "
+                        "skipped %llu bytes up to %s",
+                        static_cast<unsigned long long>(pos), incompatible_major_, incompatible_minor_,
+                        static_cast<unsigned long long>(next - pos),
+                        next < size ? "the next readable file header" : "the end of the file");
+          add_diagnostic(diagnostic::severity::damage, pos, text);
+        }
+        pos = next;
+        continue;
+      }
+      if (first == probe_result::cut) cut_pos = pos;
+      const std::uint64_t found = scan(pos + 1, c, cut_pos, false, is_header);
+      if (found < size && is_header) {
+        report_skip(pos, found - pos, false);
+        pos = found;
+        continue;
+      }
+      if (found < size) {
+        report_skip(pos, found - pos, false);
+        pos = found + format::chunk_header_size + std::uint64_t{c.size} + format::chunk_trailer_size;
+        return true;
+      }
+      break;
     }
     if (cut_pos != no_position) {
       if (cut_pos > pos) report_skip(pos, cut_pos - pos, false);
@@ -1066,7 +1204,9 @@ class dump_reader {
         std::uint64_t id;
         std::string name;
         if (!in.varint(id) || !in.string(name)) return malformed("definitions", offset, w);
-        w.categories[id] = std::move(name);
+        std::string& slot = w.categories[id];
+        if (!slot.empty() && slot != name) redefined("category", id, slot, name, offset, w);
+        slot = std::move(name);
       } else if (tag == static_cast<std::uint8_t>(format::definition_tag::site)) {
         site_info s;
         std::uint8_t kind;
@@ -1075,6 +1215,13 @@ class dump_reader {
           return malformed("definitions", offset, w);
         s.kind = static_cast<format::site_kind>(kind);
         const std::uint64_t id = s.id;
+        // A writer that started the file again sends every definition
+        // again: the same content is expected and silent.
+        const auto old = w.sites.find(id);
+        if (old != w.sites.end() && (old->second.kind != s.kind || old->second.category_id != s.category_id ||
+                                     old->second.name != s.name || old->second.file != s.file ||
+                                     old->second.line != s.line))
+          redefined("site", id, old->second.name, s.name, offset, w);
         w.sites[id] = std::move(s);
       } else {
         // An entry of a newer minor: entries carry no length, so nothing
@@ -1082,6 +1229,19 @@ class dump_reader {
         return;
       }
     }
+  }
+
+  /// A definition that contradicts an earlier one of the same writer: the
+  /// writer never does that, so events may be attributed wrongly.
+  void redefined(const char* what, std::uint64_t id, const std::string& was, const std::string& now,
+                 std::uint64_t offset, const writer_info& w) {
+    char text[320];
+    std::snprintf(text, sizeof text,
+                  "definitions chunk at offset %llu (%s): %s %llu redefined as \"%.60s\" (was \"%.60s\"); the "
+                  "later definition is used for all its events",
+                  static_cast<unsigned long long>(offset), w.label().c_str(), what, static_cast<unsigned long long>(id),
+                  now.c_str(), was.c_str());
+    add_diagnostic(diagnostic::severity::damage, offset, text);
   }
 
   void read_thread(writer_info& w, detail::payload_cursor& in, std::uint64_t offset) {
@@ -1623,6 +1783,9 @@ class dump_reader {
   std::vector<unsigned char> window_;  // resync scan window
   std::vector<std::uint64_t> events_offsets_;  // pass 1: offset of every valid events chunk
   std::uint64_t crc_spent_ = 0;  // CRC bytes computed in this pass (see probe_at)
+  std::uint64_t data_start_ = format::file_header_size;  // where the passes begin (0: no header at the start)
+  std::uint64_t headers_seen_ = 0;  // file headers met by pass 1 (minor version bookkeeping)
+  unsigned incompatible_major_ = 0, incompatible_minor_ = 0;  // the last unreadable file header's version
   bool report_layout_ = true;
 
   std::map<std::uint32_t, writer_info> writers_;
