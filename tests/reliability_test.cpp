@@ -32,6 +32,7 @@
 using edgetrace_test::line_count;
 using edgetrace_test::load_dump;
 using edgetrace_test::run;
+using edgetrace_test::writer_count;
 
 namespace {
 const std::string app = EDGETRACE_TEST_TRACE_APP;
@@ -66,11 +67,6 @@ int remove_with_prefix(const std::string& prefix) {
   return removed;
 }
 
-std::size_t writer_count(const std::string& path) {
-  edgetrace::reader::dump_reader reader;
-  if (!reader.open(path) || !reader.read_metadata()) return 0;
-  return reader.writers().size();
-}
 
 std::vector<std::string> files_with_prefix(const std::string& prefix) {
   std::vector<std::string> out;

@@ -46,6 +46,14 @@ struct loaded_dump {
   }
 };
 
+/// How many writers (processes, library copies) a dump holds; 0 if it
+/// cannot be read.
+inline std::size_t writer_count(const std::string& path) {
+  edgetrace::reader::dump_reader reader;
+  if (!reader.open(path) || !reader.read_metadata()) return 0;
+  return reader.writers().size();
+}
+
 inline loaded_dump load_dump(const std::string& path) {
   loaded_dump dump;
   edgetrace::reader::dump_reader reader;

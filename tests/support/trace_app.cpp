@@ -170,30 +170,28 @@ int many_threads_mode(int thread_total, int per_thread) {
   return 0;
 }
 
-/// "fork-exec CHILD_DUMP": forks while another thread traces; the child
-/// execs this program ("exit-code") with EDGETRACE_OUTPUT=CHILD_DUMP.
-/// Everything the child needs is prepared before fork (exec only after it).
-int fork_exec_mode(const char* child_dump) {
+/// This program run again in a child (fork + execve) in `mode`, with the
+/// environment minus the variables starting with `drop` plus `extra` (if
+/// not empty). Everything the child needs is prepared before fork (exec only
+/// after it).
+struct self_exec {
   std::vector<std::string> environment;
-  for (char** e = environ; *e != nullptr; ++e)
-    if (std::strncmp(*e, "EDGETRACE_OUTPUT=", 17) != 0) environment.emplace_back(*e);
-  environment.push_back(std::string("EDGETRACE_OUTPUT=") + child_dump);
   std::vector<char*> envp;
-  for (auto& e : environment) envp.push_back(&e[0]);
-  envp.push_back(nullptr);
   char self[4096] = {};
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return 2;
-  char mode[] = "exit-code";
-  char* child_argv[] = {self, mode, nullptr};
-  std::atomic<bool> stop{false};
-  std::thread busy([&] {
-    EDGETRACE_THREAD_NAME("busy");
-    while (!stop.load()) spans(100);
-  });
-  spans(100);
-  int codes[3] = {-1, -1, -1};
-  for (int& code : codes) {
+  std::string mode;
+
+  self_exec(const char* child_mode, const char* drop, const std::string& extra) : mode(child_mode) {
+    for (char** e = environ; *e != nullptr; ++e)
+      if (std::strncmp(*e, drop, std::strlen(drop)) != 0) environment.emplace_back(*e);
+    if (!extra.empty()) environment.push_back(extra);
+    for (auto& e : environment) envp.push_back(&e[0]);
+    envp.push_back(nullptr);
+    if (readlink("/proc/self/exe", self, sizeof self - 1) <= 0) self[0] = '\0';
+  }
+  bool ok() const { return self[0] != '\0'; }
+  /// Runs the child and returns its exit code (128 + signal if killed).
+  int run() {
+    char* child_argv[] = {self, &mode[0], nullptr};
     const pid_t child = fork();
     if (child == 0) {
       execve(self, child_argv, envp.data());
@@ -201,8 +199,23 @@ int fork_exec_mode(const char* child_dump) {
     }
     int status = 0;
     waitpid(child, &status, 0);
-    code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
+};
+
+/// "fork-exec CHILD_DUMP": forks while another thread traces; the child
+/// execs this program ("exit-code") with EDGETRACE_OUTPUT=CHILD_DUMP.
+int fork_exec_mode(const char* child_dump) {
+  self_exec child("exit-code", "EDGETRACE_OUTPUT=", std::string("EDGETRACE_OUTPUT=") + child_dump);
+  if (!child.ok()) return 2;
+  std::atomic<bool> stop{false};
+  std::thread busy([&] {
+    EDGETRACE_THREAD_NAME("busy");
+    while (!stop.load()) spans(100);
+  });
+  spans(100);
+  int codes[3] = {-1, -1, -1};
+  for (int& code : codes) code = child.run();
   stop = true;
   busy.join();
   std::printf("child=%d,%d,%d\n", codes[0], codes[1], codes[2]);
@@ -263,25 +276,10 @@ int sig_ign_mode() {
   std::raise(SIGUSR2);
   spans(100);
   std::printf("SIGINT=%s SIGTERM=%s SIGUSR2=%s\n", disposition(SIGINT), disposition(SIGTERM), disposition(SIGUSR2));
-  std::vector<std::string> environment;
-  for (char** e = environ; *e != nullptr; ++e)
-    if (std::strncmp(*e, "EDGETRACE_", 10) != 0) environment.emplace_back(*e);
-  std::vector<char*> envp;
-  for (auto& e : environment) envp.push_back(&e[0]);
-  envp.push_back(nullptr);
-  char self[4096] = {};
-  if (readlink("/proc/self/exe", self, sizeof self - 1) <= 0) return 2;
-  char mode[] = "sig-ign-child";
-  char* child_argv[] = {self, mode, nullptr};
+  self_exec child("sig-ign-child", "EDGETRACE_", "");
+  if (!child.ok()) return 2;
   std::fflush(stdout);
-  const pid_t child = fork();
-  if (child == 0) {
-    execve(self, child_argv, envp.data());
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(child, &status, 0);
-  std::printf("child=%d\n", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  std::printf("child=%d\n", child.run());
   return 0;
 }
 
