@@ -296,7 +296,8 @@ auto intern(const String& name) -> decltype(static_cast<const char*>(name.data()
 }
 
 /// Writes everything recorded so far (by all threads) to the dump and
-/// returns when it is written, or after 5 s at most. Not needed for
+/// returns when it is written, or after 5 s at most (at once while the
+/// output has not opened, e.g. a FIFO nobody reads yet). Not needed for
 /// correctness: exit and thread exit flush too.
 inline void flush() noexcept { detail::flush(); }
 

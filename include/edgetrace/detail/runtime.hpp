@@ -2596,6 +2596,8 @@ EDGETRACE_DETAIL_API void flush() noexcept {
   if (rt->flusher_done_) return;
   const std::uint64_t ticket = ++rt->flush_requested_;
   rt->wake_flusher();
+  // Nothing can be written before the output opens (a FIFO nobody reads).
+  if (rt->open_state_.load(std::memory_order_acquire) != runtime::open_done) return;
   // Bounded wait: the app must never hang on the tracer.
   rt->flushed_.wait_for(lock, std::chrono::seconds(5),
                         [&] { return rt->flush_completed_ >= ticket || rt->flusher_done_; });
