@@ -6,6 +6,8 @@
 // and counted in-band.
 #include <doctest/doctest.h>
 
+#include <support/sanitizers.hpp>
+
 #include <support/files.hpp>
 #include <support/read_dump.hpp>
 #include <support/spawn.hpp>
@@ -125,7 +127,9 @@ TEST_CASE("dso unload: dlclose while the output is stalled, then read slowly: no
   // same site addresses before) is traced under its own names: the last
   // 300 spans are its 100 and the app's 200, nothing dropped there.
   MESSAGE(out);
-  CHECK(out.find("same_address=1\n") != std::string::npos);
+  // qemu-user's loader puts the library back elsewhere: the names are still
+  // checked below, the same-address case only natively.
+  CHECK((out.find("same_address=1\n") != std::string::npos || edgetrace_test::emulated()));
   std::vector<std::string> last;
   for (auto it = dump.events.rbegin(); it != dump.events.rend() && last.size() < 300; ++it) {
     if (it->kind == edgetrace::reader::event_kind::loss) break;

@@ -2,6 +2,8 @@
 // Test helper: tells whether the build runs under ASan or TSan, and what that changes for the tests.
 #pragma once
 
+#include <cstdlib>
+
 #if defined(__SANITIZE_ADDRESS__)
 #define EDGETRACE_TEST_ADDRESS_SANITIZED 1
 #elif defined(__has_feature)
@@ -44,5 +46,10 @@ inline constexpr bool sanitized_build = address_sanitized_build || thread_saniti
 /// pthread_create: thread counts of a process that started a thread (any
 /// traced one: it has the flusher) include it under the tsan preset.
 inline constexpr int sanitizer_threads = thread_sanitized_build ? 1 : 0;
+
+/// Running under user-mode emulation (cmake/toolchains/qemu-aarch64-test.sh
+/// exports QEMU_LD_PREFIX for the aarch64 suite): where the emulator, not
+/// the program, decides something a test would check (library addresses).
+inline bool emulated() { return std::getenv("QEMU_LD_PREFIX") != nullptr; }
 
 }  // namespace edgetrace_test
