@@ -31,9 +31,12 @@ export QEMU_LD_PREFIX="$sysroot"
 #           right away is fine and stays in (pipeline_e2e_test).
 #  timing:  relative durations differ under emulation (summary_test and
 #           diff_test expect one row to have the largest total or impact); the steady_clock agreement
-#           (1 % + 100 us) of the CLOCK_MONOTONIC fallback variant flaked once
-#           in four runs on a loaded host (the cntvct_el0 and monotonic
-#           variants keep it).
+#           (1 % + 100 us) flaked under qemu on a loaded host, first in the
+#           CLOCK_MONOTONIC fallback variant (once in four runs), then in the
+#           cntvct_el0 one (189 us off for 126 us allowed, once in three CI
+#           runs): qemu can stall a guest thread between a clock read and the
+#           next for longer than the tolerance. Natively all three variants
+#           keep it.
 #  faults:  the guest's getrusage() minor-fault count includes qemu's own
 #           page faults (translated code, its heap), so "no page fault on a
 #           thread's first span" cannot be observed.
@@ -59,7 +62,7 @@ case ${program##*/} in
   runtime_test | runtime_test_*)
     exclude='*one flusher thread*,runtime (compiled out)*'       # threads
     exclude="$exclude"',*pre-faulted ring*'                      # faults
-    [ "${program##*/}" = runtime_test_clock_fallback ] && exclude="$exclude"',*agree with steady_clock*'  # timing
+    exclude="$exclude"',*agree with steady_clock*'               # timing
     ;;
   summary_test)
     exclude='*summary rows match counts*'                        # timing
