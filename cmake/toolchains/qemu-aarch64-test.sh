@@ -36,7 +36,9 @@ export QEMU_LD_PREFIX="$sysroot"
 #           cntvct_el0 one (189 us off for 126 us allowed, once in three CI
 #           runs): qemu can stall a guest thread between a clock read and the
 #           next for longer than the tolerance. Natively all three variants
-#           keep it.
+#           keep it. gpu_test's "queued at exit" case has 200 ms of fake GPU
+#           work resolved within a 500 ms final wait; under qemu on a loaded
+#           host 2 of 5 resolved too late once in four runs.
 #  faults:  the guest's getrusage() minor-fault count includes qemu's own
 #           page faults (translated code, its heap), so "no page fault on a
 #           thread's first span" cannot be observed.
@@ -69,6 +71,9 @@ case ${program##*/} in
     ;;
   diff_test)
     exclude='*diff sorts by impact*'                             # timing
+    ;;
+  gpu_test | gpu_test_*)
+    exclude='*work still queued at exit is resolved within the final wait*'  # timing
     ;;
   process_life_test)
     exclude='*EDGETRACE_FORK=follow*'                            # fork
