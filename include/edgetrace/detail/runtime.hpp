@@ -554,10 +554,9 @@ class runtime {
   }
 
   void fail(const char* what, int error) noexcept {
-    if (failed_.exchange(true)) return;
-    report("%s '%s' failed: %s; tracing is off", what, path_, std::strerror(error));
-    std::lock_guard<std::mutex> lock(category_mutex);
-    set_recording_locked(false);
+    char message[4400];
+    std::snprintf(message, sizeof message, "%s '%s' failed: %s; tracing is off", what, path_, std::strerror(error));
+    fail_with(message);
   }
 
   /// Turns tracing off with one line (the first failure wins).
@@ -631,10 +630,15 @@ class runtime {
     out_.insert(out_.end(), pending.begin(), pending.end());
   }
 
-  /// Every site, category and thread is defined again before its next use.
-  void forget_definitions() noexcept {
+  /// Literal sites are looked up (and defined) again on next sight.
+  void forget_site_cache() noexcept {
     site_ids_.clear();
     for (site_cache_entry& entry : site_cache_) entry = {};
+  }
+
+  /// Every site, category and thread is defined again before its next use.
+  void forget_definitions() noexcept {
+    forget_site_cache();
     named_ids_.clear();
     for (named_cache_entry& entry : named_cache_) entry = {};
     category_defined_.clear();
@@ -1485,10 +1489,7 @@ class runtime {
         serving = flush_requested_;
         flushing = serving != flush_completed_;
       }
-      if (forget_sites.exchange(false, std::memory_order_acq_rel)) {
-        site_ids_.clear();
-        for (site_cache_entry& entry : site_cache_) entry = {};
-      }
+      if (forget_sites.exchange(false, std::memory_order_acq_rel)) forget_site_cache();
       take_rate_pair(true);  // before the first timed chunk
       // Before encoding: a truncation found now costs no record (the new
       // stream defines everything this cycle uses). One fstat.
@@ -1601,10 +1602,9 @@ class runtime {
     if (fd_ours_ && open_state_.load(std::memory_order_relaxed) == open_done) output_is_ours();
   }
   void fail_deleted() noexcept {
-    if (failed_.exchange(true)) return;
-    report("output '%s' was deleted while tracing; tracing is off", path_);
-    std::lock_guard<std::mutex> lock(category_mutex);
-    set_recording_locked(false);
+    char message[4400];
+    std::snprintf(message, sizeof message, "output '%s' was deleted while tracing; tracing is off", path_);
+    fail_with(message);
   }
 
   static void* flusher_main(void* self) {
