@@ -252,7 +252,7 @@ TEST_CASE("annotations: flows link each request's spans across threads; summary 
 
 TEST_CASE("annotations: an allocation and its bytes are dropped together when the ring is full") {
   const std::string path = fresh("alloc-flood.etr");
-  const auto r = run({app, "alloc-flood", "100000"}, {"EDGETRACE_OUTPUT=" + path, "EDGETRACE_BUFFER_KB=16"});
+  const auto r = run({app, "alloc-flood", "100000"}, {"EDGETRACE_OUTPUT=" + path, "EDGETRACE_BUFFER_KB=16", "EDGETRACE_ON_FULL=drop"});
   REQUIRE(r.exit_code == 0);
   CHECK(r.out == "issued 300000\n");
   edgetrace::reader::dump_reader reader;

@@ -123,7 +123,8 @@ TEST_CASE("process life: EDGETRACE_FORK=follow: a name interned before fork() na
 
 TEST_CASE("process life: a run that dropped records says so in one stderr line at exit, with the dump's count") {
   const std::string dump_path = fresh("dense.etr");
-  const auto r = run({app, "dense", "300000"}, {"EDGETRACE_OUTPUT=" + dump_path, "EDGETRACE_BUFFER_KB=4"});
+  const auto r = run({app, "dense", "300000"},
+                     {"EDGETRACE_OUTPUT=" + dump_path, "EDGETRACE_BUFFER_KB=4", "EDGETRACE_ON_FULL=drop"});
   CAPTURE(r.err);
   CHECK(r.exit_code == 0);
   REQUIRE(line_count(r.err) == 1);
@@ -131,7 +132,7 @@ TEST_CASE("process life: a run that dropped records says so in one stderr line a
   REQUIRE(std::sscanf(r.err.c_str(), "edgetrace: %llu of %llu records", &dropped, &total) == 2);
   CHECK(dropped > 0);
   CHECK(total == 300000);  // one record per span: written + dropped
-  CHECK(contains(r.err, "set a larger EDGETRACE_BUFFER_KB (now 4) to keep more"));
+  CHECK(contains(r.err, "set EDGETRACE_ON_FULL=wait, or a larger EDGETRACE_BUFFER_KB (now 4), to keep them"));
   CHECK(dropped == dropped_in_dump(dump_path));
   ::unlink(dump_path.c_str());
 }

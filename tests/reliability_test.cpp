@@ -87,7 +87,7 @@ TEST_CASE("reliability: 8 threads x random bursts, small rings: written + droppe
   const double seconds = long_tests() ? 10.0 : 2.0;
   const std::string dump_path = fresh("stress.etr");
   const auto r = run({app, "stress", std::to_string(seconds), "8"},
-                     {"EDGETRACE_OUTPUT=" + dump_path, "EDGETRACE_BUFFER_KB=4"});
+                     {"EDGETRACE_OUTPUT=" + dump_path, "EDGETRACE_BUFFER_KB=4", "EDGETRACE_ON_FULL=drop"});
   REQUIRE(r.exit_code == 0);
   std::map<std::string, std::uint64_t> issued;
   std::istringstream lines(r.out);
@@ -167,7 +167,7 @@ TEST_CASE("reliability: 8 threads x random bursts, small rings: written + droppe
 // The summary must say that spans are missing (how many, on which threads).
 TEST_CASE("reliability: edgetrace summary reports dropped spans") {
   const std::string dump_path = fresh("summary-loss.etr");
-  const auto r = run({app, "stress", "0.2", "2"}, {"EDGETRACE_OUTPUT=" + dump_path, "EDGETRACE_BUFFER_KB=4"});
+  const auto r = run({app, "stress", "0.2", "2"}, {"EDGETRACE_OUTPUT=" + dump_path, "EDGETRACE_BUFFER_KB=4", "EDGETRACE_ON_FULL=drop"});
   REQUIRE(r.exit_code == 0);
   edgetrace::reader::dump_reader reader;
   REQUIRE(reader.open(dump_path));

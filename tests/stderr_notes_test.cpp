@@ -60,7 +60,7 @@ TEST_CASE("notes: json, summary, csv and report say on stderr how many records w
 
 TEST_CASE("notes: a real run that overflowed its rings: the count on stderr is the dump's own") {
   const std::string dump = fresh("notes-loss.etr");
-  const auto traced = run({app, "stress", "0.2", "2"}, {"EDGETRACE_OUTPUT=" + dump, "EDGETRACE_BUFFER_KB=4"});
+  const auto traced = run({app, "stress", "0.2", "2"}, {"EDGETRACE_OUTPUT=" + dump, "EDGETRACE_BUFFER_KB=4", "EDGETRACE_ON_FULL=drop"});
   REQUIRE(traced.exit_code == 0);
   edgetrace::reader::dump_reader reader;
   REQUIRE(reader.open(dump));

@@ -42,7 +42,7 @@ inline constexpr const char* known_variables[] = {
     "EDGETRACE_OUTPUT", "EDGETRACE_CATEGORIES", "EDGETRACE_BUFFER_KB", "EDGETRACE_FLUSH_MS",
     "EDGETRACE_SIGNAL_FLUSH", "EDGETRACE_FORK", "EDGETRACE_CLOCK", "EDGETRACE_ASSUME_UNSTABLE_COUNTER",
     "EDGETRACE_NVTX", "EDGETRACE_START_AFTER", "EDGETRACE_DURATION", "EDGETRACE_TOGGLE_SIGNAL",
-    "EDGETRACE_CUDA",
+    "EDGETRACE_CUDA", "EDGETRACE_ON_FULL",
 };
 
 struct settings {
@@ -50,6 +50,10 @@ struct settings {
   const char* categories = nullptr;  ///< EDGETRACE_CATEGORIES or nullptr (all)
   std::uint64_t ring_records = 43690;  ///< slots of 24 bytes (one stays free): 1 MiB
   std::uint32_t flush_ms = 10;
+  /// EDGETRACE_ON_FULL=wait (default): a thread whose ring is full waits for
+  /// the flusher to drain it (bounded: runtime.hpp, wait_for_room); drop:
+  /// the record is dropped and counted at once.
+  bool drop_when_full = false;
   bool signal_flush = false;  ///< EDGETRACE_SIGNAL_FLUSH=1: flush on SIGINT/SIGTERM
   bool fork_follow = false;   ///< EDGETRACE_FORK=follow: forked children trace to their own dump
   enum clock_choice_t : std::uint8_t { clock_auto, clock_force_counter, clock_force_monotonic };
@@ -199,8 +203,8 @@ inline void check_unknown_variables() noexcept {
       report("unknown variable %s (did you mean %s?); ignored", name, closest);
     else
       report("unknown variable %s; ignored (known: EDGETRACE_OUTPUT, EDGETRACE_CATEGORIES, "
-             "EDGETRACE_BUFFER_KB, EDGETRACE_FLUSH_MS, EDGETRACE_SIGNAL_FLUSH, EDGETRACE_FORK, EDGETRACE_CLOCK, "
-             "EDGETRACE_CUDA)", name);
+             "EDGETRACE_BUFFER_KB, EDGETRACE_FLUSH_MS, EDGETRACE_ON_FULL, EDGETRACE_SIGNAL_FLUSH, EDGETRACE_FORK, "
+             "EDGETRACE_CLOCK, EDGETRACE_CUDA)", name);
   }
 }
 
@@ -232,6 +236,7 @@ inline settings read_settings() noexcept {
   const std::uint64_t kb = env_unsigned("EDGETRACE_BUFFER_KB", min_buffer_kb, max_buffer_kb, default_buffer_kb);
   s.ring_records = kb * 1024 / 24;
   s.flush_ms = static_cast<std::uint32_t>(env_unsigned("EDGETRACE_FLUSH_MS", 1, max_flush_ms, default_flush_ms));
+  s.drop_when_full = env_choice("EDGETRACE_ON_FULL", {"wait", "drop"}) == 1;
   s.signal_flush = env_choice("EDGETRACE_SIGNAL_FLUSH", {"0", "1"}) == 1;
   s.fork_follow = env_choice("EDGETRACE_FORK", {"off", "follow"}) == 1;
   s.clock_choice = static_cast<settings::clock_choice_t>(env_choice("EDGETRACE_CLOCK", {"auto", "counter", "monotonic"}));

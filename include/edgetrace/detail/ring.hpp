@@ -66,6 +66,10 @@ struct thread_ring {
   /// EDGETRACE_RECORD spans refused as absurd (record_measured). Same
   /// discipline as drop_count.
   atomic_cell<std::uint64_t> rejected{0};
+  /// Owner only (EDGETRACE_ON_FULL=wait): the flusher's read position when
+  /// this thread last gave up waiting for room; while it has not moved,
+  /// a full ring drops at once instead of waiting again.
+  record* gave_up_at = nullptr;
 
   // ---- consumer line: written by the flusher only.
   /// Next record to read (normalised). Flusher: release store after it has
@@ -190,19 +194,32 @@ inline std::size_t refresh_room(thread_ring& ring) noexcept {
   return room;
 }
 
+/// A consumer releases slots at least this often while it drains, so a
+/// producer waiting for room (EDGETRACE_ON_FULL=wait) resumes after a
+/// batch, not after the whole ring.
+inline constexpr std::size_t release_batch = 4096;
+
 /// consume(), up to `pos`: a write_pos the caller loaded (acquire) before.
-template <class Visit>
-std::size_t consume_to(thread_ring& ring, record* pos, Visit&& visit) {
+/// `released()` runs after each batch of slots was handed back.
+template <class Visit, class Released>
+std::size_t consume_to(thread_ring& ring, record* pos, Visit&& visit, Released&& released) {
   record* read = ring.read_pos.load(order_relaxed);  // our own field
   if (pos == ring.end) pos = ring.begin;
   std::size_t count = 0;
-  if (read > pos) {
-    for (; read != ring.end; ++read, ++count) visit(*read);
-    read = ring.begin;
+  while (read != pos) {
+    record* const stop_at = read > pos ? ring.end : pos;
+    record* const stop = static_cast<std::size_t>(stop_at - read) > release_batch ? read + release_batch : stop_at;
+    count += static_cast<std::size_t>(stop - read);
+    for (; read != stop; ++read) {
+      // The producer wrote these lines on another core: ask for them ahead.
+      __builtin_prefetch(read + 32);
+      visit(*read);
+    }
+    if (read == ring.end) read = ring.begin;
+    // Release: our reads of these slots happen before the producer reuses them.
+    ring.read_pos.store(read, order_release);
+    released();
   }
-  for (; read != pos; ++read, ++count) visit(*read);
-  // Release: our reads of these slots happen before the producer reuses them.
-  ring.read_pos.store(pos, order_release);
   return count;
 }
 
@@ -212,7 +229,7 @@ std::size_t consume_to(thread_ring& ring, record* pos, Visit&& visit) {
 template <class Visit>
 std::size_t consume(thread_ring& ring, Visit&& visit) {
   // Acquire pairs with the producer's release store of write_pos.
-  return consume_to(ring, ring.write_pos.load(order_acquire), visit);
+  return consume_to(ring, ring.write_pos.load(order_acquire), visit, [] {});
 }
 
 /// Records waiting in the ring (consumer's view; for statistics).

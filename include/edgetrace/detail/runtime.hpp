@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <condition_variable>
 #include <csignal>
 #include <cstdint>
@@ -338,6 +339,15 @@ EDGETRACE_DETAIL_API void register_flusher_client(flusher_client& client) noexce
 
 // ------------------------------------------------------------ runtime
 
+/// EDGETRACE_ON_FULL=wait: how long a thread waits for room while the
+/// flusher drains nothing of its ring (a stuck output, a flusher blocked
+/// in write): then it drops, counted, until the flusher moves again.
+inline constexpr std::uint64_t max_wait_without_progress_ns = 250000000u;
+
+/// True on the flusher thread (a hook it runs may record): it never waits
+/// for room in a ring, since only it makes room.
+inline thread_local bool on_flusher_thread = false;
+
 /// Everything that exists only while tracing is (or was) on. Built once in
 /// static storage (no heap allocation before tracing is enabled) and never
 /// destroyed: threads may still be tracing while static destructors run.
@@ -388,6 +398,11 @@ class runtime {
   /// (a ring that fills up inside a signal handler wakes the flusher).
   std::atomic<std::uint32_t> wake_word_{0};
   std::atomic<bool> flusher_sleeping_{false};
+  /// EDGETRACE_ON_FULL=wait: threads whose ring is full sleep on room_word_
+  /// (a futex), which the flusher bumps after each ring it drained, waking
+  /// them if room_waiters_ says someone sleeps (wait_for_room).
+  std::atomic<std::uint32_t> room_word_{0};
+  std::atomic<std::uint32_t> room_waiters_{0};
   std::condition_variable flushed_;     ///< flush() callers wait here
   bool stop_ = false;
   bool flusher_done_ = false;
@@ -967,7 +982,7 @@ class runtime {
       }
       unloaded_loss_ = {cursor_, nullptr, ref_, 1, r.t_begin, r.t_begin};
     }
-    encode(ring, record{(unloaded_loss_.count << 2) | tag_loss, unloaded_loss_.first, unloaded_loss_.last});
+    encode(ring, record{(unloaded_loss_.count << 2) | tag_loss, unloaded_loss_.first, unloaded_loss_.last}, nullptr);
     unloaded_loss_.end = cursor_;
   }
 
@@ -1143,39 +1158,37 @@ class runtime {
   // go to their own chunk (an older reader skips it), written after the
   // definitions they use.
 
-  /// Handles `r` if it is an annotation record; false for everything else.
-  bool annotation(thread_ring& ring, const record& r) {
-    const std::uint64_t tag = r.word & 3;
-    if (tag == tag_more) {  // an allocation's bytes: the pair is complete
-      if (EDGETRACE_DETAIL_UNLIKELY(pending_alloc_.thread_id == ring.thread_id && pending_alloc_.site_id == 0)) {
-        drop_unloaded(ring, r);  // its allocation's library was unloaded
-        pending_alloc_.thread_id = 0;
-        return true;
-      }
-      ++ring.written;
-      if (pending_alloc_.thread_id == ring.thread_id) {
-        unsigned char body[5 * format::max_varint_size];
-        unsigned char* p = annotation_head(body, pending_alloc_.thread_id, pending_alloc_.tick, pending_alloc_.site_id);
-        p = format::put_varint(p, pending_alloc_.address);
-        p = format::put_varint(p, r.t_begin);
-        put_annotation(format::annotation_record::alloc, body, p);
-      }
+  /// An allocation's bytes (tag_more): the pair is complete.
+  EDGETRACE_DETAIL_NOINLINE void allocation_bytes(thread_ring& ring, const record& r) {
+    if (EDGETRACE_DETAIL_UNLIKELY(pending_alloc_.thread_id == ring.thread_id && pending_alloc_.site_id == 0)) {
+      drop_unloaded(ring, r);  // its allocation's library was unloaded
       pending_alloc_.thread_id = 0;
-      return true;
+      return;
     }
-    if (tag != tag_site) return false;
-    const site_cache_entry& slot = site_entry(r.word);
+    ++ring.written;
+    if (pending_alloc_.thread_id == ring.thread_id) {
+      unsigned char body[5 * format::max_varint_size];
+      unsigned char* p = annotation_head(body, pending_alloc_.thread_id, pending_alloc_.tick, pending_alloc_.site_id);
+      p = format::put_varint(p, pending_alloc_.address);
+      p = format::put_varint(p, r.t_begin);
+      put_annotation(format::annotation_record::alloc, body, p);
+    }
+    pending_alloc_.thread_id = 0;
+  }
+
+  /// A literal-site record whose kind is an annotation (or whose library
+  /// was unloaded: unloaded_site's kind counts as one, so it comes here).
+  EDGETRACE_DETAIL_NOINLINE void annotation(thread_ring& ring, const record& r, const site_cache_entry& slot) {
     const format::site_kind kind = slot.kind;
-    if (EDGETRACE_DETAIL_LIKELY(!format::is_annotation(kind))) return false;
     if (EDGETRACE_DETAIL_UNLIKELY(slot.id == 0)) {  // unloaded_site
       drop_unloaded(ring, r);
-      return true;
+      return;
     }
     ++ring.written;
     const std::uint32_t id = slot.id;
     if (kind == format::site_kind::alloc) {
       pending_alloc_ = {ring.thread_id, id, r.t_begin, r.t_end};
-      return true;
+      return;
     }
     unsigned char body[4 * format::max_varint_size];
     unsigned char* p = annotation_head(body, ring.thread_id, r.t_begin, id);
@@ -1199,7 +1212,6 @@ class runtime {
         break;
     }
     put_annotation(type, body, p);
-    return true;
   }
 
   static unsigned char* annotation_head(unsigned char* p, std::uint32_t thread_id, std::uint64_t tick,
@@ -1242,15 +1254,15 @@ class runtime {
     }
   }
 
-  /// Encodes one record at cursor_ (at most max_event_size bytes).
-  EDGETRACE_DETAIL_ALWAYS_INLINE void encode(thread_ring& ring, const record& r) {
+  /// Encodes one record at cursor_ (at most max_event_size bytes). `slot`:
+  /// the record's site_entry for a literal site (tag_site), else null.
+  EDGETRACE_DETAIL_ALWAYS_INLINE void encode(thread_ring& ring, const record& r, const site_cache_entry* slot) {
     const std::uint64_t tag = r.word & 3;
     std::uint32_t id;
     format::site_kind kind = format::site_kind::span;
-    if (EDGETRACE_DETAIL_LIKELY(tag == tag_site)) {
-      const site_cache_entry& slot = site_entry(r.word);
-      id = slot.id;
-      kind = slot.kind;
+    if (EDGETRACE_DETAIL_LIKELY(slot != nullptr)) {
+      id = slot->id;
+      kind = slot->kind;
     } else if (tag == tag_named) {
       id = named_site_id(r.word);
     } else {
@@ -1282,11 +1294,11 @@ class runtime {
     }
   }
 
-  /// Called after annotation(), so a literal site is in the cache.
-  std::uint64_t reference_tick(const record& r) noexcept {
+  /// The tick an events chunk starting with `r` takes as its base.
+  static std::uint64_t reference_tick(const record& r, const site_cache_entry* slot) noexcept {
     if ((r.word & 3) == tag_loss) return r.t_begin;
     if ((r.word & 3) == tag_named) return r.t_end;
-    return site_entry(r.word).kind == format::site_kind::span ? r.t_end : r.t_begin;
+    return slot->kind == format::site_kind::span ? r.t_end : r.t_begin;
   }
 
   /// Drains everything published in `ring`. Returns the number of records.
@@ -1300,16 +1312,24 @@ class runtime {
       forget_unloaded_sites();
     announce_thread(ring);
     const std::size_t count = consume_to(ring, published, [&](const record& r) {
-      if (EDGETRACE_DETAIL_UNLIKELY(annotation(ring, r))) return;
+      // One site lookup per record: annotations (and unloaded sites) leave
+      // here, spans, instants and counters go on to encode with it.
+      const site_cache_entry* slot = nullptr;
+      if (EDGETRACE_DETAIL_LIKELY((r.word & 3) == tag_site)) {
+        slot = &site_entry(r.word);
+        if (EDGETRACE_DETAIL_UNLIKELY(format::is_annotation(slot->kind))) return annotation(ring, r, *slot);
+      } else if (EDGETRACE_DETAIL_UNLIKELY((r.word & 3) == tag_more)) {
+        return allocation_bytes(ring, r);
+      }
       if (cursor_ == nullptr) {
-        start_events_chunk(ring, reference_tick(r));
+        start_events_chunk(ring, reference_tick(r, slot));
       } else if (EDGETRACE_DETAIL_UNLIKELY(static_cast<std::size_t>(cursor_ - chunk_.data()) >
                                            format::chunk_header_size + format::target_event_payload)) {
         finish_events_chunk();
-        start_events_chunk(ring, reference_tick(r));
+        start_events_chunk(ring, reference_tick(r, slot));
       }
-      encode(ring, r);
-    });
+      encode(ring, r, slot);
+    }, [this] { wake_room_waiters(); });
     finish_events_chunk();
     emit_annotations();
     if (EDGETRACE_DETAIL_UNLIKELY(ring.signal_drops.load(std::memory_order_relaxed) != 0)) write_signal_drops(ring);
@@ -1324,7 +1344,7 @@ class runtime {
     ring.signal_dropped += n;
     const std::uint64_t now = ticks(config_.clock);
     start_events_chunk(ring, now);
-    encode(ring, record{(n << 2) | tag_loss, now, now});
+    encode(ring, record{(n << 2) | tag_loss, now, now}, nullptr);
     finish_events_chunk();
   }
 
@@ -1333,7 +1353,7 @@ class runtime {
     if (ring.pending_loss == 0 || failed_.load(std::memory_order_relaxed) || ended_) return;
     const record loss{(ring.pending_loss << 2) | tag_loss, ring.loss_first, ring.loss_last};
     start_events_chunk(ring, loss.t_begin);
-    encode(ring, loss);
+    encode(ring, loss, nullptr);
     finish_events_chunk();
     ring.pending_loss = 0;
   }
@@ -1455,6 +1475,16 @@ class runtime {
       ::syscall(SYS_futex, &wake_word_, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
   }
 
+  /// Tells threads waiting for room (wait_for_room) that a ring was
+  /// drained. The bump comes after the drain published its read position,
+  /// and a waiter counts itself before it reads the word, so either the
+  /// waiter sees the new word (and does not sleep) or we see the waiter.
+  void wake_room_waiters() noexcept {
+    room_word_.fetch_add(1, std::memory_order_seq_cst);
+    if (room_waiters_.load(std::memory_order_seq_cst) != 0)
+      ::syscall(SYS_futex, &room_word_, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+  }
+
   /// Sleeps until wake_flusher() is called after `seen` was read, or for
   /// `ns`. Either the waker sees flusher_sleeping_ and wakes us, or the
   /// kernel sees the word changed and does not put us to sleep.
@@ -1573,11 +1603,18 @@ class runtime {
       }
     }
     if (dropped == 0) return;
-    report("%llu of %llu records (%.1f%%) were dropped because a thread's ring was full; set a "
-           "larger EDGETRACE_BUFFER_KB (now %llu) to keep more",
-           static_cast<unsigned long long>(dropped), static_cast<unsigned long long>(written + dropped),
-           100.0 * static_cast<double>(dropped) / static_cast<double>(written + dropped),
-           static_cast<unsigned long long>((config_.ring_records * sizeof(record) + 1023) / 1024));
+    const double percent = 100.0 * static_cast<double>(dropped) / static_cast<double>(written + dropped);
+    if (config_.drop_when_full)
+      report("%llu of %llu records (%.1f%%) were dropped because a thread's ring was full (EDGETRACE_ON_FULL=drop); "
+             "set EDGETRACE_ON_FULL=wait, or a larger EDGETRACE_BUFFER_KB (now %llu), to keep them",
+             static_cast<unsigned long long>(dropped), static_cast<unsigned long long>(written + dropped), percent,
+             static_cast<unsigned long long>((config_.ring_records * sizeof(record) + 1023) / 1024));
+    else
+      report("%llu of %llu records (%.1f%%) were dropped although EDGETRACE_ON_FULL=wait (an output that "
+             "took no data for %llu ms, a signal handler inside its thread's own record, or records of an unloaded "
+             "library; see docs/RELIABILITY.md)",
+             static_cast<unsigned long long>(dropped), static_cast<unsigned long long>(written + dropped), percent,
+             static_cast<unsigned long long>(max_wait_without_progress_ns / 1000000u));
   }
 
   /// Answers a signal handler waiting in signal_flush(): if the signal will
@@ -1609,6 +1646,7 @@ class runtime {
 
   static void* flusher_main(void* self) {
     auto* rt = static_cast<runtime*>(self);
+    on_flusher_thread = true;  // never waits for room: only this thread makes it
     rt->open_output();  // on failure: one line, failed_, and the loop only discards
     rt->flusher_loop();
     return nullptr;
@@ -1971,6 +2009,47 @@ inline thread_ring* attach_current_thread() noexcept {
   return ring;
 }
 
+/// EDGETRACE_ON_FULL=wait: the calling thread's ring has fewer than
+/// `needed` free slots. Wakes the flusher and sleeps (a futex, so a signal
+/// handler may wait too) until it has drained this ring, handing the
+/// flusher the thread's time slice when every core is busy producing.
+/// Returns the room then; less than `needed` when waiting cannot help:
+/// drop mode, the flusher itself, no flusher draining (output not open
+/// yet, shutting down), or no progress for max_wait_without_progress_ns.
+inline std::size_t wait_for_room(thread_ring& ring, std::size_t needed) noexcept {
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  if (rt == nullptr || rt->config_.drop_when_full || on_flusher_thread || !owns_runtime(rt)) return 0;
+  record* read = ring.read_pos.load(std::memory_order_relaxed);
+  if (read == ring.gave_up_at) return 0;  // gave up, and the flusher has not moved since
+  std::uint64_t progress_ns = clock_ns(CLOCK_MONOTONIC);
+  std::size_t room = 0;
+  for (;;) {
+    if (rt->stopping_.load(std::memory_order_relaxed) ||
+        rt->open_state_.load(std::memory_order_acquire) != runtime::open_done)
+      return room;
+    rt->room_waiters_.fetch_add(1, std::memory_order_seq_cst);
+    const std::uint32_t seen = rt->room_word_.load(std::memory_order_seq_cst);
+    room = refresh_room(ring);
+    if (room < needed) {
+      rt->wake_flusher();
+      timespec timeout{0, 1000000};  // 1 ms: look at the conditions above again
+      ::syscall(SYS_futex, &rt->room_word_, FUTEX_WAIT_PRIVATE, seen, &timeout, nullptr, 0);
+      room = refresh_room(ring);
+    }
+    rt->room_waiters_.fetch_sub(1, std::memory_order_relaxed);
+    if (room >= needed) return room;
+    const std::uint64_t now = clock_ns(CLOCK_MONOTONIC);
+    record* const moved = ring.read_pos.load(std::memory_order_relaxed);
+    if (moved != read) {
+      read = moved;
+      progress_ns = now;
+    } else if (now - progress_ns >= max_wait_without_progress_ns) {
+      ring.gave_up_at = read;
+      return room;
+    }
+  }
+}
+
 /// Counts `count` records dropped at `tick`: in-band (the loss record the
 /// next successful push writes first) and in the thread's total.
 inline void note_drops(thread_ring& ring, std::uint64_t tick, std::uint64_t count) noexcept {
@@ -2012,9 +2091,11 @@ inline record* reserve_slots(thread_ring*& ring, std::size_t count, std::uint64_
       return nullptr;
     }
   }
-  const std::size_t room = refresh_room(*ring);
+  const std::size_t needed = count + (ring->pending_loss != 0 ? 1 : 0);
+  std::size_t room = refresh_room(*ring);
+  if (room < needed) room = wait_for_room(*ring, needed);
   record* pos = ring->write_pos.load(std::memory_order_relaxed);
-  if (room < count + (ring->pending_loss != 0 ? 1 : 0)) {
+  if (room < needed) {
     note_drops(*ring, tick, count);
     ring->write_limit = pos;  // keep taking the slow path until there is room
     return nullptr;
@@ -2034,10 +2115,21 @@ inline void leave_slow_path(thread_ring* ring) noexcept {
   current_ring = ring;
 }
 
-/// Publishes everything written before `next` (one release store).
+/// Publishes everything written before `next` (one release store), and
+/// sets the next slow path no later than the ring's half-way mark: a ring
+/// that fills past half wakes the flusher then, while half of it is still
+/// free, instead of at the flusher's next period, when it may be full.
+/// Costs the fast path nothing (only write_limit moves).
 inline void publish_slots(thread_ring& ring, record* next) noexcept {
   ring.write_pos.store(next, std::memory_order_release);
-  refresh_room(ring);
+  const std::size_t room = refresh_room(ring);
+  const std::size_t half = ring.slot_count() / 2;
+  if (room > half) {
+    record* pos = ring.write_pos.load(std::memory_order_relaxed);
+    if (room - half < static_cast<std::size_t>(ring.write_limit - pos)) ring.write_limit = pos + (room - half);
+  } else if (runtime* rt = the_runtime.load(std::memory_order_acquire); rt != nullptr && owns_runtime(rt)) {
+    rt->wake_flusher();
+  }
 }
 
 template <class>
