@@ -10,10 +10,10 @@
 if(TARGET reliability_test)
   set_tests_properties(reliability_test PROPERTIES LABELS reliability TIMEOUT 900)
 endif()
-# Issue 13's writer-trust cases (docs/RELIABILITY.md, the sections from
+# The writer-trust and overload cases (docs/RELIABILITY.md, the sections from
 # "Process life" on) run with the reliability label too.
 foreach(name IN ITEMS writer_trust_test process_life_test clock_start_test cli_overwrite_test stderr_notes_test
-                      dso_unload_test reader_resync_test)
+                      dso_unload_test reader_resync_test overload_test)
   if(TEST ${name})
     set_tests_properties(${name} PROPERTIES LABELS reliability)
   endif()

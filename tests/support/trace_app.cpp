@@ -337,6 +337,34 @@ int dense_mode(int count) {
 }
 }  // namespace
 
+// ---- mode for tests/overload_test.cpp: "dense-threads THREADS COUNT" -------
+// THREADS threads, released together, each records COUNT empty spans as fast
+// as it can (the peer harness's w1_2t); prints "issued N" (all threads).
+namespace {
+int dense_threads_mode(int threads, int count) {
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      char name[16];
+      std::snprintf(name, sizeof name, "dense-%d", t);
+      edgetrace::set_thread_name(name);
+      ready.fetch_add(1);
+      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+      for (int i = 0; i < count; ++i) {
+        EDGETRACE_SCOPE(app, "dense_span");
+      }
+    });
+  }
+  while (ready.load() != threads) std::this_thread::yield();
+  go.store(true, std::memory_order_release);
+  for (auto& thread : pool) thread.join();
+  std::printf("issued %lld\n", static_cast<long long>(threads) * count);
+  return 0;
+}
+}  // namespace
+
 // Counts every allocation while `counting` is on (the "idle" mode checks that
 // a disabled tracer allocates nothing).
 #if EDGETRACE_TEST_SANITIZED
@@ -723,6 +751,8 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "quick-exit-locked") == 0) quick_exit_locked_mode();
   if (std::strcmp(mode, "fork-names") == 0) return fork_names_mode();
   if (std::strcmp(mode, "dense") == 0) return dense_mode(argc > 2 ? std::atoi(argv[2]) : 1000000);
+  if (std::strcmp(mode, "dense-threads") == 0)
+    return dense_threads_mode(argc > 2 ? std::atoi(argv[2]) : 2, argc > 3 ? std::atoi(argv[3]) : 1000000);
   // ---- tests/clock_start_test.cpp: "die-early", "record-absurd".
   if (std::strcmp(mode, "die-early") == 0) {
     // Spans of 0.5-1.5 ms from the start of main; at 12 ms the process dies
