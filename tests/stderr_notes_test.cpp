@@ -50,8 +50,8 @@ TEST_CASE("notes: json, summary, csv and report say on stderr how many records w
     const auto r = run(argv);
     CHECK(r.exit_code == 0);
     CHECK(r.err == "edgetrace: note: " + dump +
-                       ": 5 records were dropped by the tracer (ring buffer full) on worker (tid 1235) 5; a larger "
-                       "EDGETRACE_BUFFER_KB keeps them\n");
+                       ": 5 records were dropped by the tracer (ring buffer full) on worker (tid 1235) 5; EDGETRACE_ON_FULL=wait "
+                       "(the default) or a larger EDGETRACE_BUFFER_KB keeps them\n");
     CHECK(!edgetrace_test::read_file(out).empty());
     ::unlink(out.c_str());
   }

@@ -275,8 +275,10 @@ int report(const et::dump_reader& r, const std::string& file, bool all, const st
       return (t.name.empty() ? std::string("thread") : t.name) + " (tid " + std::to_string(t.os_tid) + ")";
     });
     if (dropped.count != 0)
-      std::fprintf(stderr, "edgetrace: note: %s: %s; a larger EDGETRACE_BUFFER_KB keeps them\n", file.c_str(),
-                   et::dropped_records_text(dropped).c_str());
+      std::fprintf(stderr,
+                   "edgetrace: note: %s: %s; EDGETRACE_ON_FULL=wait (the default) or a larger EDGETRACE_BUFFER_KB "
+                   "keeps them\n",
+                   file.c_str(), et::dropped_records_text(dropped).c_str());
     for (const et::diagnostic& d : r.diagnostics())
       std::fprintf(stderr, "edgetrace: %s: %s: %s\n", d.level == et::diagnostic::severity::damage ? "warning" : "note",
                    file.c_str(), d.message.c_str());

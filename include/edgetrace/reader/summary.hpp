@@ -419,7 +419,7 @@ class summary_builder {
     if (dropped.count != 0) {
       result_.dropped += dropped.count;
       result_.notes.push_back(r.path() + ": " + dropped_records_text(dropped) +
-                              "; the rows count recorded spans only (a larger EDGETRACE_BUFFER_KB keeps them)");
+                              "; the rows count recorded spans only (EDGETRACE_ON_FULL=wait, the default, keeps them)");
     }
     for (const auto& range : iteration_range) {
       iteration_row& it = result_.iterations[range.first];
