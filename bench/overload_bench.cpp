@@ -59,10 +59,11 @@ class floor_span {
 
 enum class variant { empty, floor, traced };
 
+volatile long sink;  // what the loops store, so the compiler keeps them
+
 // One loop per variant (templates), each compiled as tight as it can be.
 template <variant v>
 __attribute__((noinline)) void dense(long n) {
-  volatile long sink = 0;
   for (long i = 0; i < n; ++i) {
     if constexpr (v == variant::traced) {
       EDGETRACE_SCOPE(overload, "dense");
@@ -100,7 +101,6 @@ __attribute__((noinline)) std::uint64_t work(long n, int steps) {
 
 template <variant v>
 __attribute__((noinline)) void nested(long n) {
-  volatile long sink = 0;
   for (long i = 0; i < n; ++i) {
     if constexpr (v == variant::traced) {
       EDGETRACE_SCOPE(overload, "outer");
