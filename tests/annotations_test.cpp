@@ -9,6 +9,7 @@
 #include <support/files.hpp>
 #include <support/process.hpp>
 #include <support/read_dump.hpp>
+#include <support/sanitizers.hpp>
 
 #include <edgetrace/reader/annotations.hpp>
 #include <edgetrace/reader/dump_reader.hpp>
@@ -91,7 +92,8 @@ TEST_CASE("annotations: arguments round-trip to the JSON args of their innermost
   CHECK(ks == std::vector<std::int64_t>{-256, -192, -128, -64});  // negative values survive zigzag
   // Spans without arguments carry no args object at all.
   for (const value* e : events(doc, "load", "X")) CHECK_FALSE(e->has("args"));
-  CHECK(doc["otherData"]["format_version"].str() == "1.3");
+  CHECK(doc["otherData"]["format_version"].str() ==
+        std::to_string(edgetrace::format::version_major) + "." + std::to_string(edgetrace::format::version_minor));
 }
 
 TEST_CASE("annotations: summary --by name,arg:KEY splits rows by argument values") {
@@ -278,3 +280,66 @@ TEST_CASE("annotations: an allocation and its bytes are dropped together when th
   CHECK(wrong == 0);
   CHECK(decoded + dropped == 300000);  // every record issued is written or counted as dropped
 }
+
+namespace {
+/// Payload bytes of every chunk of `type` in a one-writer dump.
+std::uint64_t chunk_bytes(const std::string& path, edgetrace::format::chunk_type type) {
+  const std::string data = edgetrace_test::read_file(path);
+  std::uint64_t total = 0;
+  std::size_t at = 16;  // the file header
+  while (at + edgetrace::format::chunk_header_size <= data.size()) {
+    const auto* p = reinterpret_cast<const unsigned char*>(data.data()) + at;
+    const std::uint32_t size = edgetrace::format::get_u32(p + 4);
+    if (p[2] == static_cast<unsigned char>(type)) total += size;
+    at += edgetrace::format::chunk_header_size + size + edgetrace::format::chunk_trailer_size;
+  }
+  return total;
+}
+}  // namespace
+
+// Before 1.4 every argument was a record of its own with an absolute tick:
+// ~12 bytes. Consecutive arguments of a thread now form one run.
+TEST_CASE("annotations: a dense loop of arguments costs at most 4 bytes per argument and reads back exactly") {
+  constexpr int spans = 20000;
+  const std::string path = fresh("arg-dense.etr");
+  const auto r = run({app, "arg-dense", std::to_string(spans)}, {"EDGETRACE_OUTPUT=" + path});
+  REQUIRE(r.exit_code == 0);
+  edgetrace::reader::dump_reader reader;
+  REQUIRE(reader.open(path));
+  REQUIRE(reader.read_metadata());
+  REQUIRE(reader.read_events([](const edgetrace::reader::event&) {}));
+  CHECK(reader.version_minor() == edgetrace::format::version_minor);
+  REQUIRE(reader.writers().size() == 1);
+  const auto& w = reader.writers().begin()->second;
+  std::vector<std::int64_t> i_values, neg_values;
+  std::uint64_t out_of_order = 0, previous_tick = 0, not_arguments = 0;
+  for (const auto& a : w.annotations) {
+    if (a.type != edgetrace::format::annotation_record::arg) ++not_arguments;
+    if (a.tick < previous_tick) ++out_of_order;
+    previous_tick = a.tick;
+    (a.name() == "i" ? i_values : neg_values).push_back(a.int_value());
+  }
+  CHECK(not_arguments == 0);
+  CHECK(out_of_order == 0);
+  REQUIRE(i_values.size() == spans);
+  REQUIRE(neg_values.size() == spans);
+  std::uint64_t wrong = 0;
+  for (int k = 0; k < spans; ++k)
+    if (i_values[k] != k % 100 || neg_values[k] != -(k % 7)) ++wrong;
+  CHECK(wrong == 0);
+  for (const auto& t : w.threads) CHECK(t.second.stats_written == t.second.decoded());  // the run counts every entry
+  // Bytes: the annotations chunks' payloads over the arguments they carry.
+  const double per_argument = static_cast<double>(chunk_bytes(path, edgetrace::format::chunk_type::annotations)) /
+                              (2.0 * spans);
+  MESSAGE("arguments: " << per_argument << " bytes each");
+  // Under emulation a record takes microseconds, so tick deltas need more bytes.
+  if (!edgetrace_test::emulated()) CHECK(per_argument <= 4.0);
+  // And they still land in their spans' JSON args.
+  const std::string json = fresh("arg-dense.json");
+  REQUIRE(run({cli, "json", path, "-o", json}).exit_code == 0);
+  const std::string text = edgetrace_test::read_file(json);
+  CHECK(contains(text, "\"args\":{\"i\":99,\"neg\":-1}"));  // span 99: 99 % 100, -(99 % 7)
+  ::unlink(json.c_str());
+  ::unlink(path.c_str());
+}
+

@@ -19,7 +19,7 @@ namespace format {
 /// transfers and files that are not edgetrace dumps at all.
 inline constexpr unsigned char file_magic[8] = {0x89, 'E', 'T', 'R', '\r', '\n', 0x1A, '\n'};
 inline constexpr std::uint16_t version_major = 1;
-inline constexpr std::uint16_t version_minor = 3;
+inline constexpr std::uint16_t version_minor = 4;
 inline constexpr std::size_t file_header_size = 16;
 
 /// Chunk framing: sync0 sync1 type flags | u32 payload_size | u32 writer_id |
@@ -84,6 +84,9 @@ enum class annotation_record : std::uint8_t {
   flow = 3,      ///< + varint flow id
   alloc = 4,     ///< + varint address, varint bytes
   free = 5,      ///< + varint address
+  /// (1.4) consecutive arguments of one thread: the first as `arg`, then
+  /// repeated (varint site id, varint tick − previous tick, zigzag value)
+  arg_run = 6,
 };
 
 /// Records of a gpu chunk (1.2). Each is `u8 tag, varint size, body`, so a

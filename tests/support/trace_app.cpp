@@ -365,6 +365,21 @@ int dense_threads_mode(int threads, int count) {
 }
 }  // namespace
 
+// ---- mode for tests/annotations_test.cpp: "arg-dense COUNT" ----------------
+// COUNT spans "argued", each with two arguments recorded back to back:
+// i = index % 100 and neg = -(index % 7). The arguments go to the dump as
+// runs (format 1.4).
+namespace {
+int arg_dense_mode(int count) {
+  for (int i = 0; i < count; ++i) {
+    EDGETRACE_SCOPE(app, "argued");
+    EDGETRACE_ARG(app, "i", i % 100);
+    EDGETRACE_ARG(app, "neg", -(i % 7));
+  }
+  return 0;
+}
+}  // namespace
+
 // Counts every allocation while `counting` is on (the "idle" mode checks that
 // a disabled tracer allocates nothing).
 #if EDGETRACE_TEST_SANITIZED
@@ -751,6 +766,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "quick-exit-locked") == 0) quick_exit_locked_mode();
   if (std::strcmp(mode, "fork-names") == 0) return fork_names_mode();
   if (std::strcmp(mode, "dense") == 0) return dense_mode(argc > 2 ? std::atoi(argv[2]) : 1000000);
+  if (std::strcmp(mode, "arg-dense") == 0) return arg_dense_mode(argc > 2 ? std::atoi(argv[2]) : 10000);
   if (std::strcmp(mode, "dense-threads") == 0)
     return dense_threads_mode(argc > 2 ? std::atoi(argv[2]) : 2, argc > 3 ? std::atoi(argv[3]) : 1000000);
   // ---- tests/clock_start_test.cpp: "die-early", "record-absurd".

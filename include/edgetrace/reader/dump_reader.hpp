@@ -1331,6 +1331,21 @@ class dump_reader {
           a.value = static_cast<std::uint64_t>(format::unzigzag(zigzagged));
           break;
         }
+        case format::annotation_record::arg_run: {  // 1.4: one argument, then (site, tick delta, value)*
+          a.type = format::annotation_record::arg;
+          std::uint64_t zigzagged, delta;
+          if (!body.varint(zigzagged)) return false;
+          a.value = static_cast<std::uint64_t>(format::unzigzag(zigzagged));
+          keep_annotation(w, a, 1, offset);
+          while (body.left() != 0) {
+            if (!body.varint(a.site_id) || !body.varint(delta) || !body.varint(zigzagged) || a.tick + delta < a.tick)
+              return false;
+            a.tick += delta;
+            a.value = static_cast<std::uint64_t>(format::unzigzag(zigzagged));
+            keep_annotation(w, a, 1, offset);
+          }
+          return true;
+        }
         case format::annotation_record::arg_name:
           if (!body.varint(a.value_site_id)) return false;
           break;
@@ -1345,23 +1360,29 @@ class dump_reader {
         default: return true;  // a newer minor's record: stepped over
       }
       a.type = static_cast<format::annotation_record>(tag);
-      thread(w, a.thread_id).annotation_records += records;
-      if (!w.has_events) {
-        w.has_events = true;
-        w.min_tick = w.max_tick = a.tick;
-      }
-      w.min_tick = std::min(w.min_tick, a.tick);
-      w.max_tick = std::max(w.max_tick, a.tick);
-      if (annotations_kept_ < max_annotations) {
-        ++annotations_kept_;
-        w.annotations.push_back(a);
-      } else if (annotations_dropped_++ == 0) {
-        add_diagnostic(diagnostic::severity::note, offset,
-                       "more than " + std::to_string(max_annotations) + " annotations; the rest are not analysed");
-      }
+      keep_annotation(w, a, records, offset);
       return true;
     });
     if (!ok) malformed("annotations", offset, w);
+  }
+
+  /// Counts one decoded annotation (`records` ring records: 2 for an
+  /// allocation) and keeps it, up to max_annotations.
+  void keep_annotation(writer_info& w, const annotation& a, std::uint64_t records, std::uint64_t offset) {
+    thread(w, a.thread_id).annotation_records += records;
+    if (!w.has_events) {
+      w.has_events = true;
+      w.min_tick = w.max_tick = a.tick;
+    }
+    w.min_tick = std::min(w.min_tick, a.tick);
+    w.max_tick = std::max(w.max_tick, a.tick);
+    if (annotations_kept_ < max_annotations) {
+      ++annotations_kept_;
+      w.annotations.push_back(a);
+    } else if (annotations_dropped_++ == 0) {
+      add_diagnostic(diagnostic::severity::note, offset,
+                     "more than " + std::to_string(max_annotations) + " annotations; the rest are not analysed");
+    }
   }
 
   /// Resolves a writer's annotations (after its sites and clock are known).

@@ -89,6 +89,7 @@ void write_annotation_info(const writer_info& w, Field& field) {
   for (const annotation& a : w.annotations) {
     switch (a.type) {
       case format::annotation_record::arg:
+      case format::annotation_record::arg_run:  // never kept: read as one `arg` per entry
       case format::annotation_record::arg_name: ++args; keys.insert(a.name()); break;
       case format::annotation_record::flow: ++flows; flow_names.insert(a.name()); break;
       case format::annotation_record::alloc: ++allocs; break;
