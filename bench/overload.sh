@@ -51,7 +51,8 @@ tsv="$build/overload.tsv"
 
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores; $(g++ --version | head -1); $flags"
 echo "rounds: $rounds, interleaved; workloads: $workloads"
-printf 'round\tworkload\tvariant\thot_ns\tissued\twritten\tdropped\n' >"$tsv"
+printf 'round\tworkload\tvariant\thot_ns\tissued\twritten\tdropped\tflusher_cpu_ns\n' >"$tsv"
+field() { local v=${line##*"$1"=}; echo "${v%% *}"; }  # NAME=value out of the bench's line
 for round in $(seq 1 "$rounds"); do
   for w in $workloads; do
     for variant in empty floor wait drop; do
@@ -64,9 +65,8 @@ for round in $(seq 1 "$rounds"); do
           read -r written dropped < <("$cli" info "$dump" | awk '/^totals/ { print $2, $8 }')
           ;;
       esac
-      hot=${line#hot_ns_per_span=}; hot=${hot%% *}
-      issued=${line##*spans_issued=}
-      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$w" "$variant" "$hot" "$issued" "$written" "$dropped" >>"$tsv"
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$w" "$variant" "$(field hot_ns_per_span)" \
+        "$(field spans_issued)" "$written" "$dropped" "$(field flusher_cpu_ns_per_span)" >>"$tsv"
     done
   done
   echo "round $round/$rounds done" >&2
@@ -86,20 +86,21 @@ awk -F'\t' -v workloads="$workloads" '
       m = ++nr[key]
       ratio[key, m] = f[4] / floor_of[f[1], f[2]]
       loss[key, m] = f[6] == "-" ? -1 : 100 * (f[5] - f[6]) / f[5]
+      flusher[key, m] = f[8]
     }
-    print "| workload | variant | ns/span median | worst | ratio to floor median | worst | spans lost median | worst |"
-    print "|---|---|---:|---:|---:|---:|---:|---:|"
+    print "| workload | variant | ns/span median | worst | ratio to floor median | worst | spans lost median | worst | flusher CPU ns/span median |"
+    print "|---|---|---:|---:|---:|---:|---:|---:|---:|"
     nw = split(workloads, ws, " ")
     nv = split("empty floor wait drop", vs, " ")
     for (i = 1; i <= nw; i++) for (j = 1; j <= nv; j++) {
       key = ws[i] SUBSEP vs[j]
       c = n[key]
       if (c == 0) continue
-      for (k = 1; k <= c; k++) { a[k] = hot[key, k]; b[k] = ratio[key, k]; l[k] = loss[key, k] }
-      asort_num(a, c); asort_num(b, c); asort_num(l, c)
+      for (k = 1; k <= c; k++) { a[k] = hot[key, k]; b[k] = ratio[key, k]; l[k] = loss[key, k]; u[k] = flusher[key, k] }
+      asort_num(a, c); asort_num(b, c); asort_num(l, c); asort_num(u, c)
       mid = int((c + 1) / 2)
       label = vs[j] == "wait" || vs[j] == "drop" ? "edgetrace " vs[j] : vs[j]
-      lost = l[c] < 0 ? "- | -" : sprintf("%.2f %% | %.2f %%", l[mid], l[c])
+      lost = l[c] < 0 ? "- | - | -" : sprintf("%.2f %% | %.2f %% | %.1f", l[mid], l[c], u[mid])
       printf "| %s | %s | %.2f | %.2f | %.2f | %.2f | %s |\n", ws[i], label, a[mid], a[c], b[mid], b[c], lost
     }
   }
