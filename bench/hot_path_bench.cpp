@@ -216,6 +216,14 @@ struct encoder_fixture {
     rt = new (storage) et::runtime(config);
     path = "/tmp/edgetrace_encode_bench_" + std::to_string(::getpid()) + ".etr";
     rt->fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    // What open_output records, so that the identity check before each
+    // write passes (else tracing turns itself off and nothing is encoded).
+    // Not a regular file to the runtime: the iterations truncate it.
+    struct stat st;
+    if (::fstat(rt->fd_, &st) == 0) {
+      rt->output_dev_ = st.st_dev;
+      rt->output_ino_ = st.st_ino;
+    }
     rt->writer_id_ = 1;
     std::snprintf(rt->path_, sizeof rt->path_, "%s", path.c_str());
     ring = et::map_ring(slots);

@@ -86,11 +86,14 @@ static_assert(sizeof(EDGETRACE_EXCLUDED_CATEGORIES "") >= 1,
 #define EDGETRACE_DETAIL_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define EDGETRACE_DETAIL_NOINLINE __attribute__((noinline))
 #define EDGETRACE_DETAIL_ALWAYS_INLINE inline __attribute__((always_inline))
+/// After a lambda's parameter list: inline it into its caller.
+#define EDGETRACE_DETAIL_INLINE_LAMBDA __attribute__((always_inline))
 #else
 #define EDGETRACE_DETAIL_LIKELY(x) (x)
 #define EDGETRACE_DETAIL_UNLIKELY(x) (x)
 #define EDGETRACE_DETAIL_NOINLINE
 #define EDGETRACE_DETAIL_ALWAYS_INLINE inline
+#define EDGETRACE_DETAIL_INLINE_LAMBDA
 #endif
 
 #if EDGETRACE_TLS_INITIAL_EXEC && (defined(__GNUC__) || defined(__clang__))

@@ -1334,9 +1334,19 @@ class runtime {
     ++ring.written;
     if (EDGETRACE_DETAIL_LIKELY(kind == format::site_kind::span)) {
       advance(r.t_end);
-      cursor_ = format::put_varint(cursor_, std::uint64_t{id} << 2);
-      cursor_ = format::put_varint(cursor_, r.t_end - ref_);
-      cursor_ = format::put_varint(cursor_, r.t_end >= r.t_begin ? r.t_end - r.t_begin : 0);
+      const std::uint64_t code = std::uint64_t{id} << 2;
+      const std::uint64_t delta = r.t_end - ref_;
+      const std::uint64_t duration = r.t_end >= r.t_begin ? r.t_end - r.t_begin : 0;
+      if ((code | delta | duration) < 0x80) {  // a dense loop's span: three one-byte varints
+        cursor_[0] = static_cast<unsigned char>(code);
+        cursor_[1] = static_cast<unsigned char>(delta);
+        cursor_[2] = static_cast<unsigned char>(duration);
+        cursor_ += 3;
+      } else {
+        cursor_ = format::put_varint(cursor_, code);
+        cursor_ = format::put_varint(cursor_, delta);
+        cursor_ = format::put_varint(cursor_, duration);
+      }
       ref_ = r.t_end;
     } else {
       advance(r.t_begin);
@@ -1368,7 +1378,7 @@ class runtime {
     if (EDGETRACE_DETAIL_UNLIKELY(unloaded_epoch.load(std::memory_order_acquire) != unloaded_seen_))
       forget_unloaded_sites();
     announce_thread(ring);
-    const std::size_t count = consume_to(ring, published, [&](const record& r) {
+    const std::size_t count = consume_to(ring, published, [&](const record& r) EDGETRACE_DETAIL_INLINE_LAMBDA {
       // One site lookup per record: annotations (and unloaded sites) leave
       // here, spans, instants and counters go on to encode with it.
       const site_cache_entry* slot = nullptr;
