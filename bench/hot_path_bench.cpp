@@ -8,6 +8,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include "floor.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -41,23 +43,13 @@ namespace et = edgetrace::detail;
 
 // ------------------------------------------------------------ floor
 
-struct floor_record {
-  std::uint64_t word, t_begin, t_end;
-};
-constexpr std::size_t floor_slots = 4096;
-thread_local floor_record floor_buffer[floor_slots];
-thread_local std::size_t floor_index = 0;
-
 /// What any tracer must at least do per span: read the clock twice and
-/// store 24 bytes somewhere of the thread's own.
+/// store 24 bytes somewhere of the thread's own (bench/floor.hpp).
 void BM_floor(benchmark::State& state) {
   for (auto _ : state) {
     const std::uint64_t begin = et::ticks();
     const std::uint64_t end = et::ticks();
-    floor_record& r = floor_buffer[floor_index++ & (floor_slots - 1)];
-    r.word = 0x1000;
-    r.t_begin = begin;
-    r.t_end = end;
+    edgetrace_bench::floor_store(0x1000, begin, end);
     benchmark::ClobberMemory();
   }
 }

@@ -17,6 +17,8 @@
 // slower thread's; F: the flusher thread's CPU time over every span issued)
 #include <edgetrace/edgetrace.hpp>
 
+#include "floor.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -34,24 +36,11 @@ namespace {
 
 namespace et = edgetrace::detail;
 
-struct floor_record {
-  std::uint64_t word, t_begin, t_end;
-};
-constexpr std::size_t floor_slots = 4096;
-thread_local floor_record floor_buffer[floor_slots];
-thread_local std::size_t floor_index = 0;
-
 /// The floor's span: a tick at construction, a tick and a store at the end.
 class floor_span {
  public:
   explicit floor_span(std::uint64_t id) noexcept : id_(id), begin_(et::ticks()) {}
-  ~floor_span() {
-    const std::uint64_t end = et::ticks();
-    floor_record& r = floor_buffer[floor_index++ & (floor_slots - 1)];
-    r.word = id_;
-    r.t_begin = begin_;
-    r.t_end = end;
-  }
+  ~floor_span() { edgetrace_bench::floor_store(id_, begin_, et::ticks()); }
   floor_span(const floor_span&) = delete;
   floor_span& operator=(const floor_span&) = delete;
 
