@@ -332,8 +332,11 @@ TEST_CASE("annotations: a dense loop of arguments costs at most 4 bytes per argu
   const double per_argument = static_cast<double>(chunk_bytes(path, edgetrace::format::chunk_type::annotations)) /
                               (2.0 * spans);
   MESSAGE("arguments: " << per_argument << " bytes each");
-  // Under emulation a record takes microseconds, so tick deltas need more bytes.
-  if (!edgetrace_test::emulated()) CHECK(per_argument <= 4.0);
+  // The target (<= 4) is for native optimised builds. Under TSan or qemu a
+  // record takes several times longer, so tick deltas need a second byte
+  // more often (TSan measured 4.19); a record of its own would still cost
+  // ~12, so <= 6 there still shows the runs at work.
+  CHECK(per_argument <= (edgetrace_test::sanitized_build || edgetrace_test::emulated() ? 6.0 : 4.0));
   // And they still land in their spans' JSON args.
   const std::string json = fresh("arg-dense.json");
   REQUIRE(run({cli, "json", path, "-o", json}).exit_code == 0);
