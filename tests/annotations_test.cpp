@@ -281,22 +281,6 @@ TEST_CASE("annotations: an allocation and its bytes are dropped together when th
   CHECK(decoded + dropped == 300000);  // every record issued is written or counted as dropped
 }
 
-namespace {
-/// Payload bytes of every chunk of `type` in a one-writer dump.
-std::uint64_t chunk_bytes(const std::string& path, edgetrace::format::chunk_type type) {
-  const std::string data = edgetrace_test::read_file(path);
-  std::uint64_t total = 0;
-  std::size_t at = 16;  // the file header
-  while (at + edgetrace::format::chunk_header_size <= data.size()) {
-    const auto* p = reinterpret_cast<const unsigned char*>(data.data()) + at;
-    const std::uint32_t size = edgetrace::format::get_u32(p + 4);
-    if (p[2] == static_cast<unsigned char>(type)) total += size;
-    at += edgetrace::format::chunk_header_size + size + edgetrace::format::chunk_trailer_size;
-  }
-  return total;
-}
-}  // namespace
-
 // Before 1.4 every argument was a record of its own with an absolute tick:
 // ~12 bytes. Consecutive arguments of a thread now form one run.
 TEST_CASE("annotations: a dense loop of arguments costs at most 4 bytes per argument and reads back exactly") {
@@ -329,8 +313,12 @@ TEST_CASE("annotations: a dense loop of arguments costs at most 4 bytes per argu
   CHECK(wrong == 0);
   for (const auto& t : w.threads) CHECK(t.second.stats_written == t.second.decoded());  // the run counts every entry
   // Bytes: the annotations chunks' payloads over the arguments they carry.
-  const double per_argument = static_cast<double>(chunk_bytes(path, edgetrace::format::chunk_type::annotations)) /
-                              (2.0 * spans);
+  std::uint64_t annotation_bytes = 0;
+  REQUIRE(reader.for_each_chunk([&](const edgetrace::reader::dump_reader::raw_chunk& c) {
+    if (c.type == edgetrace::format::chunk_type::annotations)
+      annotation_bytes += c.size - edgetrace::format::chunk_header_size - edgetrace::format::chunk_trailer_size;
+  }));
+  const double per_argument = static_cast<double>(annotation_bytes) / (2.0 * spans);
   MESSAGE("arguments: " << per_argument << " bytes each");
   // The target (<= 4) is for native optimised builds. Under TSan or qemu a
   // record takes several times longer, so tick deltas need a second byte
