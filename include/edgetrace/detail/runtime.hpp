@@ -1334,19 +1334,9 @@ class runtime {
     ++ring.written;
     if (EDGETRACE_DETAIL_LIKELY(kind == format::site_kind::span)) {
       advance(r.t_end);
-      const std::uint64_t code = std::uint64_t{id} << 2;
-      const std::uint64_t delta = r.t_end - ref_;
-      const std::uint64_t duration = r.t_end >= r.t_begin ? r.t_end - r.t_begin : 0;
-      if ((code | delta | duration) < 0x80) {  // a dense loop's span: three one-byte varints
-        cursor_[0] = static_cast<unsigned char>(code);
-        cursor_[1] = static_cast<unsigned char>(delta);
-        cursor_[2] = static_cast<unsigned char>(duration);
-        cursor_ += 3;
-      } else {
-        cursor_ = format::put_varint(cursor_, code);
-        cursor_ = format::put_varint(cursor_, delta);
-        cursor_ = format::put_varint(cursor_, duration);
-      }
+      cursor_ = format::put_varint(cursor_, std::uint64_t{id} << 2);
+      cursor_ = format::put_varint(cursor_, r.t_end - ref_);
+      cursor_ = format::put_varint(cursor_, r.t_end >= r.t_begin ? r.t_end - r.t_begin : 0);
       ref_ = r.t_end;
     } else {
       advance(r.t_begin);
@@ -1370,7 +1360,8 @@ class runtime {
 
   /// Drains everything published in `ring`. Returns the number of records.
   std::uint64_t drain(thread_ring& ring) {
-    if (failed_.load(std::memory_order_relaxed) || ended_) return consume(ring, [](const record&) {});
+    if (failed_.load(std::memory_order_relaxed) || ended_)  // discarded, but a waiting producer goes on at once
+      return consume_to(ring, ring.write_pos.load(order_acquire), [](const record&) {}, [this] { wake_room_waiters(); });
     // The write position first, then the unload epoch: a record pushed
     // after an unload (by a library loaded since, maybe at the same
     // address) is then always read with that unload's sites forgotten.
@@ -2194,7 +2185,7 @@ inline void publish_slots(thread_ring& ring, record* next) noexcept {
   if (room > half) {
     record* pos = ring.write_pos.load(std::memory_order_relaxed);
     if (room - half < static_cast<std::size_t>(ring.write_limit - pos)) ring.write_limit = pos + (room - half);
-  } else if (runtime* rt = the_runtime.load(std::memory_order_acquire); rt != nullptr && owns_runtime(rt)) {
+  } else if (runtime* rt = the_runtime.load(std::memory_order_acquire); owns_runtime(rt)) {
     rt->wake_flusher();
   }
 }
