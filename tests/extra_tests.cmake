@@ -19,35 +19,52 @@ if(NOT edgetrace_std_flag)
   set(edgetrace_std_flag -std=c++17)
 endif()
 
-# --- Compile-fail: an undeclared category is a compile error ----------------
-# Each failing entry has a control entry (same file, category declared) that
-# must compile, so the failure is proven to be the category, not the setup.
-# check_compile.cmake also insists the diagnostics name the missing category.
+# --- Compile-fail: each failing entry has a control entry ------------------
+# The control (same file, the fault removed by a define or the standard flag)
+# must compile, so the failure is proven to be the fault, not the setup.
+# check_compile.cmake also insists the diagnostics say EXPECT_IN_ERROR.
+# edgetrace_compile_check(NAME fail|pass SOURCE STD DEFINES EXPECT_IN_ERROR [ERRORS_ONLY_IN])
+function(edgetrace_compile_check name expect source std defines expect_in_error)
+  add_test(NAME ${name}
+    COMMAND ${CMAKE_COMMAND}
+      -DCOMPILER=${CMAKE_CXX_COMPILER} -DSTD_FLAG=${std} -DINCLUDE_DIR=${edgetrace_include_dir}
+      -DSOURCE=${CMAKE_CURRENT_SOURCE_DIR}/compile_fail/${source} "-DDEFINES=${defines}" -DEXPECT=${expect}
+      "-DEXPECT_IN_ERROR=${expect_in_error}" "-DERRORS_ONLY_IN=${ARGN}"
+      -P ${CMAKE_CURRENT_SOURCE_DIR}/compile_fail/check_compile.cmake)
+  set_tests_properties(${name} PROPERTIES LABELS "compile_fail;toolchain")
+  if(expect STREQUAL "fail")
+    set_tests_properties(${name} PROPERTIES WILL_FAIL TRUE)
+  endif()
+endfunction()
+
+# An undeclared category is a compile error (the diagnostics name it).
 set(edgetrace_compile_fail_configs
   "enabled"                   ""
   "disabled"                  "EDGETRACE_ENABLED=0"
   "excluded"                  "EDGETRACE_EXCLUDED_CATEGORIES=\"typo\"")
 while(edgetrace_compile_fail_configs)
   list(POP_FRONT edgetrace_compile_fail_configs config defines)
-  foreach(expect fail pass)
-    set(name compile_fail_undeclared_category_${config})
-    set(all_defines ${defines})
-    if(expect STREQUAL "pass")
-      set(name ${name}_control)
-      list(APPEND all_defines DECLARE_IT)
-    endif()
-    add_test(NAME ${name}
-      COMMAND ${CMAKE_COMMAND}
-        -DCOMPILER=${CMAKE_CXX_COMPILER} -DSTD_FLAG=${edgetrace_std_flag} -DINCLUDE_DIR=${edgetrace_include_dir}
-        -DSOURCE=${CMAKE_CURRENT_SOURCE_DIR}/compile_fail/undeclared_category.cpp
-        "-DDEFINES=${all_defines}" -DEXPECT=${expect} -DEXPECT_IN_ERROR=edgetrace_category_typo
-        -P ${CMAKE_CURRENT_SOURCE_DIR}/compile_fail/check_compile.cmake)
-    set_tests_properties(${name} PROPERTIES LABELS "compile_fail;toolchain")
-    if(expect STREQUAL "fail")
-      set_tests_properties(${name} PROPERTIES WILL_FAIL TRUE)
-    endif()
-  endforeach()
+  edgetrace_compile_check(compile_fail_undeclared_category_${config} fail undeclared_category.cpp
+    ${edgetrace_std_flag} "${defines}" edgetrace_category_typo)
+  set(control_defines ${defines} DECLARE_IT)
+  edgetrace_compile_check(compile_fail_undeclared_category_${config}_control pass undeclared_category.cpp
+    ${edgetrace_std_flag} "${control_defines}" edgetrace_category_typo)
 endwhile()
+
+# A span name known only at run time: the error points to intern() +
+# EDGETRACE_SCOPE_NAMED, enabled and compiled out alike.
+edgetrace_compile_check(compile_fail_runtime_name_enabled fail runtime_name.cpp
+  ${edgetrace_std_flag} "" EDGETRACE_SCOPE_NAMED)
+edgetrace_compile_check(compile_fail_runtime_name_disabled fail runtime_name.cpp
+  ${edgetrace_std_flag} "EDGETRACE_ENABLED=0" EDGETRACE_SCOPE_NAMED)
+edgetrace_compile_check(compile_fail_runtime_name_control pass runtime_name.cpp
+  ${edgetrace_std_flag} "LITERAL_NAME" EDGETRACE_SCOPE_NAMED)
+
+# A pre-C++17 build stops at config.hpp with one message.
+if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+  edgetrace_compile_check(compile_fail_cxx14 fail cxx14.cpp -std=c++14 "" "edgetrace needs C++17" config.hpp)
+  edgetrace_compile_check(compile_fail_cxx14_control pass cxx14.cpp ${edgetrace_std_flag} "" "edgetrace needs C++17")
+endif()
 
 # --- Codegen: compiled-out macros leave byte-identical machine code ---------
 # One entry per macro kind, so a failure names the macro that left code

@@ -2,6 +2,14 @@
 // Compile-time knobs of edgetrace: defaults and validation, in one place.
 #pragma once
 
+// edgetrace needs C++17 (inline variables, if constexpr). Stop at once with
+// one message instead of a page of errors from the headers below; the
+// #include of a name that is not a file is what makes compilers stop here.
+#if !defined(__cplusplus) || __cplusplus < 201703L
+#error "edgetrace needs C++17 or newer: compile with -std=c++17 (in CMake, link edgetrace::edgetrace, which requests cxx_std_17)"
+#include <edgetrace: compilation stopped, see the error above>
+#endif
+
 /// EDGETRACE_ENABLED: 1 (default) compiles tracing in; 0 turns every macro
 /// into nothing (arguments are still type-checked, never evaluated).
 #ifndef EDGETRACE_ENABLED

@@ -27,8 +27,8 @@
 // EDGETRACE_CLOCK_MONOTONIC.
 #pragma once
 
+#include <edgetrace/config.hpp>  // first: it stops a pre-C++17 build with one message
 #include <edgetrace/category.hpp>
-#include <edgetrace/config.hpp>
 #include <edgetrace/detail/kinds.hpp>
 
 #include <cstddef>
@@ -270,6 +270,33 @@ using scope_t = select_t<Category::compiled_in, span_scope<Category>, null_scope
 
 #endif  // EDGETRACE_ENABLED
 
+/// A macro's name (or key) is stored by address in a static site, so it
+/// must be a string literal. `decltype("x")` is `const char (&)[2]`; a
+/// run-time string (`s.c_str()`, a `std::string`) is not an array.
+template <class Name>
+struct is_literal_name {
+  static constexpr bool value = false;
+};
+template <std::size_t N>
+struct is_literal_name<const char (&)[N]> {
+  static constexpr bool value = true;
+};
+template <std::size_t N>
+struct is_literal_name<const char[N]> {
+  static constexpr bool value = true;
+};
+/// Instantiated (by sizeof) for every macro name: a compile error that says
+/// what to do instead, before the compiler's own about lambda captures.
+template <class Name>
+struct require_literal_name {
+  static_assert(is_literal_name<Name>::value,
+                "edgetrace: this macro takes a string literal as its name. For a name known only at run time, "
+                "intern it once, outside the hot loop (auto handle = edgetrace::intern(name);), then use "
+                "EDGETRACE_SCOPE_NAMED(cat, handle) (or EDGETRACE_ARG_NAMED for a string argument value)");
+};
+#define EDGETRACE_DETAIL_REQUIRE_LITERAL(name) \
+  static_cast<void>(sizeof(::edgetrace::detail::require_literal_name<decltype(name)>))
+
 /// Only declared: used in unevaluated operands to type-check macro arguments.
 const char* check_name(const char* name) noexcept;
 name_handle check_handle(name_handle handle) noexcept;
@@ -354,6 +381,7 @@ auto phase(const String& name) noexcept -> decltype(static_cast<const char*>(nam
 /// compiled-out or runtime-disabled scope never materialises it.
 #define EDGETRACE_DETAIL_SITE(cat, name, kind)                                                          \
   []() noexcept -> const ::edgetrace::detail::site& {                                                 \
+    EDGETRACE_DETAIL_REQUIRE_LITERAL(name);                                                           \
     static constexpr ::edgetrace::detail::site edgetrace_site{&EDGETRACE_DETAIL_CATEGORY_TYPE(cat)::state, \
                                                               name, __FILE__, __LINE__, kind};          \
     return edgetrace_site;                                                                            \
@@ -481,17 +509,17 @@ auto phase(const String& name) noexcept -> decltype(static_cast<const char*>(nam
 
 #define EDGETRACE_DETAIL_CHECK_CATEGORY(cat) static_cast<void>(sizeof(EDGETRACE_DETAIL_CATEGORY_TYPE(cat)))
 #define EDGETRACE_SCOPE(cat, name) \
-  EDGETRACE_DETAIL_CHECK_CATEGORY(cat), static_cast<void>(sizeof(::edgetrace::detail::check_name(name)))
+  EDGETRACE_DETAIL_CHECK_CATEGORY(cat), EDGETRACE_DETAIL_REQUIRE_LITERAL(name)
 #define EDGETRACE_SCOPE_NAMED(cat, handle) \
   EDGETRACE_DETAIL_CHECK_CATEGORY(cat), static_cast<void>(sizeof(::edgetrace::detail::check_handle(handle)))
 #define EDGETRACE_INSTANT(cat, name) \
-  EDGETRACE_DETAIL_CHECK_CATEGORY(cat), static_cast<void>(sizeof(::edgetrace::detail::check_name(name)))
+  EDGETRACE_DETAIL_CHECK_CATEGORY(cat), EDGETRACE_DETAIL_REQUIRE_LITERAL(name)
 #define EDGETRACE_MARK(cat, name) EDGETRACE_INSTANT(cat, name)
 #define EDGETRACE_COUNTER(cat, name, value)                                                 \
-  EDGETRACE_DETAIL_CHECK_CATEGORY(cat), static_cast<void>(sizeof(::edgetrace::detail::check_name(name))), \
+  EDGETRACE_DETAIL_CHECK_CATEGORY(cat), EDGETRACE_DETAIL_REQUIRE_LITERAL(name), \
       static_cast<void>(sizeof(::edgetrace::detail::check_value(static_cast<double>(value))))
 #define EDGETRACE_RECORD(cat, name, start_ns, duration_ns)                                        \
-  EDGETRACE_DETAIL_CHECK_CATEGORY(cat), static_cast<void>(sizeof(::edgetrace::detail::check_name(name))), \
+  EDGETRACE_DETAIL_CHECK_CATEGORY(cat), EDGETRACE_DETAIL_REQUIRE_LITERAL(name), \
       static_cast<void>(sizeof(static_cast<std::uint64_t>(start_ns) + static_cast<std::uint64_t>(duration_ns)))
 #define EDGETRACE_RECORD_NAMED(cat, handle, start_ns, duration_ns)                                    \
   EDGETRACE_DETAIL_CHECK_CATEGORY(cat), static_cast<void>(sizeof(::edgetrace::detail::check_handle(handle))), \
@@ -503,10 +531,10 @@ auto phase(const String& name) noexcept -> decltype(static_cast<const char*>(nam
   EDGETRACE_DETAIL_CHECK_CATEGORY(cat), static_cast<void>(sizeof(::edgetrace::detail::check_name(key))), \
       static_cast<void>(sizeof(::edgetrace::detail::check_handle(handle)))
 #define EDGETRACE_FLOW(cat, name, id)                                                                       \
-  EDGETRACE_DETAIL_CHECK_CATEGORY(cat), static_cast<void>(sizeof(::edgetrace::detail::check_name(name))), \
+  EDGETRACE_DETAIL_CHECK_CATEGORY(cat), EDGETRACE_DETAIL_REQUIRE_LITERAL(name), \
       static_cast<void>(sizeof(static_cast<std::uint64_t>(id)))
 #define EDGETRACE_ALLOC(cat, ptr, bytes, pool)                                                                  \
-  EDGETRACE_DETAIL_CHECK_CATEGORY(cat), static_cast<void>(sizeof(::edgetrace::detail::check_name(pool))),     \
+  EDGETRACE_DETAIL_CHECK_CATEGORY(cat), EDGETRACE_DETAIL_REQUIRE_LITERAL(pool),                               \
       static_cast<void>(sizeof(::edgetrace::detail::check_address(ptr))),                                     \
       static_cast<void>(sizeof(static_cast<std::uint64_t>(bytes)))
 #define EDGETRACE_FREE(cat, ptr) \

@@ -2,6 +2,7 @@
 // The offline side in one include: streaming dump reader, clock model, and every output (JSON, info, summary, CSV, diff, merge, report).
 #pragma once
 
+#include "config.hpp"  // first: it stops a pre-C++17 build with one message
 #include "reader/chrome_json.hpp"
 #include "reader/clock_model.hpp"
 #include "reader/csv.hpp"
