@@ -106,7 +106,7 @@ endforeach()
 
 # --- Packaging: install + find_package, and add_subdirectory ---------------
 if(EDGETRACE_INSTALL AND EDGETRACE_BUILD_TOOLS)
-  set(edgetrace_packaging_modes find_package add_subdirectory)
+  set(edgetrace_packaging_modes find_package add_subdirectory plain)
 else()
   set(edgetrace_packaging_modes add_subdirectory)
 endif()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The demo: on a fresh Debian 12 box, builds the traced example pipeline and the CLI, records a trace, converts it to JSON.
+# The demo: on a fresh Debian 12 box, builds the traced example pipeline and the CLI, records a trace, converts it to JSON, prints a summary.
 #
 # Usage: bash tools/demo.sh     (as root, or with sudo available for apt-get)
 # Output: build/demo/pipeline.etr (the dump) and build/demo/pipeline.json.
@@ -22,11 +22,11 @@ if ((${#missing[@]})); then
 fi
 
 # 2. Configure with the release preset (tests and benchmarks off: they need
-#    doctest and Google Benchmark) and build
-#    just the example and the converter.
+#    doctest and Google Benchmark) and build the example, the converter and
+#    the precompiled runtime (so `cmake --install build/release` works next).
 echo "== configure + build (preset release)"
 cmake --preset release -DEDGETRACE_BUILD_TESTS=OFF -DEDGETRACE_BUILD_BENCH=OFF >/dev/null
-cmake --build --preset release --target pipeline edgetrace_cli
+cmake --build --preset release --target pipeline edgetrace_cli edgetrace_runtime
 bin=build/release
 
 # 3. Record: EDGETRACE_OUTPUT turns tracing on; without it nothing is written.
@@ -40,6 +40,8 @@ echo "== $bin/tools/edgetrace json build/demo/pipeline.etr -o build/demo/pipelin
 "$bin/tools/edgetrace" json build/demo/pipeline.etr -o build/demo/pipeline.json
 echo "== $bin/tools/edgetrace info build/demo/pipeline.etr"
 "$bin/tools/edgetrace" info build/demo/pipeline.etr
+echo "== $bin/tools/edgetrace summary build/demo/pipeline.etr --top 15"
+"$bin/tools/edgetrace" summary build/demo/pipeline.etr --top 15
 
 json="$(pwd)/build/demo/pipeline.json"
 cat <<MSG

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <regex>
@@ -171,6 +172,43 @@ void print_command_usage(std::FILE* out, const command& c) {
   std::fprintf(out, "usage: edgetrace %s %s\n", c.name, c.synopsis);
 }
 
+#ifndef EDGETRACE_DOCS_FROM_BIN
+#define EDGETRACE_DOCS_FROM_BIN "../share/doc/edgetrace"
+#endif
+#ifndef EDGETRACE_SOURCE_DOCS
+#define EDGETRACE_SOURCE_DOCS ""
+#endif
+
+/// Where the documentation is: the installed copy next to this executable
+/// (bin/../share/doc/edgetrace), else the sources' docs/ this binary was
+/// built from; empty when neither exists (a copied binary).
+std::string documentation_dir() {
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  struct stat st{};
+  if (n > 0) {
+    std::string dir(exe, static_cast<std::size_t>(n));
+    dir = dir.substr(0, dir.rfind('/') + 1) + EDGETRACE_DOCS_FROM_BIN;
+    if (::stat((dir + "/ANALYSIS.md").c_str(), &st) == 0) {
+      char resolved[4096];
+      return ::realpath(dir.c_str(), resolved) ? std::string(resolved) : dir;
+    }
+  }
+  const std::string source = EDGETRACE_SOURCE_DOCS;
+  if (!source.empty() && ::stat((source + "/ANALYSIS.md").c_str(), &st) == 0) return source;
+  return {};
+}
+
+/// Help text with each "docs/NAME.md" replaced by the file's real path.
+std::string with_documentation_paths(std::string text) {
+  const std::string dir = documentation_dir();
+  if (dir.empty()) return text;
+  for (std::size_t at = text.find("docs/"); at != std::string::npos; at = text.find("docs/", at + dir.size())) {
+    text.replace(at, 4, dir);
+  }
+  return text;
+}
+
 void print_help(std::FILE* out) {
   std::fprintf(out,
                "edgetrace %s: convert and inspect edgetrace dumps (.etr)\n\n"
@@ -182,6 +220,9 @@ void print_help(std::FILE* out) {
     std::fprintf(out, "  %-22s %s\n", head.c_str(), c.summary);
   }
   std::fprintf(out, "\n%s", exit_codes_text);
+  const std::string docs = documentation_dir();
+  std::fprintf(out, "\ndocumentation: %s\n",
+               docs.empty() ? "README.md and docs/ in the edgetrace sources" : docs.c_str());
 }
 
 int usage_error(const command* c, const std::string& message) {
@@ -825,7 +866,7 @@ int run_help(const char*, const arguments& args) {
     return usage_error(nullptr, message);
   }
   print_command_usage(stdout, *c);
-  std::printf("\n%s\n%s", c->summary, c->details);
+  std::printf("\n%s\n%s", c->summary, with_documentation_paths(c->details).c_str());
   if (std::strcmp(c->name, "help") != 0) std::printf("\n%s", exit_codes_text);
   return exit_ok;
 }

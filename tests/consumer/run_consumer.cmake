@@ -1,7 +1,12 @@
 # SPDX-License-Identifier: MIT
 # cmake -P driver for the packaging tests: installs the build tree and builds a consumer with find_package, or builds an add_subdirectory consumer.
 #
-# Inputs (-D): MODE (find_package | add_subdirectory), BUILD_DIR (the edgetrace
+# MODE=plain first configures, builds and installs the sources the way a new
+# user does (cmake -S . -B build && cmake --build build && cmake --install
+# build), on a machine without doctest or Google Benchmark (hidden with
+# CMAKE_DISABLE_FIND_PACKAGE_*), then goes on as find_package with that tree.
+#
+# Inputs (-D): MODE (find_package | add_subdirectory | plain), BUILD_DIR (the edgetrace
 # build tree), SOURCE_DIR (the checkout), WORK_DIR (scratch), COMPILER,
 # GENERATOR, BUILD_TYPE (may be empty).
 foreach(var MODE BUILD_DIR SOURCE_DIR WORK_DIR COMPILER GENERATOR)
@@ -27,6 +32,21 @@ file(REMOVE_RECURSE ${WORK_DIR})
 set(consumer_build ${WORK_DIR}/build)
 set(configure_args -G "${GENERATOR}" -DCMAKE_CXX_COMPILER=${COMPILER} -DCMAKE_BUILD_TYPE=${BUILD_TYPE})
 
+if(MODE STREQUAL "plain")
+  set(BUILD_DIR ${WORK_DIR}/project)
+  # Default options, plus EDGETRACE_BUILD_BENCH=ON to see that one skip too.
+  run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${BUILD_DIR} ${configure_args}
+      -DCMAKE_DISABLE_FIND_PACKAGE_doctest=TRUE -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=TRUE -DEDGETRACE_BUILD_BENCH=ON)
+  foreach(skipped "doctest not found, tests not built" "Google Benchmark not found, benchmarks not built")
+    string(FIND "${last_output}" "${skipped}" at)
+    if(at EQUAL -1)
+      message(FATAL_ERROR "configure did not say '${skipped}':\n${last_output}")
+    endif()
+  endforeach()
+  run(${CMAKE_COMMAND} --build ${BUILD_DIR} --parallel 2)
+  set(MODE find_package)
+endif()
+
 if(MODE STREQUAL "find_package")
   set(prefix ${WORK_DIR}/prefix)
   run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
@@ -44,11 +64,21 @@ if(MODE STREQUAL "find_package")
       message(FATAL_ERROR "not installed: ${required}")
     endif()
   endforeach()
+  file(GLOB_RECURSE runtimes ${prefix}/*/libedgetrace_runtime.a)
+  file(GLOB_RECURSE docs ${prefix}/share/doc/edgetrace/ANALYSIS.md)
+  if(NOT runtimes OR NOT docs)
+    message(FATAL_ERROR "libedgetrace_runtime.a or share/doc/edgetrace/ANALYSIS.md not installed under ${prefix}")
+  endif()
   if(NOT configs OR NOT versions OR NOT targets)
     message(FATAL_ERROR "edgetraceConfig.cmake / ConfigVersion / Targets missing under ${prefix}")
   endif()
   message(STATUS "installed: ${configs}")
   run(${prefix}/bin/edgetrace help)
+  # Its help names the installed documentation, not a path in the sources.
+  string(FIND "${last_output}" "documentation: ${prefix}/share/doc/edgetrace" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "edgetrace help does not point to ${prefix}/share/doc/edgetrace:\n${last_output}")
+  endif()
 
   run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/consumer/find_package -B ${consumer_build} ${configure_args}
       -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
