@@ -63,3 +63,116 @@ TEST_CASE("diff sorts by impact and reports the change computed from both runs")
                                           static_cast<double>(base_rows.at(row.first).total)));
   CHECK(std::fabs(doc["rows"][0]["total_delta_ns"].num()) == biggest);
 }
+
+namespace {
+
+/// Rounded mean, as the summary computes it.
+std::uint64_t mean_of(const ref_row& r) { return r.calls ? (r.total + r.calls / 2) / r.calls : 0; }
+
+/// Per-name rows pooled over several dumps (one side of a repeated-runs diff).
+std::map<std::string, ref_row> pooled_rows(const std::vector<std::string>& dumps) {
+  std::vector<ref_span> spans;
+  for (const std::string& d : dumps) {
+    const auto one = reference_spans(load_dump(d));
+    spans.insert(spans.end(), one.begin(), one.end());
+  }
+  return reference_rows(spans);
+}
+
+/// max - min of each name's per-run mean over `dumps` (names in >= 2 runs).
+std::map<std::string, std::uint64_t> run_spread(const std::vector<std::string>& dumps) {
+  std::map<std::string, std::vector<std::uint64_t>> means;
+  for (const std::string& d : dumps)
+    for (const auto& row : reference_rows(reference_spans(load_dump(d)))) means[row.first].push_back(mean_of(row.second));
+  std::map<std::string, std::uint64_t> out;
+  for (const auto& m : means)
+    if (m.second.size() >= 2)
+      out[m.first] = *std::max_element(m.second.begin(), m.second.end()) - *std::min_element(m.second.begin(), m.second.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("diff of repeated runs pools each side and sets every mean change against run-to-run noise") {
+  std::vector<std::string> base, slow;
+  for (int i = 0; i < 3; ++i) base.push_back(record_workload("diff_runs_base_" + std::to_string(i), 8, 1));
+  for (int i = 0; i < 3; ++i) slow.push_back(record_workload("diff_runs_slow_" + std::to_string(i), 8, 3));
+  std::vector<std::string> args{"diff"};
+  args.insert(args.end(), base.begin(), base.end());
+  args.push_back("--vs");
+  args.insert(args.end(), slow.begin(), slow.end());
+  args.insert(args.end(), {"--format", "json"});
+  const auto r = cli(args);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  json_lite::value doc;
+  std::string error;
+  REQUIRE(json_lite::parse(r.out, doc, error));
+  const auto base_rows = pooled_rows(base), slow_rows = pooled_rows(slow);
+  const auto base_spread = run_spread(base), slow_spread = run_spread(slow);
+  REQUIRE(doc["rows"].size() == base_rows.size());
+  for (std::size_t i = 0; i < doc["rows"].size(); ++i) {
+    const auto& row = doc["rows"][i];
+    const std::string name = row["name"].str();
+    CAPTURE(name);
+    CHECK(row["runs_base"].num() == 3);
+    CHECK(row["runs_new"].num() == 3);
+    // Pooled: every span of the three runs of a side.
+    CHECK(row["calls_base"].num() == static_cast<double>(base_rows.at(name).calls));
+    CHECK(row["total_new_ns"].num() == static_cast<double>(slow_rows.at(name).total));
+    CHECK(row["mean_base_ns"].num() == static_cast<double>(mean_of(base_rows.at(name))));
+    const std::uint64_t noise = std::max(base_spread.at(name), slow_spread.at(name));
+    CHECK(row["noise_ns"].num() == static_cast<double>(noise));
+    const std::uint64_t mb = mean_of(base_rows.at(name)), mn = mean_of(slow_rows.at(name));
+    CHECK(row["within_noise"].boolean == ((mn > mb ? mn - mb : mb - mn) <= noise));
+  }
+  // Three times slower is far beyond the spread of spin-timed stages.
+  for (std::size_t i = 0; i < doc["rows"].size(); ++i)
+    if (doc["rows"][i]["name"].str() == "stage_b") CHECK_FALSE(doc["rows"][i]["within_noise"].boolean);
+
+  std::vector<std::string> table_args(args.begin(), args.end() - 2);
+  const auto table = cli(table_args);
+  REQUIRE(table.exit_code == 0);
+  CHECK(table.out.find("(3 runs)") != std::string::npos);
+  CHECK(table.out.find("beyond noise") != std::string::npos);
+  CHECK(table.out.find("noise: the larger run-to-run spread") != std::string::npos);
+
+  // A single dump per side has no noise to compare with.
+  const auto single = cli({"diff", base[0], slow[0], "--format", "json"});
+  REQUIRE(json_lite::parse(single.out, doc, error));
+  CHECK(doc["rows"][0]["within_noise"].is_null());
+  CHECK(cli({"diff", base[0], base[1]}).out.find("noise") == std::string::npos);
+  const auto empty_side = cli({"diff", base[0], "--vs"});
+  CHECK(empty_side.exit_code == 1);
+  CHECK(empty_side.err.find("at least one dump on each side of --vs") != std::string::npos);
+  const auto three = cli({"diff", base[0], base[1], base[2]});
+  CHECK(three.exit_code == 1);
+  CHECK(three.err.find("BASE... --vs NEW...") != std::string::npos);
+}
+
+TEST_CASE("diff --by arg:KEY groups rows as summary does, and says so") {
+  const std::string dump = scratch("diff_args.etr");
+  std::remove(dump.c_str());
+  const auto traced = run({EDGETRACE_TEST_TRACE_APP, "annotations"}, {"EDGETRACE_OUTPUT=" + dump});
+  REQUIRE_MESSAGE(traced.exit_code == 0, traced.err);
+  for (const char* by : {"arg:batch", "name,arg:dtype"}) {
+    CAPTURE(by);
+    const auto s = cli({"summary", dump, "--by", by, "--format", "json"});
+    const auto d = cli({"diff", dump, dump, "--by", by, "--format", "json"});
+    REQUIRE_MESSAGE(s.exit_code == 0, s.err);
+    REQUIRE_MESSAGE(d.exit_code == 0, d.err);
+    json_lite::value sdoc, ddoc;
+    std::string error;
+    REQUIRE(json_lite::parse(s.out, sdoc, error));
+    REQUIRE(json_lite::parse(d.out, ddoc, error));
+    std::map<std::string, double> summary_calls, diff_calls;
+    for (std::size_t i = 0; i < sdoc["rows"].size(); ++i)
+      summary_calls[sdoc["rows"][i]["key"].str()] = sdoc["rows"][i]["calls"].num();
+    for (std::size_t i = 0; i < ddoc["rows"].size(); ++i)
+      diff_calls[ddoc["rows"][i]["name"].str()] = ddoc["rows"][i]["calls_new"].num();
+    CHECK(diff_calls == summary_calls);
+    CHECK(summary_calls.size() > 1);
+    const auto table = cli({"diff", dump, dump, "--by", by});
+    CHECK(table.out.find(std::string(by) + " ") != std::string::npos);  // the first column's heading
+  }
+  CHECK(cli({"diff", dump, dump, "--sort-by", "name"}).exit_code == 1);
+}

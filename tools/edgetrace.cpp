@@ -95,9 +95,14 @@ const command commands[] = {
      "  -o, --output OUT   the merged file (.etr, or .json)\n"
      "  --clock MODE       auto (default), monotonic or realtime\n",
      run_merge},
-    {"diff", "BASE NEW [options]", "per-name change between two runs, sorted by impact",
+    {"diff", "BASE NEW [options] | BASE... --vs NEW... [options]", "per-name change between two runs, sorted by impact",
      "Compares two dumps by span name: calls, mean, p50, p99 and total, with\n"
      "the change from BASE to NEW, biggest change in total time first.\n"
+     "With several dumps per side (repeated runs: BASE... --vs NEW...), each side\n"
+     "is pooled, and each row's mean change is set against run-to-run noise (the\n"
+     "larger max - min of the per-run means): 'within noise' or 'beyond noise'.\n"
+     "See docs/ANALYSIS.md.\n"
+     "  --by name|arg:KEY|name,arg:KEY   what a row stands for, as for summary\n"
      "  --top N, --filter REGEX, --category LIST, --thread LIST, --skip-warmup K,\n"
      "  --iteration NAME, --phase NAME, --min-time T, --max-time T   as for summary\n"
      "                              (both dumps)\n"
@@ -688,45 +693,78 @@ int run_summary(const char* name, const arguments& args) {
   return report_all(readers, "summary written");
 }
 
+/// One summary per dump (the per-run means diff's noise is measured on).
+int build_run_summaries(const std::vector<std::string>& paths, const et::summary_options& o,
+                        std::vector<et::summary_result>& runs) {
+  for (const std::string& path : paths) {
+    std::vector<std::unique_ptr<et::dump_reader>> one;
+    if (const int rc = open_dumps({path}, one); rc != exit_ok) return rc;
+    runs.emplace_back();
+    if (const int rc = build_summary(one, o, runs.back()); rc != exit_ok) return rc;
+  }
+  return exit_ok;
+}
+
 int run_diff(const char* name, const arguments& args) {
   const command& c = *find_command(name);
-  parsed_options p;
-  std::vector<const char*> valued = summary_valued;
-  if (const int rc = parse_options(c, args, valued, p); rc != exit_ok) return rc;
+  // BASE... --vs NEW...: options may stand on either side of --vs.
+  const auto vs = std::find(args.begin(), args.end(), std::string("--vs"));
+  parsed_options p, p_new;
+  if (const int rc = parse_options(c, arguments(args.begin(), vs), summary_valued, p); rc != exit_ok) return rc;
+  if (vs != args.end()) {
+    if (const int rc = parse_options(c, arguments(vs + 1, args.end()), summary_valued, p_new); rc != exit_ok) return rc;
+    p.values.insert(p.values.end(), p_new.values.begin(), p_new.values.end());
+    p.help = p.help || p_new.help;
+  }
   if (p.help) return run_help("help", {name});
-  if (p.positional.size() != 2) return usage_error(&c, "'diff' needs exactly two dumps: BASE NEW");
-  if (p.get("--by") || p.get("--sort-by"))
-    return usage_error(&c, "diff compares by name and sorts by impact; --by and --sort-by do not apply");
+  std::vector<std::string> base_paths = p.positional, new_paths = p_new.positional;
+  if (vs == args.end()) {
+    if (p.positional.size() != 2)
+      return usage_error(&c, "'diff' needs two dumps (BASE NEW), or repeated runs: BASE... --vs NEW...");
+    base_paths = {p.positional[0]};
+    new_paths = {p.positional[1]};
+  } else if (base_paths.empty() || new_paths.empty()) {
+    return usage_error(&c, "'diff BASE... --vs NEW...' needs at least one dump on each side of --vs");
+  }
+  if (p.get("--sort-by")) return usage_error(&c, "diff sorts by impact; --sort-by does not apply");
   et::summary_options o;
   std::string format = "table";
   if (const int rc = summary_options_from(c, p, o, format); rc != exit_ok) return rc;
   const std::size_t top = o.top;
   o.top = 0;
   const std::string* output = p.get("--output");
-  if (const int rc = refuse_overwriting_inputs(p.positional, {output ? *output : ""}); rc != exit_ok) return rc;
-  std::vector<std::unique_ptr<et::dump_reader>> readers;
-  if (const int rc = open_dumps(p.positional, readers); rc != exit_ok) return rc;
-  if (readers[0]->version_major() != readers[1]->version_major())
-    return input_error(p.positional[1], "format version differs from " + p.positional[0]);
+  std::vector<std::string> all_paths = base_paths;
+  all_paths.insert(all_paths.end(), new_paths.begin(), new_paths.end());
+  if (const int rc = refuse_overwriting_inputs(all_paths, {output ? *output : ""}); rc != exit_ok) return rc;
+  std::vector<std::unique_ptr<et::dump_reader>> base_readers, new_readers;
+  if (const int rc = open_dumps(base_paths, base_readers); rc != exit_ok) return rc;
+  if (const int rc = open_dumps(new_paths, new_readers); rc != exit_ok) return rc;
+  for (const auto& r : new_readers)
+    if (r->version_major() != base_readers[0]->version_major())
+      return input_error(r->path(), "format version differs from " + base_paths[0]);
   et::summary_result base, next;
-  {
-    std::vector<std::unique_ptr<et::dump_reader>> one;
-    one.push_back(std::move(readers[0]));
-    if (const int rc = build_summary(one, o, base); rc != exit_ok) return rc;
-    readers[0] = std::move(one[0]);
+  if (const int rc = build_summary(base_readers, o, base); rc != exit_ok) return rc;
+  if (const int rc = build_summary(new_readers, o, next); rc != exit_ok) return rc;
+  auto rows = et::diff_summaries(base, next);
+  if (base_paths.size() > 1 || new_paths.size() > 1) {
+    std::vector<et::summary_result> base_runs, new_runs;
+    if (const int rc = build_run_summaries(base_paths, o, base_runs); rc != exit_ok) return rc;
+    if (const int rc = build_run_summaries(new_paths, o, new_runs); rc != exit_ok) return rc;
+    et::add_run_noise(rows, base_runs, new_runs);
   }
-  {
-    std::vector<std::unique_ptr<et::dump_reader>> one;
-    one.push_back(std::move(readers[1]));
-    if (const int rc = build_summary(one, o, next); rc != exit_ok) return rc;
-    readers[1] = std::move(one[0]);
-  }
-  const auto rows = et::diff_summaries(base, next);
+  auto side = [](const std::vector<std::string>& paths) {
+    std::string text;
+    for (const std::string& path : paths) text += (text.empty() ? "" : " ") + path;
+    return paths.size() > 1 ? text + " (" + std::to_string(paths.size()) + " runs)" : text;
+  };
   const std::string text = format == "csv"    ? et::diff_csv(rows, top)
-                           : format == "json" ? et::diff_json(rows, p.positional[0], p.positional[1], top)
-                                              : et::diff_table(rows, p.positional[0], p.positional[1], top);
+                           : format == "json" ? et::diff_json(rows, side(base_paths), side(new_paths), top)
+                                              : et::diff_table(rows, side(base_paths), side(new_paths), top,
+                                                               et::diff_key_label(o));
   if (const int rc = write_text(output ? *output : "", text); rc != exit_ok) return rc;
-  return report_all(readers, "diff written");
+  base_readers.insert(base_readers.end(), std::make_move_iterator(new_readers.begin()),
+                      std::make_move_iterator(new_readers.end()));
+  return report_all(base_readers, "diff written");
 }
 
 int run_report(const char* name, const arguments& args) {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Per-name comparison of two summaries (`edgetrace diff BASE NEW`): what an optimisation changed, by impact.
+// Per-name comparison of two summaries (`edgetrace diff BASE... [--vs] NEW...`): what an optimisation changed, by impact, and whether it beats run-to-run noise.
 #pragma once
 
 #include <algorithm>
@@ -26,7 +26,16 @@ struct diff_row {
   std::uint64_t p50_base = 0, p50_new = 0;
   std::uint64_t p99_base = 0, p99_new = 0;
   std::uint64_t total_base = 0, total_new = 0;
+  /// Repeated runs (add_run_noise): how many runs of each side had this
+  /// row, and the larger of the two sides' spreads (max - min) of the
+  /// per-run mean. Known only when a side had at least two runs with it.
+  std::size_t runs_base = 0, runs_new = 0;
+  bool noise_known = false;
+  std::uint64_t noise = 0;
   std::int64_t total_delta() const { return static_cast<std::int64_t>(total_new) - static_cast<std::int64_t>(total_base); }
+  std::uint64_t mean_change() const { return mean_new > mean_base ? mean_new - mean_base : mean_base - mean_new; }
+  /// The mean moved no more than runs of one side move among themselves.
+  bool within_noise() const { return noise_known && mean_change() <= noise; }
 };
 
 /// Joins two summaries by row key; sorted by impact (|total change|, then
@@ -67,6 +76,45 @@ inline std::vector<diff_row> diff_summaries(const summary_result& base, const su
   return out;
 }
 
+/// What a row stands for, as the first column's heading: "name",
+/// "category", "thread", "arg:op" (--by arg:op) or "name,arg:batch".
+inline std::string diff_key_label(const summary_options& o) {
+  std::string label = o.by_args_only ? "" : detail::group_name(o.by);
+  for (const std::string& key : o.by_args) label += (label.empty() ? "arg:" : ",arg:") + key;
+  return label;
+}
+
+/// Fills each row's run counts and noise from one summary per run of each
+/// side (same options as the pooled summaries diff_summaries compared).
+/// noise = max(spread(base run means), spread(new run means)), spread =
+/// max - min over the runs that have the row; a side with one such run
+/// contributes nothing. docs/ANALYSIS.md states why this is the bar.
+inline void add_run_noise(std::vector<diff_row>& rows, const std::vector<summary_result>& base_runs,
+                          const std::vector<summary_result>& new_runs) {
+  auto means_of = [](const std::vector<summary_result>& runs) {
+    std::map<std::string, std::vector<std::uint64_t>> means;
+    for (const summary_result& run : runs)
+      for (const summary_row& r : run.rows)
+        if (r.host.count()) means[r.key].push_back(r.host.mean());
+    return means;
+  };
+  const auto base = means_of(base_runs), next = means_of(new_runs);
+  auto spread = [](const std::map<std::string, std::vector<std::uint64_t>>& means, const std::string& key,
+                   std::size_t& runs, bool& known, std::uint64_t& noise) {
+    const auto it = means.find(key);
+    if (it == means.end()) return;
+    runs = it->second.size();
+    if (runs < 2) return;
+    const auto [lo, hi] = std::minmax_element(it->second.begin(), it->second.end());
+    known = true;
+    noise = std::max(noise, *hi - *lo);
+  };
+  for (diff_row& d : rows) {
+    spread(base, d.key, d.runs_base, d.noise_known, d.noise);
+    spread(next, d.key, d.runs_new, d.noise_known, d.noise);
+  }
+}
+
 namespace detail {
 
 inline std::string signed_time(std::uint64_t base, std::uint64_t next) {
@@ -91,11 +139,16 @@ inline std::string signed_count(std::uint64_t base, std::uint64_t next) {
 }  // namespace detail
 
 /// Aligned table: new values with their change from base.
+/// `base` and `next` name the dumps of each side; `key_label` heads the
+/// first column ("name", "arg:op", ...). With repeated runs (any row's
+/// noise known) two columns say how the mean change compares with noise.
 inline std::string diff_table(const std::vector<diff_row>& rows, const std::string& base, const std::string& next,
-                              std::size_t top = 0) {
+                              std::size_t top = 0, const std::string& key_label = "name") {
   std::string out = "base: " + base + "\nnew:  " + next + "\n\n";
-  std::vector<std::vector<std::string>> cells = {{"name", "calls", "change", "mean", "change", "p50", "change",
+  const bool with_noise = std::any_of(rows.begin(), rows.end(), [](const diff_row& d) { return d.noise_known; });
+  std::vector<std::vector<std::string>> cells = {{key_label, "calls", "change", "mean", "change", "p50", "change",
                                                   "p99", "change", "total", "change", "total %"}};
+  if (with_noise) cells[0].insert(cells[0].end(), {"noise", "mean change"});
   std::size_t n = 0;
   for (const diff_row& d : rows) {
     if (top && n++ == top) break;
@@ -108,16 +161,25 @@ inline std::string diff_table(const std::vector<diff_row>& rows, const std::stri
                      detail::readable_time(d.p99_new), detail::signed_time(d.p99_base, d.p99_new),
                      detail::readable_time(d.total_new), detail::signed_time(d.total_base, d.total_new),
                      detail::percent_change(d.total_base, d.total_new)});
+    if (with_noise) {
+      cells.back().push_back(d.noise_known ? "±" + detail::readable_time(d.noise) : "-");
+      cells.back().push_back(!d.noise_known ? "-" : d.within_noise() ? "within noise" : "beyond noise");
+    }
   }
   if (cells.size() == 1) return out + "(no spans in either dump)\n";
-  return out + detail::render_table(cells, 1) + "\nsorted by impact: the size of the change in total time\n";
+  out += detail::render_table(cells, 1) + "\nsorted by impact: the size of the change in total time\n";
+  if (with_noise)
+    out += "noise: the larger run-to-run spread (max - min) of the per-run mean, over each side's runs;\n"
+           "a mean change no bigger than that is within noise\n";
+  return out;
 }
 
 /// CSV: base and new values and signed deltas, integer ns.
 inline std::string diff_csv(const std::vector<diff_row>& rows, std::size_t top = 0) {
   std::string out =
       "name,in_base,in_new,calls_base,calls_new,calls_delta,mean_base_ns,mean_new_ns,mean_delta_ns,p50_base_ns,"
-      "p50_new_ns,p50_delta_ns,p99_base_ns,p99_new_ns,p99_delta_ns,total_base_ns,total_new_ns,total_delta_ns\n";
+      "p50_new_ns,p50_delta_ns,p99_base_ns,p99_new_ns,p99_delta_ns,total_base_ns,total_new_ns,total_delta_ns,"
+      "runs_base,runs_new,noise_ns,within_noise\n";
   auto delta = [](std::uint64_t a, std::uint64_t b) {
     return std::to_string(static_cast<std::int64_t>(b) - static_cast<std::int64_t>(a));
   };
@@ -130,7 +192,9 @@ inline std::string diff_csv(const std::vector<diff_row>& rows, std::size_t top =
            "," + std::to_string(d.p50_base) + "," + std::to_string(d.p50_new) + "," + delta(d.p50_base, d.p50_new) +
            "," + std::to_string(d.p99_base) + "," + std::to_string(d.p99_new) + "," + delta(d.p99_base, d.p99_new) +
            "," + std::to_string(d.total_base) + "," + std::to_string(d.total_new) + "," +
-           delta(d.total_base, d.total_new) + "\n";
+           delta(d.total_base, d.total_new) + "," + std::to_string(d.runs_base) + "," + std::to_string(d.runs_new) +
+           "," + (d.noise_known ? std::to_string(d.noise) : "") + "," +
+           (d.noise_known ? (d.within_noise() ? "1" : "0") : "") + "\n";
   }
   return out;
 }
@@ -161,7 +225,10 @@ inline std::string diff_json(const std::vector<diff_row>& rows, const std::strin
     out += ",\"p99_base_ns\":" + std::to_string(d.p99_base) + ",\"p99_new_ns\":" + std::to_string(d.p99_new) +
            ",\"p99_delta_ns\":" + delta(d.p99_base, d.p99_new);
     out += ",\"total_base_ns\":" + std::to_string(d.total_base) + ",\"total_new_ns\":" + std::to_string(d.total_new) +
-           ",\"total_delta_ns\":" + delta(d.total_base, d.total_new) + "}";
+           ",\"total_delta_ns\":" + delta(d.total_base, d.total_new);
+    out += ",\"runs_base\":" + std::to_string(d.runs_base) + ",\"runs_new\":" + std::to_string(d.runs_new) +
+           ",\"noise_ns\":" + (d.noise_known ? std::to_string(d.noise) : "null") +
+           ",\"within_noise\":" + (d.noise_known ? (d.within_noise() ? "true" : "false") : "null") + "}";
   }
   return out + "]}\n";
 }
