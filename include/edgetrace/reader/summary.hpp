@@ -24,6 +24,7 @@
 #include "info.hpp"
 #include "latency.hpp"
 #include "span_walker.hpp"
+#include "summary_iterations.hpp"
 
 namespace edgetrace {
 inline namespace v1 {
@@ -35,8 +36,9 @@ enum class group_by : std::uint8_t { name, category, thread };
 /// Columns of the summary table. Time columns belong to the group "host";
 /// when the dumps hold GPU spans, a "gpu" group (calls, total, mean, p50,
 /// p99, max of the GPU time of each row's GPU scopes) follows, side by
-/// side, without changing the host columns.
-enum class summary_column : std::uint8_t { key, calls, total, self, mean, min, p50, p90, p95, p99, p999, max, share };
+/// side, without changing the host columns. `order` is no column: it sorts
+/// rows by their first begin (network order).
+enum class summary_column : std::uint8_t { key, calls, total, self, mean, min, p50, p90, p95, p99, p999, max, share, order };
 
 struct summary_column_info {
   summary_column id;
@@ -81,6 +83,23 @@ struct summary_options {
   std::string phase;              ///< keep spans that began in this phase (edgetrace::phase; "" = all)
   std::size_t exact_limit = latency_stats::default_exact_limit;  ///< exact samples per row
   std::size_t exact_budget = 2000000;  ///< exact samples over all rows (16 MiB); past it the largest rows switch
+  /// --per NAME: an enclosing span or a mark name; each instance (or the
+  /// time between two marks) is one iteration, rows count only spans inside
+  /// iterations and gain avg/iter and % of iteration ("" = off).
+  std::string per;
+  /// --wait REGEX: span names that are waiting, not work (default: names
+  /// beginning with "wait", any case; null = none). Their self time is left
+  /// out of the share denominator and of each thread's busy time.
+  std::shared_ptr<const std::regex> wait = default_wait_regex();
+  std::string wait_pattern = default_wait_pattern();  ///< the text of `wait`, for the header
+  std::vector<std::string> wait_categories;  ///< --wait-category LIST: categories whose spans are waiting
+
+  static const char* default_wait_pattern() { return "^wait"; }
+  static std::shared_ptr<const std::regex> default_wait_regex() {
+    static const auto compiled = std::make_shared<const std::regex>(
+        default_wait_pattern(), std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
+    return compiled;
+  }
 };
 
 struct summary_row {
@@ -89,7 +108,19 @@ struct summary_row {
   latency_stats host;
   latency_stats gpu;  ///< GPU time of the row's GPU scopes (resolved ones; empty without)
   std::uint64_t self_ns = 0;
-  double share = 0;  ///< self_ns / summary_result::self_total_ns
+  std::uint64_t wait_self_ns = 0;  ///< self time of the row's waiting spans (--wait, --wait-category)
+  /// (self_ns - wait_self_ns) / summary_result::share_self_ns: the row's
+  /// part of the busy self time of every row left after the filters.
+  double share = 0;
+  bool waiting() const noexcept { return self_ns != 0 && wait_self_ns == self_ns; }
+  /// Earliest begin of a span of the row, from its dump's first event, and
+  /// that span's depth (a parent before a child that begins with it).
+  std::int64_t first_begin_ns = std::numeric_limits<std::int64_t>::max();
+  std::uint32_t first_depth = 0;
+  /// With --per: host total / iterations, and host total / the iterations'
+  /// summed duration (0 without --per).
+  std::uint64_t per_iteration_ns = 0;
+  double iteration_share = 0;
   /// Memory pools (EDGETRACE_ALLOC/FREE), all pools of the span's process:
   /// the highest live bytes while one of the row's spans ran, and the most
   /// one span's thread allocated (net of its frees) while the span ran.
@@ -111,14 +142,19 @@ struct iteration_row {
   std::int64_t first_ns = 0;  ///< first iteration start (per-dump clock of the first dump)
   std::int64_t last_ns = 0;   ///< last iteration end
   std::uint64_t skipped = 0;  ///< warm-up iterations left out
+  std::uint64_t cut_at_pause = 0;  ///< marks: intervals across a pause (recording off), not samples
+  std::uint64_t single_step = 0;   ///< flows: ids with one recorded step, not samples
   double wall_seconds = 0;    ///< sum over dumps of (last end - first start)
   double per_second() const { return wall_seconds > 0 ? static_cast<double>(latency.count()) / wall_seconds : 0; }
 };
 
-/// Busy time of one thread: spans of depth 0 (nothing encloses them).
+/// Busy time of one thread: time inside spans of depth 0 (nothing encloses
+/// them), less the self time of its waiting spans (--wait).
 struct thread_usage {
   std::string label;
-  std::uint64_t busy_ns = 0;
+  std::uint64_t covered_ns = 0;  ///< inside top-level spans
+  std::uint64_t wait_ns = 0;     ///< self time of waiting spans
+  std::uint64_t busy_ns = 0;     ///< covered_ns - wait_ns (set by summary_builder::finish)
   std::uint64_t spans = 0;
   std::uint64_t wall_ns = 0;  ///< its dump's duration (first to last event)
   double utilisation() const { return wall_ns ? static_cast<double>(busy_ns) / static_cast<double>(wall_ns) : 0; }
@@ -144,8 +180,24 @@ struct summary_result {
   bool memory = false;                ///< some dump recorded allocations: mem_* columns mean something
   memory_mismatches mismatches;       ///< allocation records that do not add up, over all dumps
   group_by by = group_by::name;
+  std::vector<std::string> by_args;  ///< --by arg:KEY keys
+  bool by_args_only = false;
   summary_column sort_by = summary_column::total;
   bool ascending = false;
+  std::string phase;                  ///< --phase ("" = all)
+  /// The share denominator: busy self time (self minus waiting self) of the
+  /// rows left after the filters, before --top; and the waiting part.
+  std::uint64_t share_self_ns = 0;
+  std::uint64_t wait_self_ns = 0;
+  std::size_t rows_waiting = 0;       ///< rows made only of waiting spans
+  std::string wait_rule;              ///< what counts as waiting, in words ("" = nothing)
+  /// --per: what an iteration is, how many were kept, their summed duration.
+  std::string per;
+  bool per_from_marks = false;
+  std::uint64_t per_count = 0;
+  std::uint64_t per_total_ns = 0;
+  std::uint64_t per_cut_at_pause = 0;
+  std::uint64_t spans_outside_per = 0;  ///< spans outside every iteration (left out of the rows)
 };
 
 // ----------------------------------------------------------------------------
@@ -179,6 +231,11 @@ inline bool parse_sort_column(std::string text, summary_column& column, bool& as
   }
   if (text == "category" || text == "thread" || text == "key") text = "name";
   if (text == "p999") text = "p99.9";
+  if (text == "order") {  // first begin; earliest first unless '-'
+    column = summary_column::order;
+    ascending = direction >= 0;
+    return true;
+  }
   for (const auto& c : summary_columns())
     if (text == c.name) {
       column = c.id;
@@ -192,7 +249,7 @@ inline bool parse_sort_column(std::string text, summary_column& column, bool& as
 inline std::string summary_column_names() {
   std::string out;
   for (const auto& c : summary_columns()) out += (out.empty() ? "" : ", ") + std::string(c.name);
-  return out;
+  return out + ", order";
 }
 
 inline std::vector<std::string> split_list(const std::string& text) {
@@ -258,6 +315,7 @@ class summary_builder {
     if (options_.skip_warmup > 0 && !find_warmup_cutoff(r, cutoff, error)) return false;
     if (!prepare_phase(r, error)) return false;
     if (!check_arg_keys(r, error)) return false;
+    if (!prepare_per(r, cutoff, error)) return false;
     const std::uint64_t other_phases_before = result_.spans_other_phases;
     if (r.has_events()) result_.wall_ns += static_cast<std::uint64_t>(r.last_ns() - r.first_ns());
     prepare_sites(r);
@@ -331,10 +389,10 @@ class summary_builder {
           }
           result_.self_total_ns += s.self_ns;
           const std::uint64_t duration = s.duration();
+          thread_usage& usage = result_.threads_usage[slot->usage];
           if (s.depth == 0) {
-            thread_usage& u = result_.threads_usage[slot->usage];
-            u.busy_ns += duration;
-            ++u.spans;
+            usage.covered_ns += duration;
+            ++usage.spans;
           }
           const std::size_t h = (reinterpret_cast<std::uintptr_t>(s.site) >> 4) & 63;
           const site_slot* site;
@@ -350,9 +408,14 @@ class summary_builder {
             it.latency.add(duration);
             iteration_range[static_cast<std::size_t>(site->iteration)].extend(s.begin_ns, s.end_ns);
           }
+          if (site->waiting) usage.wait_ns += s.self_ns;
           int row = options_.by == group_by::thread ? (site->selected ? slot->row : -1) : site->row;
           if (row < 0 || duration < options_.min_time_ns || duration > options_.max_time_ns) {
             ++result_.spans_filtered;
+            return;
+          }
+          if (per_active_ && !per_.contains(s.thread, s.begin_ns, s.end_ns)) {
+            ++result_.spans_outside_per;
             return;
           }
           if (!options_.by_args.empty() && !args.empty()) row = arg_row(*s.site, args, row);
@@ -360,6 +423,12 @@ class summary_builder {
           const bool was_exact = out.host.exact();
           out.host.add(duration);
           out.self_ns += s.self_ns;
+          if (site->waiting) out.wait_self_ns += s.self_ns;
+          const std::int64_t since_start = s.begin_ns - r.first_ns();
+          if (since_start < out.first_begin_ns || (since_start == out.first_begin_ns && s.depth < out.first_depth)) {
+            out.first_begin_ns = since_start;
+            out.first_depth = s.depth;
+          }
           if (!memory.empty()) {
             if (s.writer != memory_writer) {
               memory_writer = s.writer;
@@ -383,7 +452,9 @@ class summary_builder {
           auto key = std::make_pair(e.thread, e.site->name);
           const auto later = later_mark.find(key);
           if (later != later_mark.end()) {
-            if (e.begin_ns >= cutoff && in_phase(e.writer, e.begin_ns)) {
+            if (crosses_pause(*e.writer, e.begin_ns, later->second)) {
+              ++it.cut_at_pause;
+            } else if (e.begin_ns >= cutoff && in_phase(e.writer, e.begin_ns)) {
               it.latency.add(static_cast<std::uint64_t>(later->second - e.begin_ns));
               iteration_range[found->second].extend(e.begin_ns, later->second);
             } else {
@@ -451,21 +522,38 @@ class summary_builder {
   summary_result finish() {
     summary_result out = std::move(result_);
     out.by = options_.by;
+    out.by_args = options_.by_args;
+    out.by_args_only = options_.by_args_only;
     out.sort_by = options_.sort_by;
     out.ascending = options_.ascending;
+    out.phase = options_.phase;
+    out.wait_rule = wait_rule();
+    for (thread_usage& t : out.threads_usage) t.busy_ns = t.covered_ns - std::min(t.wait_ns, t.covered_ns);
     for (summary_row& row : rows_) {
       if (row.host.count() == 0) continue;
-      row.share = out.self_total_ns ? static_cast<double>(row.self_ns) / static_cast<double>(out.self_total_ns) : 0;
+      out.share_self_ns += row.self_ns - row.wait_self_ns;
+      out.wait_self_ns += row.wait_self_ns;
+      out.rows_waiting += row.waiting() ? 1 : 0;
       out.rows.push_back(std::move(row));
     }
     rows_.clear();
+    for (summary_row& row : out.rows) {
+      row.share = out.share_self_ns ? static_cast<double>(row.self_ns - row.wait_self_ns) / static_cast<double>(out.share_self_ns) : 0;
+      if (out.per_count != 0) row.per_iteration_ns = (row.host.total() + out.per_count / 2) / out.per_count;
+      if (out.per_total_ns != 0) row.iteration_share = static_cast<double>(row.host.total()) / static_cast<double>(out.per_total_ns);
+    }
     const summary_column column = options_.sort_by;
     const bool ascending = options_.ascending;
     std::stable_sort(out.rows.begin(), out.rows.end(), [&](const summary_row& a, const summary_row& b) {
-      if (column == summary_column::key) return ascending ? a.key < b.key : b.key < a.key;
+      if (column == summary_column::key) return ascending ? natural_less(a.key, b.key) : natural_less(b.key, a.key);
+      if (column == summary_column::order) {
+        if (a.first_begin_ns != b.first_begin_ns) return ascending == (a.first_begin_ns < b.first_begin_ns);
+        if (a.first_depth != b.first_depth) return ascending == (a.first_depth < b.first_depth);
+        return natural_less(a.key, b.key);
+      }
       const double va = sort_value(a, column), vb = sort_value(b, column);
       if (va != vb) return ascending ? va < vb : va > vb;
-      return a.key < b.key;
+      return natural_less(a.key, b.key);
     });
     out.rows_before_top = out.rows.size();
     if (options_.top != 0 && out.rows.size() > options_.top) out.rows.resize(options_.top);
@@ -501,6 +589,7 @@ class summary_builder {
       case summary_column::p99: return static_cast<double>(r.host.percentile(99));
       case summary_column::p999: return static_cast<double>(r.host.percentile(99.9));
       case summary_column::key: break;
+      case summary_column::order: return static_cast<double>(r.first_begin_ns);
     }
     return 0;
   }
@@ -509,6 +598,7 @@ class summary_builder {
   struct site_slot {
     int row = -1;        // -1: filtered out by name/category
     bool selected = false;
+    bool waiting = false;  // --wait / --wait-category: self time is waiting, not work
     int iteration = -1;  // iteration row when this span delimits iterations
   };
 
@@ -564,6 +654,9 @@ class summary_builder {
                  options_.categories.end();
         if (keep && options_.filter) keep = std::regex_search(s.name, *options_.filter);
         slot.selected = keep;
+        slot.waiting = (options_.wait && std::regex_search(s.name, *options_.wait)) ||
+                       std::find(options_.wait_categories.begin(), options_.wait_categories.end(), s.category) !=
+                           options_.wait_categories.end();
         if (keep && options_.by != group_by::thread)
           slot.row = options_.by == group_by::name ? row_for(s.name.empty() ? "(unnamed)" : s.name, s.category)
                                                    : row_for(s.category, "");
@@ -626,6 +719,10 @@ class summary_builder {
         result_.iterations.push_back(std::move(it));
       }
       iteration_row& it = result_.iterations[index];
+      if (steps.size() == 1) {  // one step has no latency from one step to another: not a sample
+        ++it.single_step;
+        continue;
+      }
       if (steps.front().end_ns < cutoff || !in_phase(steps.front().writer, steps.front().begin_ns)) {
         ++it.skipped;
         continue;
@@ -698,6 +795,40 @@ class summary_builder {
       warmup_marks_ = *marks.begin();
     }
     return true;
+  }
+
+  /// --per: reads the dump's iterations (a forward pre-pass) under the
+  /// thread, warm-up and phase filters, and adds them to the totals.
+  bool prepare_per(dump_reader& r, std::int64_t cutoff, std::string& error) {
+    per_active_ = !options_.per.empty();
+    if (!per_active_) return true;
+    per_ = iteration_windows();
+    const bool ok = per_.collect(
+        r, options_.per,
+        [&](const thread_info* t, std::int64_t begin, std::int64_t end) {
+          return thread_selected(*t, r) && end >= cutoff && in_phase(t->writer, begin);
+        },
+        error);
+    if (!ok) return false;
+    result_.per = options_.per;
+    result_.per_from_marks = per_.from_marks();
+    result_.per_count += per_.count();
+    result_.per_total_ns += per_.total_ns();
+    result_.per_cut_at_pause += per_.cut_at_pause();
+    return true;
+  }
+
+  /// What counts as waiting, in words, for the header ("" = nothing).
+  std::string wait_rule() const {
+    std::string rule;
+    if (options_.wait) rule = "names matching /" + options_.wait_pattern + "/";
+    if (options_.wait && options_.wait_pattern == summary_options::default_wait_pattern()) rule += "i";
+    if (!options_.wait_categories.empty()) {
+      std::string list;
+      for (const std::string& c : options_.wait_categories) list += (list.empty() ? "" : ",") + c;
+      rule += (rule.empty() ? "" : " or ") + std::string("category ") + list;
+    }
+    return rule;
   }
 
   /// --phase: the [begin, end) ranges of that phase per writer (a phase
@@ -790,6 +921,8 @@ class summary_builder {
   std::string warmup_marks_;
   std::map<const writer_info*, std::vector<std::pair<std::int64_t, std::int64_t>>> phase_ranges_;
   std::size_t exact_added_ = 0;
+  bool per_active_ = false;
+  iteration_windows per_;
   static constexpr bool multi_dump_labels_ = false;
 };
 

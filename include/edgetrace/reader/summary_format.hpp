@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Output of `edgetrace summary`: the aligned table, CSV and JSON.
+// Output of `edgetrace summary`: the aligned table, CSV and JSON, with the header lines that say what each number is over.
 #pragma once
 
 #include <algorithm>
@@ -63,6 +63,59 @@ inline const char* group_name(group_by by) {
   return by == group_by::name ? "name" : by == group_by::category ? "category" : "thread";
 }
 
+/// What a row stands for, as --by said it: "name", "thread", "arg:op",
+/// "name,arg:batch".
+inline std::string group_label(const summary_result& s) {
+  std::string label = s.by_args_only ? "" : group_name(s.by);
+  for (const std::string& key : s.by_args) label += (label.empty() ? "arg:" : ",arg:") + key;
+  return label;
+}
+
+/// "share = self / 12.3 ms busy self time of the 14 rows left after the
+/// filters (5 shown); waiting (names matching /^wait/i): 2 rows, 40.1 ms
+/// self, left out of it". One line, no newline.
+inline std::string share_text(const summary_result& s) {
+  std::string out = "share = self / " + readable_time(s.share_self_ns) + (s.wait_rule.empty() ? "" : " busy") +
+                    " self time of the " + std::to_string(s.rows_before_top) + " row(s) left after the filters";
+  if (s.rows.size() < s.rows_before_top) out += " (" + std::to_string(s.rows.size()) + " shown)";
+  if (s.wait_self_ns != 0)
+    out += "; waiting spans (" + s.wait_rule + ", " + std::to_string(s.rows_waiting) + " row(s) marked wait): " +
+           readable_time(s.wait_self_ns) + " self, left out of it";
+  else if (!s.wait_rule.empty())
+    out += "; no waiting spans (" + s.wait_rule + ")";
+  return out;
+}
+
+/// "per iteration: 30 instances of span \"iteration\" (12.3 ms in all);
+/// avg/iter = total / 30, % iter = total / 12.3 ms". "" without --per.
+inline std::string per_text(const summary_result& s) {
+  if (s.per.empty()) return "";
+  std::string out = "per iteration: " + std::to_string(s.per_count) + " " +
+                    (s.per_from_marks ? "intervals between \"" + s.per + "\" marks"
+                                      : "instances of span \"" + s.per + "\"") +
+                    " (" + readable_time(s.per_total_ns) + " in all";
+  if (s.per_cut_at_pause != 0) out += "; " + std::to_string(s.per_cut_at_pause) + " cut at a pause, left out";
+  out += "); rows count only spans " + std::string(s.per_from_marks ? "that begin inside one" : "inside one") +
+         "; avg/iter = total / " + std::to_string(s.per_count) + ", % iter = total / " + readable_time(s.per_total_ns);
+  return out;
+}
+
+/// The sort key as the header says it.
+inline std::string sort_label(const summary_result& s) {
+  std::string name = "total";
+  if (s.sort_by == summary_column::order) name = "order";
+  for (const auto& c : summary_columns())
+    if (c.id == s.sort_by) name = c.id == summary_column::key ? group_label(s) : c.name;
+  const bool default_ascending = s.sort_by == summary_column::key || s.sort_by == summary_column::order;
+  return (s.ascending == default_ascending ? "" : s.ascending ? "+" : "-") + name;
+}
+
+inline std::string percent_text(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f %%", fraction * 100);
+  return text;
+}
+
 /// Bytes with a binary unit: "512 B", "1.50 KiB", "12.3 MiB", "2.00 GiB".
 inline std::string readable_bytes(std::uint64_t bytes) {
   char text[32];
@@ -112,24 +165,24 @@ inline std::string render_table(const std::vector<std::vector<std::string>>& cel
 inline std::string summary_table(const summary_result& s, const std::string& source) {
   std::string out;
   char head[512];
-  std::snprintf(head, sizeof head, "%s: %llu spans on %zu thread(s) over %s; by %s, sorted by %s%s; %zu of %zu rows\n\n",
+  std::snprintf(head, sizeof head, "%s: %llu spans on %zu thread(s) over %s; by %s, sorted by %s; %zu of %zu rows%s%s\n",
                 source.c_str(), static_cast<unsigned long long>(s.spans_read), s.threads,
-                detail::readable_time(s.wall_ns).c_str(), detail::group_name(s.by),
-                s.ascending ? "+" : "", [&] {
-                  for (const auto& c : summary_columns())
-                    if (c.id == s.sort_by) return c.id == summary_column::key ? detail::group_name(s.by) : c.name;
-                  return "total";
-                }(),
-                s.rows.size(), s.rows_before_top);
+                detail::readable_time(s.wall_ns).c_str(), detail::group_label(s).c_str(), detail::sort_label(s).c_str(),
+                s.rows.size(), s.rows_before_top, s.phase.empty() ? "" : "; phase ", s.phase.c_str());
   out += head;
+  out += detail::share_text(s) + "\n";
+  if (!s.per.empty()) out += detail::per_text(s) + "\n";
+  out += "\n";
   if (s.rows.empty()) {
     out += "(no spans match)\n";
   } else {
     std::vector<std::vector<std::string>> cells;
     std::vector<std::string> header;
     for (const auto& c : summary_columns())
-      header.push_back(c.id == summary_column::key ? detail::group_name(s.by) : c.header);
+      header.push_back(c.id == summary_column::key ? detail::group_label(s) : c.header);
     if (s.by == group_by::name) header.insert(header.begin() + 1, "category");
+    const bool per = !s.per.empty();
+    if (per) header.insert(header.end(), {"avg/iter", "% iter"});
     const bool gpu = s.gpu_spans != 0;
     if (gpu)
       for (const char* h : {"gpu calls", "gpu total", "gpu mean", "gpu p50", "gpu p99", "gpu max"}) header.push_back(h);
@@ -144,14 +197,13 @@ inline std::string summary_table(const summary_result& s, const std::string& sou
         } else if (c.id == summary_column::calls) {
           line.push_back(std::to_string(r.host.count()));
         } else if (c.id == summary_column::share) {
-          char text[32];
-          std::snprintf(text, sizeof text, "%.1f %%", r.share * 100);
-          line.push_back(text);
+          line.push_back(r.waiting() ? "wait" : detail::percent_text(r.share));
         } else {
           line.push_back((r.host.exact() || c.percentile == 0 ? "" : "~") +
                          detail::readable_time(detail::column_ns(r, c.id)));
         }
       }
+      if (per) line.insert(line.end(), {detail::readable_time(r.per_iteration_ns), detail::percent_text(r.iteration_share)});
       if (gpu) {
         const latency_stats& g = r.gpu;
         const std::string mark = g.exact() ? "" : "~";
@@ -176,6 +228,10 @@ inline std::string summary_table(const summary_result& s, const std::string& sou
     for (const iteration_row& it : s.iterations) {
       char rate[32];
       std::snprintf(rate, sizeof rate, "%.2f", it.per_second());
+      if (it.latency.count() == 0) {  // e.g. flows whose ids all had one step: no latency to show
+        cells.push_back({it.name, it.from(), "0", "-", "-", "-", "-", "-", "-"});
+        continue;
+      }
       cells.push_back({it.name, it.from(), std::to_string(it.latency.count()),
                        detail::readable_time(it.latency.mean()), detail::readable_time(it.latency.percentile(50)),
                        detail::readable_time(it.latency.percentile(90)),
@@ -184,12 +240,8 @@ inline std::string summary_table(const summary_result& s, const std::string& sou
     }
     out += detail::render_table(cells, 2);
   }
-  char foot[256];
-  std::snprintf(foot, sizeof foot,
-                "\nself = duration minus direct children on the same thread; share = self / all self time "
-                "(%s)\n",
-                detail::readable_time(s.self_total_ns).c_str());
-  out += foot;
+  out += "\nself = duration minus direct children on the same thread; share: see the header (all self time: " +
+         detail::readable_time(s.self_total_ns) + ")\n";
   if (s.gpu_spans != 0)
     out += "gpu = time the GPU spent between the start and end events of the row's CUDA scopes (as the GPU measured it)\n";
   if (s.memory)
@@ -200,6 +252,14 @@ inline std::string summary_table(const summary_result& s, const std::string& sou
       out += "flow rows: one sample per id, from its first step's begin to its last step's end (EDGETRACE_FLOW)\n";
       break;
     }
+  for (const iteration_row& it : s.iterations) {
+    if (it.cut_at_pause != 0)
+      out += "\"" + it.name + "\": " + std::to_string(it.cut_at_pause) +
+             " interval(s) between marks contain a pause (recording off); cut there, not counted\n";
+    if (it.single_step != 0)
+      out += "\"" + it.name + "\": " + std::to_string(it.single_step) +
+             " flow id(s) with a single recorded step; not latency samples\n";
+  }
   for (const std::string& n : s.notes) out += "note: " + n + "\n";
   return out;
 }
@@ -217,7 +277,12 @@ inline std::string summary_csv(const summary_result& s) {
   const bool gpu = s.gpu_spans != 0;
   if (gpu) out += ",gpu_calls,gpu_total_ns,gpu_mean_ns,gpu_p50_ns,gpu_p99_ns,gpu_max_ns";
   if (s.memory) out += ",mem_peak_bytes,mem_growth_bytes";
-  out += ",exact\n";
+  out += ",exact";
+  const bool per = !s.per.empty();
+  if (per) out += ",per_iteration_ns,iteration_share";
+  const bool waits = s.wait_self_ns != 0;
+  if (waits) out += ",wait_self_ns";
+  out += "\n";
   for (const summary_row& r : s.rows) {
     out += detail::csv_field(r.key);
     if (s.by == group_by::name) out += "," + detail::csv_field(r.category);
@@ -235,7 +300,14 @@ inline std::string summary_csv(const summary_result& s) {
                               r.gpu.max()})
         out += "," + std::to_string(v);
     if (s.memory) out += "," + std::to_string(r.mem_peak) + "," + std::to_string(r.mem_growth);
-    out += r.host.exact() ? ",1\n" : ",0\n";
+    out += r.host.exact() ? ",1" : ",0";
+    if (per) {
+      char text[64];
+      std::snprintf(text, sizeof text, ",%llu,%.6f", static_cast<unsigned long long>(r.per_iteration_ns), r.iteration_share);
+      out += text;
+    }
+    if (waits) out += "," + std::to_string(r.wait_self_ns);
+    out += "\n";
   }
   return out;
 }
@@ -244,7 +316,25 @@ inline std::string summary_csv(const summary_result& s) {
 inline std::string summary_json(const summary_result& s, const std::string& source) {
   std::string out = "{\"source\":";
   append_json_string(out, source);
-  out += ",\"group_by\":\"" + std::string(detail::group_name(s.by)) + "\"";
+  out += ",\"group_by\":\"" + std::string(detail::group_name(s.by)) + "\",\"grouping\":";
+  append_json_string(out, detail::group_label(s));
+  out += ",\"sorted_by\":";
+  append_json_string(out, detail::sort_label(s));
+  out += ",\"phase\":";
+  append_json_string(out, s.phase);
+  out += ",\"share_self_ns\":" + std::to_string(s.share_self_ns) + ",\"wait_self_ns\":" + std::to_string(s.wait_self_ns) +
+         ",\"rows_waiting\":" + std::to_string(s.rows_waiting) + ",\"wait_rule\":";
+  append_json_string(out, s.wait_rule);
+  out += ",\"share_text\":";
+  append_json_string(out, detail::share_text(s));
+  if (!s.per.empty()) {
+    out += ",\"per\":{\"name\":";
+    append_json_string(out, s.per);
+    out += std::string(",\"from\":\"") + (s.per_from_marks ? "marks" : "span") +
+           "\",\"count\":" + std::to_string(s.per_count) + ",\"total_ns\":" + std::to_string(s.per_total_ns) +
+           ",\"cut_at_pause\":" + std::to_string(s.per_cut_at_pause) +
+           ",\"spans_outside\":" + std::to_string(s.spans_outside_per) + "}";
+  }
   out += ",\"spans\":" + std::to_string(s.spans_read) + ",\"spans_in_rows\":" + std::to_string(s.spans_in_rows) +
          ",\"spans_warmup\":" + std::to_string(s.spans_warmup) +
          ",\"spans_other_phases\":" + std::to_string(s.spans_other_phases) +
@@ -282,6 +372,12 @@ inline std::string summary_json(const summary_result& s, const std::string& sour
     }
     if (s.memory)
       out += ",\"mem_peak_bytes\":" + std::to_string(r.mem_peak) + ",\"mem_growth_bytes\":" + std::to_string(r.mem_growth);
+    out += ",\"wait_self_ns\":" + std::to_string(r.wait_self_ns) + ",\"waiting\":" + (r.waiting() ? "true" : "false") +
+           ",\"first_begin_ns\":" + std::to_string(r.first_begin_ns);
+    if (!s.per.empty()) {
+      std::snprintf(text, sizeof text, ",\"iteration_share\":%.6f", r.iteration_share);
+      out += ",\"per_iteration_ns\":" + std::to_string(r.per_iteration_ns) + text;
+    }
     std::snprintf(text, sizeof text, ",\"share\":%.6f}", r.share);
     out += text;
   }
@@ -293,7 +389,8 @@ inline std::string summary_json(const summary_result& s, const std::string& sour
     out += "{\"name\":";
     append_json_string(out, it.name);
     out += std::string(",\"from\":\"") + it.from() + "\"";
-    out += ",\"count\":" + std::to_string(it.latency.count()) + ",\"skipped\":" + std::to_string(it.skipped);
+    out += ",\"count\":" + std::to_string(it.latency.count()) + ",\"skipped\":" + std::to_string(it.skipped) +
+           ",\"cut_at_pause\":" + std::to_string(it.cut_at_pause) + ",\"single_step\":" + std::to_string(it.single_step);
     out += ",\"mean_ns\":" + std::to_string(it.latency.mean()) +
            ",\"min_ns\":" + std::to_string(it.latency.min()) +
            ",\"p50_ns\":" + std::to_string(it.latency.percentile(50)) +
@@ -310,7 +407,8 @@ inline std::string summary_json(const summary_result& s, const std::string& sour
     first = false;
     out += "{\"thread\":";
     append_json_string(out, t.label);
-    out += ",\"busy_ns\":" + std::to_string(t.busy_ns) + ",\"wall_ns\":" + std::to_string(t.wall_ns) +
+    out += ",\"busy_ns\":" + std::to_string(t.busy_ns) + ",\"covered_ns\":" + std::to_string(t.covered_ns) +
+           ",\"wait_ns\":" + std::to_string(t.wait_ns) + ",\"wall_ns\":" + std::to_string(t.wall_ns) +
            ",\"top_level_spans\":" + std::to_string(t.spans) + "}";
   }
   out += "],\"notes\":[";
