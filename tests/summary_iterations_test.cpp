@@ -16,19 +16,13 @@
 #include <vector>
 
 #include "support/analysis_workload.hpp"
+#include "support/json_checks.hpp"
 #include "support/json_lite.hpp"
 
 using namespace edgetrace_test;
 namespace er = edgetrace::reader;
 
 namespace {
-
-json_lite::value parse_json(const std::string& text) {
-  json_lite::value v;
-  std::string error;
-  REQUIRE_MESSAGE(json_lite::parse(text, v, error), error);
-  return v;
-}
 
 json_lite::value summary_json(const std::vector<std::string>& args) {
   std::vector<std::string> all{"summary"};
@@ -38,8 +32,6 @@ json_lite::value summary_json(const std::vector<std::string>& args) {
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   return parse_json(r.out);
 }
-
-std::uint64_t u(const json_lite::value& v) { return static_cast<std::uint64_t>(v.num()); }
 
 std::vector<std::string> keys(const json_lite::value& doc) {
   std::vector<std::string> out;
