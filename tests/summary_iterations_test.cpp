@@ -224,6 +224,9 @@ TEST_CASE("--per MARK and mark iterations are cut at a pause; a single-step flow
   std::uint64_t longest = 0;
   for (const window& w : windows) longest = std::max(longest, static_cast<std::uint64_t>(w.end - w.begin));
   CHECK(u((*frame)["max_ns"]) == longest);
+  // per second: iterations over the time they cover, the cut interval not included.
+  CHECK((*frame)["per_second"].num() ==
+        doctest::Approx(static_cast<double>(windows.size()) / (static_cast<double>(total) / 1e9)).epsilon(1e-4));
 
   // Flows: "request" has two steps per frame, "lonely" one.
   std::uint64_t iterations = 0, lonely_steps = 0;

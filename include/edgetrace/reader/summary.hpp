@@ -353,6 +353,9 @@ class summary_builder {
       }
     };
     std::map<std::size_t, time_range> iteration_range;  // this dump's first start / last end
+    // Intervals between marks cut at a pause: not iterations, so not part of
+    // the time the per-second rate divides by either.
+    std::map<std::size_t, std::vector<std::pair<std::int64_t, std::int64_t>>> cut_ranges;
 
     const thread_info* last_thread = nullptr;
     thread_slot* slot = nullptr;
@@ -454,6 +457,7 @@ class summary_builder {
           if (later != later_mark.end()) {
             if (crosses_pause(*e.writer, e.begin_ns, later->second)) {
               ++it.cut_at_pause;
+              cut_ranges[found->second].emplace_back(e.begin_ns, later->second);
             } else if (e.begin_ns >= cutoff && in_phase(e.writer, e.begin_ns)) {
               it.latency.add(static_cast<std::uint64_t>(later->second - e.begin_ns));
               iteration_range[found->second].extend(e.begin_ns, later->second);
@@ -495,7 +499,10 @@ class summary_builder {
     for (const auto& range : iteration_range) {
       iteration_row& it = result_.iterations[range.first];
       const time_range& t = range.second;
-      if (t.last > t.first) it.wall_seconds += static_cast<double>(t.last - t.first) / 1e9;
+      std::int64_t wall = t.last - t.first;
+      for (const auto& cut : cut_ranges[range.first])
+        if (cut.first >= t.first && cut.second <= t.last) wall -= cut.second - cut.first;
+      if (wall > 0) it.wall_seconds += static_cast<double>(wall) / 1e9;
       if (it.first_ns == 0 && it.last_ns == 0) {
         it.first_ns = t.first;
         it.last_ns = t.last;
