@@ -9,6 +9,7 @@
 
 #include "support/analysis_workload.hpp"
 #include "support/dump_builder.hpp"
+#include "support/json_checks.hpp"
 #include "support/json_lite.hpp"
 
 using namespace edgetrace_test;
@@ -16,20 +17,11 @@ namespace er = edgetrace::reader;
 
 namespace {
 
-json_lite::value parse_json(const std::string& text) {
-  json_lite::value v;
-  std::string error;
-  REQUIRE_MESSAGE(json_lite::parse(text, v, error), error);
-  return v;
-}
-
 const json_lite::value* row_named(const json_lite::value& doc, const std::string& key) {
   for (std::size_t i = 0; i < doc["rows"].size(); ++i)
     if (doc["rows"][i]["key"].str() == key) return &doc["rows"][i];
   return nullptr;
 }
-
-std::uint64_t u(const json_lite::value& v) { return static_cast<std::uint64_t>(v.num()); }
 
 }  // namespace
 

@@ -71,12 +71,22 @@ const command commands[] = {
      "  --category LIST             keep these categories (comma list)\n"
      "  --thread LIST               keep these threads, by name or OS tid (comma list)\n"
      "  --sort-by COLUMN            total (default), self, calls, mean, min, p50, p90, p95,\n"
-     "                              p99, p99.9, max, share, name; '+COLUMN' ascending\n"
+     "                              p99, p99.9, max, share, name (numbers in names sort by\n"
+     "                              value: layer_2 before layer_10), order (first begin:\n"
+     "                              network order); '+COLUMN' ascending, '-COLUMN' descending\n"
      "  --min-time T, --max-time T  count only spans whose duration is within [T, T]\n"
      "  --iteration NAME            a mark or top-level span name that delimits iterations\n"
      "  --skip-warmup K             leave out the first K iterations, and every span that\n"
      "                              ended before the (K+1)-th iteration started\n"
      "  --phase NAME                keep spans that began in phase NAME (edgetrace::phase)\n"
+     "  --per NAME                  iterations are the instances of span NAME (or the time\n"
+     "                              between NAME marks): rows count only spans inside them\n"
+     "                              and add avg/iter (total / iterations) and % iter (total\n"
+     "                              / summed iteration time)\n"
+     "  --wait REGEX                span names that are waiting, not work (default ^wait, any\n"
+     "                              case; 'off' for none): their self time is left out of\n"
+     "                              share and of the threads' busy time\n"
+     "  --wait-category LIST        spans of these categories are waiting too (comma list)\n"
      "  --format table|csv|json     output format (default table)\n"
      "  -o, --output OUT            write to OUT instead of standard output\n",
      run_summary},
@@ -112,7 +122,8 @@ const command commands[] = {
     {"report", "DUMP... -o OUT.html [options]", "self-contained HTML report: table, histograms, thread use",
      "One HTML file with inline CSS and SVG (no network): the summary table,\n"
      "a latency histogram for each of the first rows, and per-thread\n"
-     "utilisation. Takes the summary's options (--top defaults to 30).\n"
+     "utilisation (busy = inside top-level spans minus waiting, see --wait).\n"
+     "Takes the summary's options (--top defaults to 30).\n"
      "  -o, --output OUT   output file (default: DUMP with .etr replaced by .html)\n",
      run_report},
     {"info", "DUMP", "describe a dump: writers, clock, threads, event counts, drops, damage",
@@ -429,11 +440,12 @@ bool parse_count(const std::string& text, std::uint64_t& value) {
 }
 
 /// Compiles a --filter regex once; a usage error (exit 1) when it is bad.
-int compile_regex(const command& c, const std::string& text, std::shared_ptr<const std::regex>& out) {
+int compile_regex(const command& c, const std::string& text, std::shared_ptr<const std::regex>& out,
+                  const char* flag = "--filter") {
   try {
     out = std::make_shared<const std::regex>(text, std::regex::ECMAScript | std::regex::optimize);
   } catch (const std::regex_error& e) {
-    return usage_error(&c, "bad --filter regex '" + text + "': " + e.what());
+    return usage_error(&c, std::string("bad ") + flag + " regex '" + text + "': " + e.what());
   }
   return exit_ok;
 }
@@ -441,7 +453,7 @@ int compile_regex(const command& c, const std::string& text, std::shared_ptr<con
 const std::vector<const char*> summary_valued = {"--by",       "--top",      "--filter",    "--category",
                                                  "--thread",   "--sort-by",  "--min-time",  "--max-time",
                                                  "--iteration", "--skip-warmup", "--phase",   "--format",
-                                                 "--output"};
+                                                 "--output",    "--per",         "--wait",    "--wait-category"};
 
 /// Fills summary_options from parsed flags; a usage error code on a bad value.
 int summary_options_from(const command& c, const parsed_options& p, et::summary_options& o, std::string& format) {
@@ -494,6 +506,17 @@ int summary_options_from(const command& c, const parsed_options& p, et::summary_
     if (v->empty()) return usage_error(&c, "--phase needs a name");
     o.phase = *v;
   }
+  if (const std::string* v = p.get("--per")) {
+    if (v->empty()) return usage_error(&c, "--per needs a span or mark name");
+    o.per = *v;
+  }
+  if (const std::string* v = p.get("--wait")) {
+    o.wait_pattern = *v;
+    o.wait = nullptr;
+    if (*v != "off")
+      if (const int rc = compile_regex(c, *v, o.wait, "--wait"); rc != exit_ok) return rc;
+  }
+  if (const std::string* v = p.get("--wait-category")) o.wait_categories = et::split_list(*v);
   if (const std::string* v = p.get("--format")) {
     if (*v != "table" && *v != "csv" && *v != "json")
       return usage_error(&c, "--format must be table, csv or json, not '" + *v + "'");

@@ -26,6 +26,7 @@
 
 EDGETRACE_CATEGORY(work);
 EDGETRACE_CATEGORY(aux);
+EDGETRACE_CATEGORY(idle);
 
 namespace edgetrace_test {
 
@@ -70,14 +71,77 @@ inline void analysis_workload(int iterations, int scale) {
   worker.join();
 }
 
+/// The "extras" mode: what the plain workload lacks. Each frame is a mark
+/// then an "iteration" span holding "layer_10", "layer_2" and "layer_1" in
+/// that order (names whose plain, natural and execution orders all differ),
+/// each with an "op" argument; "layer_10" and "layer_1" are the two steps of
+/// flow "request" (id = frame), "layer_2" the only step of flow "lonely".
+/// Recording is paused (edgetrace::pause) for 3 ms before the mark of frame
+/// `iterations / 2`, so one interval between marks holds a pause. A worker
+/// thread waits ("wait_queue", sleeping), works ("worker_task") and parks
+/// ("park", category idle) meanwhile. Phase "steady" starts at frame 2.
+inline void analysis_extras(int iterations, int scale) {
+  EDGETRACE_THREAD_NAME("main");
+  std::thread worker([&] {
+    EDGETRACE_THREAD_NAME("worker");
+    for (int i = 0; i < iterations; ++i) {
+      {
+        EDGETRACE_SCOPE(aux, "wait_queue");
+        std::this_thread::sleep_for(std::chrono::microseconds(scale * 300));
+      }
+      {
+        EDGETRACE_SCOPE(aux, "worker_task");
+        spin_us(scale * 40);
+      }
+      {
+        EDGETRACE_SCOPE(idle, "park");
+        spin_us(scale * 10);
+      }
+    }
+  });
+  for (int i = 0; i < iterations; ++i) {
+    if (i == 2) edgetrace::phase("steady");
+    if (i == iterations / 2) {
+      edgetrace::pause();
+      spin_us(3000);
+      edgetrace::resume();
+    }
+    EDGETRACE_MARK(work, "frame");
+    EDGETRACE_SCOPE(work, "iteration");
+    {
+      EDGETRACE_SCOPE(work, "layer_10");
+      EDGETRACE_ARG(work, "op", 1);
+      EDGETRACE_FLOW(work, "request", i);
+      spin_us(scale * (30 + i % 3 * 10));
+    }
+    {
+      EDGETRACE_SCOPE(work, "layer_2");
+      EDGETRACE_ARG(work, "op", 2);
+      EDGETRACE_FLOW(work, "lonely", i);
+      spin_us(scale * 20);
+    }
+    {
+      EDGETRACE_SCOPE(work, "layer_1");
+      EDGETRACE_ARG(work, "op", 1);
+      EDGETRACE_FLOW(work, "request", i);
+      spin_us(scale * 15);
+    }
+    spin_us(scale * 5);
+  }
+  EDGETRACE_MARK(work, "frame");  // closes the last iteration
+  worker.join();
+}
+
 /// Runs the workload in a child copy of this test binary and returns the
-/// dump path. `scale` stretches every stage (use 2 for a "slower" run).
-inline std::string record_workload(const std::string& name, int iterations = 30, int scale = 1) {
+/// dump path. `scale` stretches every stage (use 2 for a "slower" run);
+/// `mode` "extras" runs analysis_extras instead.
+inline std::string record_workload(const std::string& name, int iterations = 30, int scale = 1,
+                                   const std::string& mode = "") {
   const std::string path = scratch(name + ".etr");
   std::remove(path.c_str());
   const auto r = run({"/proc/self/exe", "--test-case=analysis workload", "--no-intro", "--no-version"},
                      {"EDGETRACE_OUTPUT=" + path, "ETTEST_ANALYSIS_WORKLOAD=" + std::to_string(iterations) + "," +
-                                                      std::to_string(scale)});
+                                                      std::to_string(scale) + (mode.empty() ? "" : "," + mode)});
   const std::string output = r.out + r.err;
   REQUIRE_MESSAGE(r.exit_code == 0, output);
   REQUIRE(file_exists(path));
@@ -176,6 +240,8 @@ TEST_CASE("analysis workload") {
   const char* spec = std::getenv("ETTEST_ANALYSIS_WORKLOAD");
   if (spec == nullptr) return;
   int iterations = 30, scale = 1;
-  std::sscanf(spec, "%d,%d", &iterations, &scale);
-  edgetrace_test::analysis_workload(iterations, scale);
+  char mode[16] = "";
+  std::sscanf(spec, "%d,%d,%15s", &iterations, &scale, mode);
+  if (std::string(mode) == "extras") edgetrace_test::analysis_extras(iterations, scale);
+  else edgetrace_test::analysis_workload(iterations, scale);
 }

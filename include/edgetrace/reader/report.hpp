@@ -148,13 +148,20 @@ inline std::string report_html(const summary_result& s, const report_options& op
   std::snprintf(text, sizeof text, "%llu spans on %zu thread(s) over %s", static_cast<unsigned long long>(s.spans_read),
                 s.threads, readable_time(s.wall_ns).c_str());
   h += "<p class=\"sub\">" + html_escape(options.source) + " &middot; " + text + "</p>\n";
+  // What the numbers are over: grouping, sort, phase, and each denominator.
+  const std::string label = detail::group_label(s);
+  h += "<p class=\"sub\" id=\"scope\">by " + html_escape(label) + " &middot; sorted by " +
+       html_escape(detail::sort_label(s)) + " &middot; phase: " + (s.phase.empty() ? "all" : html_escape(s.phase)) +
+       "</p>\n<p class=\"note\" id=\"share\">" + html_escape(detail::share_text(s)) + "</p>\n";
+  if (!s.per.empty()) h += "<p class=\"note\" id=\"per\">" + html_escape(detail::per_text(s)) + "</p>\n";
 
-  h += "<h2>Summary by " + std::string(detail::group_name(s.by)) + "</h2>\n<table id=\"summary\"><thead><tr>";
+  h += "<h2>Summary by " + html_escape(label) + "</h2>\n<table id=\"summary\"><thead><tr>";
   for (const auto& c : summary_columns()) {
     const bool key = c.id == summary_column::key;
-    h += key ? "<th class=\"l\">" + std::string(detail::group_name(s.by)) + "</th>" : "<th>" + std::string(c.header) + "</th>";
+    h += key ? "<th class=\"l\">" + html_escape(label) + "</th>" : "<th>" + std::string(c.header) + "</th>";
     if (key && s.by == group_by::name) h += "<th class=\"l\">category</th>";
   }
+  if (!s.per.empty()) h += "<th>avg/iter</th><th>% iter</th>";
   h += "</tr></thead><tbody>\n";
   for (const summary_row& r : s.rows) {
     h += "<tr>";
@@ -165,12 +172,13 @@ inline std::string report_html(const summary_result& s, const report_options& op
       } else if (c.id == summary_column::calls) {
         h += "<td>" + std::to_string(r.host.count()) + "</td>";
       } else if (c.id == summary_column::share) {
-        std::snprintf(text, sizeof text, "<td>%.1f %%</td>", r.share * 100);
-        h += text;
+        h += "<td>" + (r.waiting() ? std::string("wait") : detail::percent_text(r.share)) + "</td>";
       } else {
         h += "<td>" + readable_time(detail::column_ns(r, c.id)) + "</td>";
       }
     }
+    if (!s.per.empty())
+      h += "<td>" + readable_time(r.per_iteration_ns) + "</td><td>" + detail::percent_text(r.iteration_share) + "</td>";
     h += "</tr>\n";
   }
   h += "</tbody></table>\n";
@@ -179,11 +187,14 @@ inline std::string report_html(const summary_result& s, const report_options& op
          " rows shown.</p>\n";
 
   if (!s.iterations.empty()) {
-    h += "<h2>Iterations</h2>\n<table id=\"iterations\"><thead><tr><th class=\"l\">iteration</th><th>count</th>"
+    // "from" tells a "frame" mark row from a "frame" flow row.
+    h += "<h2>Iterations</h2>\n<table id=\"iterations\"><thead><tr><th class=\"l\">iteration</th>"
+         "<th class=\"l\">from</th><th>count</th>"
          "<th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>max</th><th>per second</th></tr></thead><tbody>\n";
     for (const iteration_row& it : s.iterations) {
       std::snprintf(text, sizeof text, "<td>%.2f</td>", it.per_second());
-      h += "<tr><td class=\"l\">" + html_escape(it.name) + "</td><td>" + std::to_string(it.latency.count()) +
+      h += "<tr><td class=\"l\">" + html_escape(it.name) + "</td><td class=\"l\">" + it.from() + "</td><td>" +
+           std::to_string(it.latency.count()) +
            "</td><td>" + readable_time(it.latency.mean()) + "</td><td>" + readable_time(it.latency.percentile(50)) +
            "</td><td>" + readable_time(it.latency.percentile(90)) + "</td><td>" +
            readable_time(it.latency.percentile(99)) + "</td><td>" + readable_time(it.latency.max()) + "</td>" + text +
@@ -213,14 +224,17 @@ inline std::string report_html(const summary_result& s, const report_options& op
   h += "<h2>Thread utilisation</h2>\n<div id=\"threads\">\n";
   for (const thread_usage& t : s.threads_usage) {
     const double u = std::min(t.utilisation(), 1.0);
+    const double waited = t.wall_ns ? std::min(static_cast<double>(t.wait_ns) / static_cast<double>(t.wall_ns), 1.0) : 0;
     std::snprintf(text, sizeof text,
-                  "<div class=\"track\"><div class=\"fill\" style=\"width:%.1f%%\"></div></div><span>%.1f %%</span>",
-                  u * 100, u * 100);
+                  "<div class=\"track\"><div class=\"fill\" style=\"width:%.1f%%\"></div></div><span>%.1f %% busy"
+                  "%s</span>",
+                  u * 100, u * 100, waited > 0 ? (", " + detail::percent_text(waited) + " waiting").c_str() : "");
     h += "<div class=\"bar\"><span class=\"name\" title=\"" + html_escape(t.label) + "\">" + html_escape(t.label) +
          "</span>" + text + "</div>\n";
   }
-  h += "</div>\n<p class=\"note\">Busy = time inside top-level spans (spans no other span on the thread encloses), "
-       "over the dump's duration.</p>\n";
+  h += "</div>\n<p class=\"note\">Busy = time inside top-level spans (spans no other span on the thread encloses) "
+       "minus the self time of waiting spans (" + html_escape(s.wait_rule.empty() ? "none" : s.wait_rule) +
+       "), over the dump's duration.</p>\n";
   for (const std::string& n : s.notes) h += "<p class=\"note\">" + html_escape(n) + "</p>\n";
 
   std::string data = summary_json(s, options.source);

@@ -24,6 +24,7 @@
 #include "info.hpp"
 #include "latency.hpp"
 #include "span_walker.hpp"
+#include "summary_iterations.hpp"
 
 namespace edgetrace {
 inline namespace v1 {
@@ -35,8 +36,9 @@ enum class group_by : std::uint8_t { name, category, thread };
 /// Columns of the summary table. Time columns belong to the group "host";
 /// when the dumps hold GPU spans, a "gpu" group (calls, total, mean, p50,
 /// p99, max of the GPU time of each row's GPU scopes) follows, side by
-/// side, without changing the host columns.
-enum class summary_column : std::uint8_t { key, calls, total, self, mean, min, p50, p90, p95, p99, p999, max, share };
+/// side, without changing the host columns. `order` is no column: it sorts
+/// rows by their first begin (network order).
+enum class summary_column : std::uint8_t { key, calls, total, self, mean, min, p50, p90, p95, p99, p999, max, share, order };
 
 struct summary_column_info {
   summary_column id;
@@ -81,6 +83,23 @@ struct summary_options {
   std::string phase;              ///< keep spans that began in this phase (edgetrace::phase; "" = all)
   std::size_t exact_limit = latency_stats::default_exact_limit;  ///< exact samples per row
   std::size_t exact_budget = 2000000;  ///< exact samples over all rows (16 MiB); past it the largest rows switch
+  /// --per NAME: an enclosing span or a mark name; each instance (or the
+  /// time between two marks) is one iteration, rows count only spans inside
+  /// iterations and gain avg/iter and % of iteration ("" = off).
+  std::string per;
+  /// --wait REGEX: span names that are waiting, not work (default: names
+  /// beginning with "wait", any case; null = none). Their self time is left
+  /// out of the share denominator and of each thread's busy time.
+  std::shared_ptr<const std::regex> wait = default_wait_regex();
+  std::string wait_pattern = default_wait_pattern();  ///< the text of `wait`, for the header
+  std::vector<std::string> wait_categories;  ///< --wait-category LIST: categories whose spans are waiting
+
+  static const char* default_wait_pattern() { return "^wait"; }
+  static std::shared_ptr<const std::regex> default_wait_regex() {
+    static const auto compiled = std::make_shared<const std::regex>(
+        default_wait_pattern(), std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
+    return compiled;
+  }
 };
 
 struct summary_row {
@@ -89,7 +108,19 @@ struct summary_row {
   latency_stats host;
   latency_stats gpu;  ///< GPU time of the row's GPU scopes (resolved ones; empty without)
   std::uint64_t self_ns = 0;
-  double share = 0;  ///< self_ns / summary_result::self_total_ns
+  std::uint64_t wait_self_ns = 0;  ///< self time of the row's waiting spans (--wait, --wait-category)
+  /// (self_ns - wait_self_ns) / summary_result::share_self_ns: the row's
+  /// part of the busy self time of every row left after the filters.
+  double share = 0;
+  bool waiting() const noexcept { return self_ns != 0 && wait_self_ns == self_ns; }
+  /// Earliest begin of a span of the row, from its dump's first event, and
+  /// that span's depth (a parent before a child that begins with it).
+  std::int64_t first_begin_ns = std::numeric_limits<std::int64_t>::max();
+  std::uint32_t first_depth = 0;
+  /// With --per: host total / iterations, and host total / the iterations'
+  /// summed duration (0 without --per).
+  std::uint64_t per_iteration_ns = 0;
+  double iteration_share = 0;
   /// Memory pools (EDGETRACE_ALLOC/FREE), all pools of the span's process:
   /// the highest live bytes while one of the row's spans ran, and the most
   /// one span's thread allocated (net of its frees) while the span ran.
@@ -111,14 +142,19 @@ struct iteration_row {
   std::int64_t first_ns = 0;  ///< first iteration start (per-dump clock of the first dump)
   std::int64_t last_ns = 0;   ///< last iteration end
   std::uint64_t skipped = 0;  ///< warm-up iterations left out
+  std::uint64_t cut_at_pause = 0;  ///< marks: intervals across a pause (recording off), not samples
+  std::uint64_t single_step = 0;   ///< flows: ids with one recorded step, not samples
   double wall_seconds = 0;    ///< sum over dumps of (last end - first start)
   double per_second() const { return wall_seconds > 0 ? static_cast<double>(latency.count()) / wall_seconds : 0; }
 };
 
-/// Busy time of one thread: spans of depth 0 (nothing encloses them).
+/// Busy time of one thread: time inside spans of depth 0 (nothing encloses
+/// them), less the self time of its waiting spans (--wait).
 struct thread_usage {
   std::string label;
-  std::uint64_t busy_ns = 0;
+  std::uint64_t covered_ns = 0;  ///< inside top-level spans
+  std::uint64_t wait_ns = 0;     ///< self time of waiting spans
+  std::uint64_t busy_ns = 0;     ///< covered_ns - wait_ns (set by summary_builder::finish)
   std::uint64_t spans = 0;
   std::uint64_t wall_ns = 0;  ///< its dump's duration (first to last event)
   double utilisation() const { return wall_ns ? static_cast<double>(busy_ns) / static_cast<double>(wall_ns) : 0; }
@@ -144,8 +180,24 @@ struct summary_result {
   bool memory = false;                ///< some dump recorded allocations: mem_* columns mean something
   memory_mismatches mismatches;       ///< allocation records that do not add up, over all dumps
   group_by by = group_by::name;
+  std::vector<std::string> by_args;  ///< --by arg:KEY keys
+  bool by_args_only = false;
   summary_column sort_by = summary_column::total;
   bool ascending = false;
+  std::string phase;                  ///< --phase ("" = all)
+  /// The share denominator: busy self time (self minus waiting self) of the
+  /// rows left after the filters, before --top; and the waiting part.
+  std::uint64_t share_self_ns = 0;
+  std::uint64_t wait_self_ns = 0;
+  std::size_t rows_waiting = 0;       ///< rows made only of waiting spans
+  std::string wait_rule;              ///< what counts as waiting, in words ("" = nothing)
+  /// --per: what an iteration is, how many were kept, their summed duration.
+  std::string per;
+  bool per_from_marks = false;
+  std::uint64_t per_count = 0;
+  std::uint64_t per_total_ns = 0;
+  std::uint64_t per_cut_at_pause = 0;
+  std::uint64_t spans_outside_per = 0;  ///< spans outside every iteration (left out of the rows)
 };
 
 // ----------------------------------------------------------------------------
@@ -179,6 +231,11 @@ inline bool parse_sort_column(std::string text, summary_column& column, bool& as
   }
   if (text == "category" || text == "thread" || text == "key") text = "name";
   if (text == "p999") text = "p99.9";
+  if (text == "order") {  // first begin; earliest first unless '-'
+    column = summary_column::order;
+    ascending = direction >= 0;
+    return true;
+  }
   for (const auto& c : summary_columns())
     if (text == c.name) {
       column = c.id;
@@ -192,7 +249,7 @@ inline bool parse_sort_column(std::string text, summary_column& column, bool& as
 inline std::string summary_column_names() {
   std::string out;
   for (const auto& c : summary_columns()) out += (out.empty() ? "" : ", ") + std::string(c.name);
-  return out;
+  return out + ", order";
 }
 
 inline std::vector<std::string> split_list(const std::string& text) {
@@ -258,6 +315,7 @@ class summary_builder {
     if (options_.skip_warmup > 0 && !find_warmup_cutoff(r, cutoff, error)) return false;
     if (!prepare_phase(r, error)) return false;
     if (!check_arg_keys(r, error)) return false;
+    if (!prepare_per(r, cutoff, error)) return false;
     const std::uint64_t other_phases_before = result_.spans_other_phases;
     if (r.has_events()) result_.wall_ns += static_cast<std::uint64_t>(r.last_ns() - r.first_ns());
     prepare_sites(r);
@@ -295,6 +353,9 @@ class summary_builder {
       }
     };
     std::map<std::size_t, time_range> iteration_range;  // this dump's first start / last end
+    // Intervals between marks cut at a pause: not iterations, so not part of
+    // the time the per-second rate divides by either.
+    std::map<std::size_t, std::vector<std::pair<std::int64_t, std::int64_t>>> cut_ranges;
 
     const thread_info* last_thread = nullptr;
     thread_slot* slot = nullptr;
@@ -331,10 +392,10 @@ class summary_builder {
           }
           result_.self_total_ns += s.self_ns;
           const std::uint64_t duration = s.duration();
+          thread_usage& usage = result_.threads_usage[slot->usage];
           if (s.depth == 0) {
-            thread_usage& u = result_.threads_usage[slot->usage];
-            u.busy_ns += duration;
-            ++u.spans;
+            usage.covered_ns += duration;
+            ++usage.spans;
           }
           const std::size_t h = (reinterpret_cast<std::uintptr_t>(s.site) >> 4) & 63;
           const site_slot* site;
@@ -350,9 +411,14 @@ class summary_builder {
             it.latency.add(duration);
             iteration_range[static_cast<std::size_t>(site->iteration)].extend(s.begin_ns, s.end_ns);
           }
+          if (site->waiting) usage.wait_ns += s.self_ns;
           int row = options_.by == group_by::thread ? (site->selected ? slot->row : -1) : site->row;
           if (row < 0 || duration < options_.min_time_ns || duration > options_.max_time_ns) {
             ++result_.spans_filtered;
+            return;
+          }
+          if (per_active_ && !per_.contains(s.thread, s.begin_ns, s.end_ns)) {
+            ++result_.spans_outside_per;
             return;
           }
           if (!options_.by_args.empty() && !args.empty()) row = arg_row(*s.site, args, row);
@@ -360,6 +426,12 @@ class summary_builder {
           const bool was_exact = out.host.exact();
           out.host.add(duration);
           out.self_ns += s.self_ns;
+          if (site->waiting) out.wait_self_ns += s.self_ns;
+          const std::int64_t since_start = s.begin_ns - r.first_ns();
+          if (since_start < out.first_begin_ns || (since_start == out.first_begin_ns && s.depth < out.first_depth)) {
+            out.first_begin_ns = since_start;
+            out.first_depth = s.depth;
+          }
           if (!memory.empty()) {
             if (s.writer != memory_writer) {
               memory_writer = s.writer;
@@ -383,7 +455,10 @@ class summary_builder {
           auto key = std::make_pair(e.thread, e.site->name);
           const auto later = later_mark.find(key);
           if (later != later_mark.end()) {
-            if (e.begin_ns >= cutoff && in_phase(e.writer, e.begin_ns)) {
+            if (crosses_pause(*e.writer, e.begin_ns, later->second)) {
+              ++it.cut_at_pause;
+              cut_ranges[found->second].emplace_back(e.begin_ns, later->second);
+            } else if (e.begin_ns >= cutoff && in_phase(e.writer, e.begin_ns)) {
               it.latency.add(static_cast<std::uint64_t>(later->second - e.begin_ns));
               iteration_range[found->second].extend(e.begin_ns, later->second);
             } else {
@@ -424,7 +499,10 @@ class summary_builder {
     for (const auto& range : iteration_range) {
       iteration_row& it = result_.iterations[range.first];
       const time_range& t = range.second;
-      if (t.last > t.first) it.wall_seconds += static_cast<double>(t.last - t.first) / 1e9;
+      std::int64_t wall = t.last - t.first;
+      for (const auto& cut : cut_ranges[range.first])
+        if (cut.first >= t.first && cut.second <= t.last) wall -= cut.second - cut.first;
+      if (wall > 0) it.wall_seconds += static_cast<double>(wall) / 1e9;
       if (it.first_ns == 0 && it.last_ns == 0) {
         it.first_ns = t.first;
         it.last_ns = t.last;
@@ -451,21 +529,38 @@ class summary_builder {
   summary_result finish() {
     summary_result out = std::move(result_);
     out.by = options_.by;
+    out.by_args = options_.by_args;
+    out.by_args_only = options_.by_args_only;
     out.sort_by = options_.sort_by;
     out.ascending = options_.ascending;
+    out.phase = options_.phase;
+    out.wait_rule = wait_rule();
+    for (thread_usage& t : out.threads_usage) t.busy_ns = t.covered_ns - std::min(t.wait_ns, t.covered_ns);
     for (summary_row& row : rows_) {
       if (row.host.count() == 0) continue;
-      row.share = out.self_total_ns ? static_cast<double>(row.self_ns) / static_cast<double>(out.self_total_ns) : 0;
+      out.share_self_ns += row.self_ns - row.wait_self_ns;
+      out.wait_self_ns += row.wait_self_ns;
+      out.rows_waiting += row.waiting() ? 1 : 0;
       out.rows.push_back(std::move(row));
     }
     rows_.clear();
+    for (summary_row& row : out.rows) {
+      row.share = out.share_self_ns ? static_cast<double>(row.self_ns - row.wait_self_ns) / static_cast<double>(out.share_self_ns) : 0;
+      if (out.per_count != 0) row.per_iteration_ns = (row.host.total() + out.per_count / 2) / out.per_count;
+      if (out.per_total_ns != 0) row.iteration_share = static_cast<double>(row.host.total()) / static_cast<double>(out.per_total_ns);
+    }
     const summary_column column = options_.sort_by;
     const bool ascending = options_.ascending;
     std::stable_sort(out.rows.begin(), out.rows.end(), [&](const summary_row& a, const summary_row& b) {
-      if (column == summary_column::key) return ascending ? a.key < b.key : b.key < a.key;
+      if (column == summary_column::key) return ascending ? natural_less(a.key, b.key) : natural_less(b.key, a.key);
+      if (column == summary_column::order) {
+        if (a.first_begin_ns != b.first_begin_ns) return ascending == (a.first_begin_ns < b.first_begin_ns);
+        if (a.first_depth != b.first_depth) return ascending == (a.first_depth < b.first_depth);
+        return natural_less(a.key, b.key);
+      }
       const double va = sort_value(a, column), vb = sort_value(b, column);
       if (va != vb) return ascending ? va < vb : va > vb;
-      return a.key < b.key;
+      return natural_less(a.key, b.key);
     });
     out.rows_before_top = out.rows.size();
     if (options_.top != 0 && out.rows.size() > options_.top) out.rows.resize(options_.top);
@@ -501,6 +596,7 @@ class summary_builder {
       case summary_column::p99: return static_cast<double>(r.host.percentile(99));
       case summary_column::p999: return static_cast<double>(r.host.percentile(99.9));
       case summary_column::key: break;
+      case summary_column::order: return static_cast<double>(r.first_begin_ns);
     }
     return 0;
   }
@@ -509,6 +605,7 @@ class summary_builder {
   struct site_slot {
     int row = -1;        // -1: filtered out by name/category
     bool selected = false;
+    bool waiting = false;  // --wait / --wait-category: self time is waiting, not work
     int iteration = -1;  // iteration row when this span delimits iterations
   };
 
@@ -564,6 +661,9 @@ class summary_builder {
                  options_.categories.end();
         if (keep && options_.filter) keep = std::regex_search(s.name, *options_.filter);
         slot.selected = keep;
+        slot.waiting = (options_.wait && std::regex_search(s.name, *options_.wait)) ||
+                       std::find(options_.wait_categories.begin(), options_.wait_categories.end(), s.category) !=
+                           options_.wait_categories.end();
         if (keep && options_.by != group_by::thread)
           slot.row = options_.by == group_by::name ? row_for(s.name.empty() ? "(unnamed)" : s.name, s.category)
                                                    : row_for(s.category, "");
@@ -626,6 +726,10 @@ class summary_builder {
         result_.iterations.push_back(std::move(it));
       }
       iteration_row& it = result_.iterations[index];
+      if (steps.size() == 1) {  // one step has no latency from one step to another: not a sample
+        ++it.single_step;
+        continue;
+      }
       if (steps.front().end_ns < cutoff || !in_phase(steps.front().writer, steps.front().begin_ns)) {
         ++it.skipped;
         continue;
@@ -698,6 +802,40 @@ class summary_builder {
       warmup_marks_ = *marks.begin();
     }
     return true;
+  }
+
+  /// --per: reads the dump's iterations (a forward pre-pass) under the
+  /// thread, warm-up and phase filters, and adds them to the totals.
+  bool prepare_per(dump_reader& r, std::int64_t cutoff, std::string& error) {
+    per_active_ = !options_.per.empty();
+    if (!per_active_) return true;
+    per_ = iteration_windows();
+    const bool ok = per_.collect(
+        r, options_.per,
+        [&](const thread_info* t, std::int64_t begin, std::int64_t end) {
+          return thread_selected(*t, r) && end >= cutoff && in_phase(t->writer, begin);
+        },
+        error);
+    if (!ok) return false;
+    result_.per = options_.per;
+    result_.per_from_marks = per_.from_marks();
+    result_.per_count += per_.count();
+    result_.per_total_ns += per_.total_ns();
+    result_.per_cut_at_pause += per_.cut_at_pause();
+    return true;
+  }
+
+  /// What counts as waiting, in words, for the header ("" = nothing).
+  std::string wait_rule() const {
+    std::string rule;
+    if (options_.wait) rule = "names matching /" + options_.wait_pattern + "/";
+    if (options_.wait && options_.wait_pattern == summary_options::default_wait_pattern()) rule += "i";
+    if (!options_.wait_categories.empty()) {
+      std::string list;
+      for (const std::string& c : options_.wait_categories) list += (list.empty() ? "" : ",") + c;
+      rule += (rule.empty() ? "" : " or ") + std::string("category ") + list;
+    }
+    return rule;
   }
 
   /// --phase: the [begin, end) ranges of that phase per writer (a phase
@@ -790,321 +928,15 @@ class summary_builder {
   std::string warmup_marks_;
   std::map<const writer_info*, std::vector<std::pair<std::int64_t, std::int64_t>>> phase_ranges_;
   std::size_t exact_added_ = 0;
+  bool per_active_ = false;
+  iteration_windows per_;
   static constexpr bool multi_dump_labels_ = false;
 };
-
-// ----------------------------------------------------------------------------
-// Output.
-
-namespace detail {
-
-/// A duration with about four significant digits and a readable unit:
-/// "850 ns", "12.35 us", "1.234 ms", "2.500 s".
-inline std::string readable_time(std::uint64_t ns) {
-  char text[32];
-  auto scaled = [&](double v, const char* unit) {
-    if (v < 10) std::snprintf(text, sizeof text, "%.3f %s", v, unit);
-    else if (v < 100) std::snprintf(text, sizeof text, "%.2f %s", v, unit);
-    else std::snprintf(text, sizeof text, "%.1f %s", v, unit);
-  };
-  if (ns < 1000) std::snprintf(text, sizeof text, "%llu ns", static_cast<unsigned long long>(ns));
-  else if (ns < 1000000) scaled(static_cast<double>(ns) / 1e3, "us");
-  else if (ns < 1000000000) scaled(static_cast<double>(ns) / 1e6, "ms");
-  else if (ns < 1000000000000ull) scaled(static_cast<double>(ns) / 1e9, "s");
-  else std::snprintf(text, sizeof text, "%.0f s", static_cast<double>(ns) / 1e9);
-  return text;
-}
-
-inline std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\r\n") == std::string::npos && (s.empty() || (s.front() != ' ' && s.back() != ' ')))
-    return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
-inline std::uint64_t column_ns(const summary_row& r, summary_column c) {
-  switch (c) {
-    case summary_column::total: return r.host.total();
-    case summary_column::self: return r.self_ns;
-    case summary_column::mean: return r.host.mean();
-    case summary_column::min: return r.host.min();
-    case summary_column::max: return r.host.max();
-    default: break;
-  }
-  for (const auto& info : summary_columns())
-    if (info.id == c) return r.host.percentile(info.percentile);
-  return 0;
-}
-
-inline const char* group_name(group_by by) {
-  return by == group_by::name ? "name" : by == group_by::category ? "category" : "thread";
-}
-
-/// Bytes with a binary unit: "512 B", "1.50 KiB", "12.3 MiB", "2.00 GiB".
-inline std::string readable_bytes(std::uint64_t bytes) {
-  char text[32];
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  std::size_t unit = 0;
-  while (v >= 1024 && unit + 1 < sizeof units / sizeof units[0]) {
-    v /= 1024;
-    ++unit;
-  }
-  if (unit == 0) std::snprintf(text, sizeof text, "%llu B", static_cast<unsigned long long>(bytes));
-  else std::snprintf(text, sizeof text, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, units[unit]);
-  return text;
-}
-
-/// Left- or right-aligned text table; widths from the content.
-inline std::string render_table(const std::vector<std::vector<std::string>>& cells, std::size_t left_columns) {
-  std::vector<std::size_t> width;
-  for (const auto& row : cells)
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      if (width.size() <= i) width.push_back(0);
-      width[i] = std::max(width[i], row[i].size());
-    }
-  std::string out;
-  for (std::size_t r = 0; r < cells.size(); ++r) {
-    std::string line;
-    for (std::size_t i = 0; i < cells[r].size(); ++i) {
-      const std::string& cell = cells[r][i];
-      const std::string pad(width[i] - cell.size(), ' ');
-      if (i) line += "  ";
-      line += i < left_columns ? cell + pad : pad + cell;
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-    if (r == 0) {
-      std::size_t total = 0;
-      for (std::size_t i = 0; i < width.size(); ++i) total += width[i] + (i ? 2 : 0);
-      out += std::string(total, '-') + "\n";
-    }
-  }
-  return out;
-}
-
-}  // namespace detail
-
-/// The aligned terminal table (rows, then iterations, then notes).
-inline std::string summary_table(const summary_result& s, const std::string& source) {
-  std::string out;
-  char head[512];
-  std::snprintf(head, sizeof head, "%s: %llu spans on %zu thread(s) over %s; by %s, sorted by %s%s; %zu of %zu rows\n\n",
-                source.c_str(), static_cast<unsigned long long>(s.spans_read), s.threads,
-                detail::readable_time(s.wall_ns).c_str(), detail::group_name(s.by),
-                s.ascending ? "+" : "", [&] {
-                  for (const auto& c : summary_columns())
-                    if (c.id == s.sort_by) return c.id == summary_column::key ? detail::group_name(s.by) : c.name;
-                  return "total";
-                }(),
-                s.rows.size(), s.rows_before_top);
-  out += head;
-  if (s.rows.empty()) {
-    out += "(no spans match)\n";
-  } else {
-    std::vector<std::vector<std::string>> cells;
-    std::vector<std::string> header;
-    for (const auto& c : summary_columns())
-      header.push_back(c.id == summary_column::key ? detail::group_name(s.by) : c.header);
-    if (s.by == group_by::name) header.insert(header.begin() + 1, "category");
-    const bool gpu = s.gpu_spans != 0;
-    if (gpu)
-      for (const char* h : {"gpu calls", "gpu total", "gpu mean", "gpu p50", "gpu p99", "gpu max"}) header.push_back(h);
-    if (s.memory) header.insert(header.end(), {"peak mem", "+peak mem"});
-    cells.push_back(header);
-    for (const summary_row& r : s.rows) {
-      std::vector<std::string> line;
-      for (const auto& c : summary_columns()) {
-        if (c.id == summary_column::key) {
-          line.push_back(r.key.size() > 48 ? r.key.substr(0, 45) + "..." : r.key);
-          if (s.by == group_by::name) line.push_back(r.category);
-        } else if (c.id == summary_column::calls) {
-          line.push_back(std::to_string(r.host.count()));
-        } else if (c.id == summary_column::share) {
-          char text[32];
-          std::snprintf(text, sizeof text, "%.1f %%", r.share * 100);
-          line.push_back(text);
-        } else {
-          line.push_back((r.host.exact() || c.percentile == 0 ? "" : "~") +
-                         detail::readable_time(detail::column_ns(r, c.id)));
-        }
-      }
-      if (gpu) {
-        const latency_stats& g = r.gpu;
-        const std::string mark = g.exact() ? "" : "~";
-        if (g.count() == 0)
-          line.insert(line.end(), {"-", "-", "-", "-", "-", "-"});
-        else
-          line.insert(line.end(), {std::to_string(g.count()), detail::readable_time(g.total()),
-                                   detail::readable_time(g.mean()), mark + detail::readable_time(g.percentile(50)),
-                                   mark + detail::readable_time(g.percentile(99)), detail::readable_time(g.max())});
-      }
-      if (s.memory) line.insert(line.end(), {detail::readable_bytes(r.mem_peak), detail::readable_bytes(r.mem_growth)});
-      cells.push_back(line);
-    }
-    out += detail::render_table(cells, s.by == group_by::name ? 2 : 1);
-  }
-  if (!s.iterations.empty()) {
-    const bool flows = std::any_of(s.iterations.begin(), s.iterations.end(), [](const iteration_row& it) { return it.from_flow; });
-    const bool others = std::any_of(s.iterations.begin(), s.iterations.end(), [](const iteration_row& it) { return !it.from_flow; });
-    out += flows ? (others ? "\niterations and flows\n" : "\nflows\n") : "\niterations\n";
-    std::vector<std::vector<std::string>> cells = {
-        {"iteration", "from", "count", "mean", "p50", "p90", "p99", "max", "per second"}};
-    for (const iteration_row& it : s.iterations) {
-      char rate[32];
-      std::snprintf(rate, sizeof rate, "%.2f", it.per_second());
-      cells.push_back({it.name, it.from(), std::to_string(it.latency.count()),
-                       detail::readable_time(it.latency.mean()), detail::readable_time(it.latency.percentile(50)),
-                       detail::readable_time(it.latency.percentile(90)),
-                       detail::readable_time(it.latency.percentile(99)), detail::readable_time(it.latency.max()),
-                       rate});
-    }
-    out += detail::render_table(cells, 2);
-  }
-  char foot[256];
-  std::snprintf(foot, sizeof foot,
-                "\nself = duration minus direct children on the same thread; share = self / all self time "
-                "(%s)\n",
-                detail::readable_time(s.self_total_ns).c_str());
-  out += foot;
-  if (s.gpu_spans != 0)
-    out += "gpu = time the GPU spent between the start and end events of the row's CUDA scopes (as the GPU measured it)\n";
-  if (s.memory)
-    out += "peak mem = most bytes live (all pools of the process) while a span of the row ran; +peak mem = the most "
-           "a span's own thread allocated (net of its frees) while that span ran\n";
-  for (const iteration_row& it : s.iterations)
-    if (it.from_flow) {
-      out += "flow rows: one sample per id, from its first step's begin to its last step's end (EDGETRACE_FLOW)\n";
-      break;
-    }
-  for (const std::string& n : s.notes) out += "note: " + n + "\n";
-  return out;
-}
-
-/// CSV: one line per row, times in integer ns (see docs/ANALYSIS.md).
-inline std::string summary_csv(const summary_result& s) {
-  std::string out = detail::group_name(s.by);
-  if (s.by == group_by::name) out += ",category";
-  for (const auto& c : summary_columns()) {
-    if (c.id == summary_column::key) continue;
-    std::string name = c.name;
-    if (c.id == summary_column::p999) name = "p999";
-    out += "," + name + (*c.group ? "_ns" : "");
-  }
-  const bool gpu = s.gpu_spans != 0;
-  if (gpu) out += ",gpu_calls,gpu_total_ns,gpu_mean_ns,gpu_p50_ns,gpu_p99_ns,gpu_max_ns";
-  if (s.memory) out += ",mem_peak_bytes,mem_growth_bytes";
-  out += ",exact\n";
-  for (const summary_row& r : s.rows) {
-    out += detail::csv_field(r.key);
-    if (s.by == group_by::name) out += "," + detail::csv_field(r.category);
-    for (const auto& c : summary_columns()) {
-      if (c.id == summary_column::key) continue;
-      if (c.id == summary_column::calls) out += "," + std::to_string(r.host.count());
-      else if (c.id == summary_column::share) {
-        char text[32];
-        std::snprintf(text, sizeof text, ",%.6f", r.share);
-        out += text;
-      } else out += "," + std::to_string(detail::column_ns(r, c.id));
-    }
-    if (gpu)
-      for (std::uint64_t v : {r.gpu.count(), r.gpu.total(), r.gpu.mean(), r.gpu.percentile(50), r.gpu.percentile(99),
-                              r.gpu.max()})
-        out += "," + std::to_string(v);
-    if (s.memory) out += "," + std::to_string(r.mem_peak) + "," + std::to_string(r.mem_growth);
-    out += r.host.exact() ? ",1\n" : ",0\n";
-  }
-  return out;
-}
-
-/// JSON document: rows, iterations, thread usage and notes.
-inline std::string summary_json(const summary_result& s, const std::string& source) {
-  std::string out = "{\"source\":";
-  append_json_string(out, source);
-  out += ",\"group_by\":\"" + std::string(detail::group_name(s.by)) + "\"";
-  out += ",\"spans\":" + std::to_string(s.spans_read) + ",\"spans_in_rows\":" + std::to_string(s.spans_in_rows) +
-         ",\"spans_warmup\":" + std::to_string(s.spans_warmup) +
-         ",\"spans_other_phases\":" + std::to_string(s.spans_other_phases) +
-         ",\"spans_filtered\":" + std::to_string(s.spans_filtered) + ",\"dropped\":" + std::to_string(s.dropped) +
-         ",\"self_total_ns\":" + std::to_string(s.self_total_ns) + ",\"wall_ns\":" + std::to_string(s.wall_ns) +
-         ",\"rows_before_top\":" + std::to_string(s.rows_before_top);
-  char text[64];
-  std::snprintf(text, sizeof text, "%.6f", log_buckets::relative_error);
-  out += ",\"estimate_relative_error\":" + std::string(text);
-  out += ",\"rows\":[";
-  bool first = true;
-  for (const summary_row& r : s.rows) {
-    out += first ? "\n" : ",\n";
-    first = false;
-    out += "{\"key\":";
-    append_json_string(out, r.key);
-    out += ",\"category\":";
-    append_json_string(out, r.category);
-    out += ",\"calls\":" + std::to_string(r.host.count());
-    out += ",\"host\":{";
-    bool first_field = true;
-    for (const auto& c : summary_columns()) {
-      if (*c.group == 0) continue;
-      std::string name = c.id == summary_column::p999 ? "p999" : c.name;
-      out += (first_field ? "\"" : ",\"") + name + "_ns\":" + std::to_string(detail::column_ns(r, c.id));
-      first_field = false;
-    }
-    out += std::string(",\"exact\":") + (r.host.exact() ? "true" : "false") + "}";
-    if (r.gpu.count() != 0) {
-      const latency_stats& g = r.gpu;
-      out += ",\"gpu\":{\"calls\":" + std::to_string(g.count()) + ",\"total_ns\":" + std::to_string(g.total()) +
-             ",\"mean_ns\":" + std::to_string(g.mean()) + ",\"min_ns\":" + std::to_string(g.min()) +
-             ",\"p50_ns\":" + std::to_string(g.percentile(50)) + ",\"p99_ns\":" + std::to_string(g.percentile(99)) +
-             ",\"max_ns\":" + std::to_string(g.max()) + ",\"exact\":" + (g.exact() ? "true" : "false") + "}";
-    }
-    if (s.memory)
-      out += ",\"mem_peak_bytes\":" + std::to_string(r.mem_peak) + ",\"mem_growth_bytes\":" + std::to_string(r.mem_growth);
-    std::snprintf(text, sizeof text, ",\"share\":%.6f}", r.share);
-    out += text;
-  }
-  out += "],\"iterations\":[";
-  first = true;
-  for (const iteration_row& it : s.iterations) {
-    out += first ? "\n" : ",\n";
-    first = false;
-    out += "{\"name\":";
-    append_json_string(out, it.name);
-    out += std::string(",\"from\":\"") + it.from() + "\"";
-    out += ",\"count\":" + std::to_string(it.latency.count()) + ",\"skipped\":" + std::to_string(it.skipped);
-    out += ",\"mean_ns\":" + std::to_string(it.latency.mean()) +
-           ",\"min_ns\":" + std::to_string(it.latency.min()) +
-           ",\"p50_ns\":" + std::to_string(it.latency.percentile(50)) +
-           ",\"p90_ns\":" + std::to_string(it.latency.percentile(90)) +
-           ",\"p99_ns\":" + std::to_string(it.latency.percentile(99)) +
-           ",\"max_ns\":" + std::to_string(it.latency.max());
-    std::snprintf(text, sizeof text, ",\"per_second\":%.6f}", it.per_second());
-    out += text;
-  }
-  out += "],\"threads\":[";
-  first = true;
-  for (const thread_usage& t : s.threads_usage) {
-    out += first ? "\n" : ",\n";
-    first = false;
-    out += "{\"thread\":";
-    append_json_string(out, t.label);
-    out += ",\"busy_ns\":" + std::to_string(t.busy_ns) + ",\"wall_ns\":" + std::to_string(t.wall_ns) +
-           ",\"top_level_spans\":" + std::to_string(t.spans) + "}";
-  }
-  out += "],\"notes\":[";
-  first = true;
-  for (const std::string& n : s.notes) {
-    out += first ? "" : ",";
-    first = false;
-    append_json_string(out, n);
-  }
-  out += "]}\n";
-  return out;
-}
 
 }  // namespace reader
 }  // namespace v1
 }  // namespace edgetrace
+
+// The output functions (summary_table, summary_csv, summary_json) live in
+// their own header; including summary.hpp keeps giving them.
+#include "summary_format.hpp"
