@@ -750,6 +750,9 @@ int run_diff(const char* name, const arguments& args) {
     return usage_error(&c, "'diff BASE... --vs NEW...' needs at least one dump on each side of --vs");
   }
   if (p.get("--sort-by")) return usage_error(&c, "diff sorts by impact; --sort-by does not apply");
+  for (const char* option : {"--per", "--wait", "--wait-category"})
+    if (p.get(option))
+      return usage_error(&c, std::string(option) + " changes only summary's per-iteration and share columns, which diff does not show");
   et::summary_options o;
   std::string format = "table";
   if (const int rc = summary_options_from(c, p, o, format); rc != exit_ok) return rc;
@@ -783,7 +786,7 @@ int run_diff(const char* name, const arguments& args) {
   const std::string text = format == "csv"    ? et::diff_csv(rows, top)
                            : format == "json" ? et::diff_json(rows, side(base_paths), side(new_paths), top)
                                               : et::diff_table(rows, side(base_paths), side(new_paths), top,
-                                                               et::diff_key_label(o));
+                                                               et::detail::group_label(base));
   if (const int rc = write_text(output ? *output : "", text); rc != exit_ok) return rc;
   base_readers.insert(base_readers.end(), std::make_move_iterator(new_readers.begin()),
                       std::make_move_iterator(new_readers.end()));

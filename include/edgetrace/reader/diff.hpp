@@ -76,14 +76,6 @@ inline std::vector<diff_row> diff_summaries(const summary_result& base, const su
   return out;
 }
 
-/// What a row stands for, as the first column's heading: "name",
-/// "category", "thread", "arg:op" (--by arg:op) or "name,arg:batch".
-inline std::string diff_key_label(const summary_options& o) {
-  std::string label = o.by_args_only ? "" : detail::group_name(o.by);
-  for (const std::string& key : o.by_args) label += (label.empty() ? "arg:" : ",arg:") + key;
-  return label;
-}
-
 /// Fills each row's run counts and noise from one summary per run of each
 /// side (same options as the pooled summaries diff_summaries compared).
 /// noise = max(spread(base run means), spread(new run means)), spread =
