@@ -40,8 +40,8 @@ echo "== $bin/tools/edgetrace json build/demo/pipeline.etr -o build/demo/pipelin
 "$bin/tools/edgetrace" json build/demo/pipeline.etr -o build/demo/pipeline.json
 echo "== $bin/tools/edgetrace info build/demo/pipeline.etr"
 "$bin/tools/edgetrace" info build/demo/pipeline.etr
-echo "== $bin/tools/edgetrace summary build/demo/pipeline.etr --top 15"
-"$bin/tools/edgetrace" summary build/demo/pipeline.etr --top 15
+echo "== $bin/tools/edgetrace summary build/demo/pipeline.etr --sort-by order --per inference   (per layer, network order)"
+"$bin/tools/edgetrace" summary build/demo/pipeline.etr --sort-by order --per inference
 
 json="$(pwd)/build/demo/pipeline.json"
 cat <<MSG
