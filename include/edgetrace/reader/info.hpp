@@ -108,10 +108,13 @@ void write_annotation_info(const writer_info& w, Field& field) {
     return text;
   };
   using ull = unsigned long long;
-  std::string text = format_text("%llu arguments (%llu integer, %llu floating, %llu bool, %llu named), %llu flow "
-                                 "steps, %llu allocations, %llu frees",
-                                 ull(args), ull(args - reals - bools - names), ull(reals), ull(bools), ull(names),
+  // The counts keep their places of before (bench/run.sh reads them);
+  // argument value types follow.
+  std::string text = format_text("%llu arguments, %llu flow steps, %llu allocations, %llu frees", ull(args),
                                  ull(flows), ull(allocs), ull(frees));
+  if (args != 0)
+    text += format_text("; argument values: %llu integer, %llu floating, %llu bool, %llu named",
+                        ull(args - reals - bools - names), ull(reals), ull(bools), ull(names));
   if (!keys.empty()) text += "; keys: " + list(keys);
   if (!flow_names.empty()) text += "; flows: " + list(flow_names);
   field("  ", "annotations", text);
