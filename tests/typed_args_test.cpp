@@ -123,6 +123,18 @@ std::map<int, std::uint64_t> annotation_tags(const std::string& path) {
   return tags;
 }
 
+// The encoding EDGETRACE_ARG picks for each value type.
+static_assert(edgetrace::detail::arg_value<double>::kind == format::site_kind::arg_float);
+static_assert(edgetrace::detail::arg_value<float>::kind == format::site_kind::arg_float);
+static_assert(edgetrace::detail::arg_value<long double>::kind == format::site_kind::arg_float);
+static_assert(edgetrace::detail::arg_value<volatile double>::kind == format::site_kind::arg_float);
+static_assert(edgetrace::detail::arg_value<bool>::kind == format::site_kind::arg_bool);
+static_assert(edgetrace::detail::arg_value<volatile bool>::kind == format::site_kind::arg_bool);
+static_assert(edgetrace::detail::arg_value<int>::kind == format::site_kind::arg);
+static_assert(edgetrace::detail::arg_value<unsigned long long>::kind == format::site_kind::arg);
+static_assert(edgetrace::detail::arg_value<char>::kind == format::site_kind::arg);
+static_assert(edgetrace::detail::arg_value<format::chunk_type>::kind == format::site_kind::arg);  // an enum
+
 /// EDGETRACE_ARG in a member function, on members: the type-picked site
 /// must compile where `this` is not captured by any lambda.
 struct traced_layer {
@@ -135,6 +147,9 @@ struct traced_layer {
     EDGETRACE_ARG(work, "fused", fused);
     EDGETRACE_ARG(work, "batch", batch * 2);
     EDGETRACE_ARG(work, "half", static_cast<float>(scale) / 2);
+    volatile double measured = scale;
+    EDGETRACE_ARG(work, "measured", measured);
+    EDGETRACE_ARG(work, "kind", format::chunk_type::events);
   }
 };
 }  // namespace

@@ -278,6 +278,12 @@ template <>
 struct arg_value<double> : arg_float_value<double> {};
 template <>
 struct arg_value<long double> : arg_float_value<long double> {};
+/// A volatile variable: its type's encoding, read once.
+template <class T>
+struct arg_value<volatile T> {
+  static constexpr format::site_kind kind = arg_value<T>::kind;
+  static EDGETRACE_DETAIL_ALWAYS_INLINE std::uint64_t bits(T v) noexcept { return arg_value<T>::bits(v); }
+};
 
 /// A site kind as a type, for the site lambda of EDGETRACE_ARG.
 template <format::site_kind Kind>
