@@ -18,8 +18,12 @@
 //   * "frame_ready" / "frame_done" instants marking each frame's life;
 //   * phases "warm up" (the first 8 frames) and "measure" (edgetrace::phase):
 //     `edgetrace summary pipeline.etr --phase measure` leaves warm-up out;
-//   * each layer span carries its op type as an argument (EDGETRACE_ARG_NAMED):
-//     `edgetrace summary pipeline.etr --by arg:op` gives one row per op type;
+//   * each layer span carries its op type and output shape ("1x32x16x16")
+//     as interned-string arguments (EDGETRACE_ARG_NAMED), as ONNX Runtime's
+//     profiler shows per-node shapes: `edgetrace summary pipeline.etr --by
+//     arg:op` gives one row per op type, `edgetrace csv` a column per key;
+//   * each top_k span carries the winning class (an int), its confidence
+//     (a float) and whether it beat 50 % (a bool) as EDGETRACE_ARG values;
 //   * activations come from a traced allocator (EDGETRACE_ALLOC/FREE): a
 //     "memory: activations" track in the JSON, and "peak mem" columns in the
 //     summary saying which layer needs the memory;
@@ -234,7 +238,16 @@ struct layer {
   std::vector<float> weights;  // conv/dense: out x in; batch norm: scale then shift
   edgetrace::name_handle handle;  // from edgetrace::intern(name): cheap to record
   edgetrace::name_handle op;      // the op type, recorded as the span's "op" argument
+  edgetrace::name_handle shape;   // the output shape, e.g. "1x32x16x16": the "shape" argument
 };
+
+/// A layer's output shape as ONNX Runtime prints it (N x C x H x W, or N x C
+/// once pooled), for the "shape" argument.
+std::string shape_text(const layer& l) {
+  const bool spatial = l.kind != layer_kind::pool && l.kind != layer_kind::dense;
+  return "1x" + std::to_string(l.out_channels) +
+         (spatial ? "x" + std::to_string(input_side) + "x" + std::to_string(input_side) : std::string());
+}
 
 const char* op_name(layer_kind kind) {
   switch (kind) {
@@ -258,19 +271,19 @@ std::vector<layer> load_model(int blocks) {
   int channels = 3;
   for (int b = 1; b <= blocks; ++b) {
     const std::string suffix = std::to_string(b);
-    layer conv{"conv" + suffix, layer_kind::conv, channels, hidden_channels, {}, {}, {}};
+    layer conv{"conv" + suffix, layer_kind::conv, channels, hidden_channels, {}, {}, {}, {}};
     conv.weights.resize(static_cast<std::size_t>(conv.in_channels) * static_cast<std::size_t>(conv.out_channels));
     for (float& w : conv.weights) w = next_weight();
     model.push_back(std::move(conv));
-    layer norm{"bn" + suffix, layer_kind::batch_norm, hidden_channels, hidden_channels, {}, {}, {}};
+    layer norm{"bn" + suffix, layer_kind::batch_norm, hidden_channels, hidden_channels, {}, {}, {}, {}};
     for (int c = 0; c < hidden_channels; ++c) norm.weights.push_back(1.0f + next_weight());  // scale
     for (int c = 0; c < hidden_channels; ++c) norm.weights.push_back(next_weight());         // shift
     model.push_back(std::move(norm));
-    model.push_back(layer{"relu" + suffix, layer_kind::relu, hidden_channels, hidden_channels, {}, {}, {}});
+    model.push_back(layer{"relu" + suffix, layer_kind::relu, hidden_channels, hidden_channels, {}, {}, {}, {}});
     channels = hidden_channels;
   }
-  model.push_back(layer{"pool", layer_kind::pool, channels, channels, {}, {}, {}});
-  layer dense{"fc", layer_kind::dense, channels, class_count, {}, {}, {}};
+  model.push_back(layer{"pool", layer_kind::pool, channels, channels, {}, {}, {}, {}});
+  layer dense{"fc", layer_kind::dense, channels, class_count, {}, {}, {}, {}};
   dense.weights.resize(static_cast<std::size_t>(channels) * class_count);
   for (float& w : dense.weights) w = next_weight();
   model.push_back(std::move(dense));
@@ -279,6 +292,7 @@ std::vector<layer> load_model(int blocks) {
   for (layer& l : model) {
     l.handle = edgetrace::intern(l.name);
     l.op = edgetrace::intern(op_name(l.kind));
+    l.shape = edgetrace::intern(shape_text(l));  // a shape is a string argument: one handle per distinct text
   }
   return model;
 }
@@ -339,6 +353,7 @@ std::vector<float> infer_frame(const std::vector<layer>& model, const frame& f) 
   for (const layer& l : model) {
     EDGETRACE_SCOPE_NAMED(infer, l.handle);  // a span named e.g. "conv2"
     EDGETRACE_ARG_NAMED(infer, "op", l.op);  // ...with argument op = "Conv"
+    EDGETRACE_ARG_NAMED(infer, "shape", l.shape);  // ...and shape = "1x32x16x16"
     activations = run_layer(l, activations);
   }
   return std::vector<float>(activations.begin(), activations.end());
@@ -366,7 +381,11 @@ prediction postprocess_frame(const frame& f) {
   std::partial_sort(order.begin(), order.begin() + 3, order.end(),
                     [&](int a, int b) { return probabilities[static_cast<std::size_t>(a)] >
                                                probabilities[static_cast<std::size_t>(b)]; });
-  return {order[0], probabilities[static_cast<std::size_t>(order[0])]};
+  const prediction best{order[0], probabilities[static_cast<std::size_t>(order[0])]};
+  EDGETRACE_ARG(postprocess, "class", best.best_class);        // an int
+  EDGETRACE_ARG(postprocess, "confidence", best.confidence);   // a float: kept as a double
+  EDGETRACE_ARG(postprocess, "confident", best.confidence > 0.5f);  // a bool: true/false
+  return best;
 }
 
 // ---------------------------------------------------------------------------

@@ -90,9 +90,13 @@ const command commands[] = {
      "  --format table|csv|json     output format (default table)\n"
      "  -o, --output OUT            write to OUT instead of standard output\n",
      run_summary},
-    {"csv", "DUMP [-o OUT]", "one CSV line per span (name, category, thread, start, duration, self, depth)",
+    {"csv", "DUMP [-o OUT]", "one CSV line per span in time order (times, depth, phase, flow, arguments)",
      "Writes OUT (default: DUMP with .etr replaced by .csv; '-' for stdout);\n"
-     "loads with pandas.read_csv(OUT). Columns are in docs/ANALYSIS.md.\n"
+     "loads with pandas.read_csv(OUT). Rows come in time order (start, then\n"
+     "pid and tid, then depth). After the span's own columns: phase, flow,\n"
+     "flow_id, then one column per argument key (arg:KEY, empty when the\n"
+     "span has no such argument), so df.groupby('arg:op') works. Columns\n"
+     "are in docs/ANALYSIS.md.\n"
      "  -o, --output OUT   output file, '-' for standard output\n",
      run_csv},
     {"merge", "DUMP DUMP... -o OUT.etr|OUT.json [--clock auto|monotonic|realtime]",

@@ -12,7 +12,7 @@
 //   EDGETRACE_INSTANT(infer, "batch_ready");
 //   EDGETRACE_MARK(infer, "frame");            // iteration boundary (summary latency)
 //   EDGETRACE_COUNTER(infer, "queue_depth", n);
-//   EDGETRACE_ARG(infer, "batch", n);         // argument of the enclosing span
+//   EDGETRACE_ARG(infer, "batch", n);         // argument of the enclosing span (int, double, bool)
 //   EDGETRACE_FLOW(infer, "request", id);     // enclosing span is a step of request `id`
 //   EDGETRACE_ALLOC(infer, p, bytes, "pool"); EDGETRACE_FREE(infer, p);
 //   EDGETRACE_THREAD_NAME("preprocess");
@@ -250,6 +250,58 @@ EDGETRACE_DETAIL_ALWAYS_INLINE std::uint64_t counter_bits(double value) noexcept
   return bits;
 }
 
+/// How EDGETRACE_ARG stores a value of type `T`, chosen at compile time:
+/// its site kind and the 64-bit value its record carries. Anything else
+/// than a bool or a floating-point type is an integer, converted with
+/// static_cast<std::int64_t> (integers, enums, as before format 1.5).
+template <class T>
+struct arg_value {
+  static constexpr format::site_kind kind = format::site_kind::arg;
+  static EDGETRACE_DETAIL_ALWAYS_INLINE std::uint64_t bits(const T& v) noexcept {
+    return static_cast<std::uint64_t>(static_cast<std::int64_t>(v));
+  }
+};
+template <>
+struct arg_value<bool> {
+  static constexpr format::site_kind kind = format::site_kind::arg_bool;
+  static EDGETRACE_DETAIL_ALWAYS_INLINE std::uint64_t bits(bool v) noexcept { return v ? 1 : 0; }
+};
+/// Floating-point values are kept as a double (long double is rounded).
+template <class T>
+struct arg_float_value {
+  static constexpr format::site_kind kind = format::site_kind::arg_float;
+  static EDGETRACE_DETAIL_ALWAYS_INLINE std::uint64_t bits(T v) noexcept { return counter_bits(static_cast<double>(v)); }
+};
+template <>
+struct arg_value<float> : arg_float_value<float> {};
+template <>
+struct arg_value<double> : arg_float_value<double> {};
+template <>
+struct arg_value<long double> : arg_float_value<long double> {};
+/// A volatile variable: its type's encoding, read once.
+template <class T>
+struct arg_value<volatile T> {
+  static constexpr format::site_kind kind = arg_value<T>::kind;
+  static EDGETRACE_DETAIL_ALWAYS_INLINE std::uint64_t bits(T v) noexcept { return arg_value<T>::bits(v); }
+};
+
+/// A site kind as a type, for the site lambda of EDGETRACE_ARG.
+template <format::site_kind Kind>
+struct kind_constant {
+  static constexpr format::site_kind value = Kind;
+};
+
+/// Records argument `value` at the site `site_fn(kind_constant<K>{})`,
+/// where K is the value type's kind. After inlining it is event() with a
+/// constant site: an integer argument costs exactly what it did before
+/// typed arguments, a double adds a register move.
+template <class SiteFn, class T>
+EDGETRACE_DETAIL_ALWAYS_INLINE void arg_event(SiteFn site_fn, const T& value, std::uint8_t mode) noexcept {
+  using traits = arg_value<T>;
+  event([site_fn]() noexcept -> const site& { return site_fn(kind_constant<traits::kind>{}); }, traits::bits(value),
+        mode);
+}
+
 /// An address as EDGETRACE_ALLOC / EDGETRACE_FREE record it: a pointer, or
 /// an integer handle (a CUdeviceptr, an offset into an arena).
 EDGETRACE_DETAIL_ALWAYS_INLINE std::uint64_t address(const volatile void* pointer) noexcept {
@@ -423,17 +475,32 @@ auto phase(const String& name) noexcept -> decltype(static_cast<const char*>(nam
 #define EDGETRACE_COUNTER(cat, name, value) \
   EDGETRACE_DETAIL_VALUE_EVENT(cat, name, counter, ::edgetrace::detail::counter_bits(static_cast<double>(value)))
 
-/// Attaches the integer argument `key` = `value` (a string literal and any
-/// integer expression, stored as int64) to the innermost span open on the
-/// calling thread: `edgetrace json` shows it in that span's args,
-/// `edgetrace summary --by name,arg:KEY` groups by it. Costs what a counter
-/// sample does; the span itself is unchanged. An argument recorded outside
-/// every span is counted and shown in `edgetrace info`, not attached.
+/// Attaches the argument `key` = `value` (a string literal and a number)
+/// to the innermost span open on the calling thread: `edgetrace json`
+/// shows it in that span's args, `edgetrace summary --by name,arg:KEY`
+/// groups by it, `edgetrace csv` gives it a column. The value's type picks
+/// how it is stored, at compile time: float, double and long double as a
+/// double (format 1.5), bool as true/false (1.5), anything else as an
+/// int64 (integers, enums). Costs what a counter sample does; the span
+/// itself is unchanged. An argument recorded outside every span is counted
+/// and shown in `edgetrace info`, not attached.
 #define EDGETRACE_ARG(cat, key, value) \
-  EDGETRACE_DETAIL_VALUE_EVENT(cat, key, arg, static_cast<std::uint64_t>(static_cast<std::int64_t>(value)))
+  EDGETRACE_DETAIL_WHEN_RECORDING(         \
+      cat, ::edgetrace::detail::arg_event(EDGETRACE_DETAIL_TYPED_SITE(cat, key), (value), edgetrace_mode))
+
+/// EDGETRACE_DETAIL_SITE whose kind comes from the argument's type: a
+/// generic lambda that arg_event calls with a kind_constant; only the one
+/// kind the value has is ever instantiated (one static site).
+#define EDGETRACE_DETAIL_TYPED_SITE(cat, name)                                                             \
+  [](auto edgetrace_kind) noexcept -> const ::edgetrace::detail::site& {                                   \
+    static constexpr ::edgetrace::detail::site edgetrace_site{&EDGETRACE_DETAIL_CATEGORY_TYPE(cat)::state, name, \
+                                                              __FILE__, __LINE__, decltype(edgetrace_kind)::value}; \
+    return edgetrace_site;                                                                                 \
+  }
 
 /// EDGETRACE_ARG with a string value: an edgetrace::name_handle from
-/// edgetrace::intern() (a layout, a dtype, a model name).
+/// edgetrace::intern() (a layout, a dtype, a model name, a shape such as
+/// "1x3x224x224": intern each distinct shape once, outside the hot loop).
 #define EDGETRACE_ARG_NAMED(cat, key, handle) \
   EDGETRACE_DETAIL_VALUE_EVENT(cat, key, arg_name, ::edgetrace::name_handle(handle).id)
 

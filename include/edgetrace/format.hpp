@@ -19,7 +19,7 @@ namespace format {
 /// transfers and files that are not edgetrace dumps at all.
 inline constexpr unsigned char file_magic[8] = {0x89, 'E', 'T', 'R', '\r', '\n', 0x1A, '\n'};
 inline constexpr std::uint16_t version_major = 1;
-inline constexpr std::uint16_t version_minor = 4;
+inline constexpr std::uint16_t version_minor = 5;
 inline constexpr std::size_t file_header_size = 16;
 
 /// Chunk framing: sync0 sync1 type flags | u32 payload_size | u32 writer_id |
@@ -87,6 +87,19 @@ enum class annotation_record : std::uint8_t {
   /// (1.4) consecutive arguments of one thread: the first as `arg`, then
   /// repeated (varint site id, varint tick − previous tick, zigzag value)
   arg_run = 6,
+  /// (1.5) consecutive arguments of one thread, of any value type: as
+  /// arg_run, with a *typed site* (site id × 4 + arg_type) in place of
+  /// each site id; the type decides the value's encoding
+  typed_arg_run = 7,
+};
+
+/// The value type of a typed argument run's entry (annotations tag 7, 1.5):
+/// the low two bits of its typed site.
+enum class arg_type : std::uint8_t {
+  integer = 0,     ///< zigzag varint value follows
+  real = 1,        ///< f64 (IEEE-754 binary64, little-endian) follows
+  bool_false = 2,  ///< no value bytes: false
+  bool_true = 3,   ///< no value bytes: true
 };
 
 /// Records of a gpu chunk (1.2). Each is `u8 tag, varint size, body`, so a

@@ -2,13 +2,14 @@
 // libFuzzer target for the dump reader and its outputs (issue 7). The input
 // is written to a memfd (the reader opens paths; a memfd is a regular,
 // seekable file reachable as /proc/self/fd/N), then read as a dump: both
-// passes (and the GPU pass), Chrome JSON, info and the summary, to /dev/null. Any crash, hang, sanitizer
+// passes (and the GPU pass), Chrome JSON, info, the summary and the CSV, to /dev/null. Any crash, hang, sanitizer
 // report or unbounded allocation is a bug; see docs/RELIABILITY.md.
 //
 // Built as reader_fuzz (clang, -fsanitize=fuzzer,address,undefined) and as
 // reader_fuzz_replay (any compiler, with replay_main.cpp: runs the files it
 // is given, which is how tests/fuzz/regressions/* are replayed by ctest).
 #include <edgetrace/reader/chrome_json.hpp>
+#include <edgetrace/reader/csv.hpp>
 #include <edgetrace/reader/dump_reader.hpp>
 #include <edgetrace/reader/info.hpp>
 #include <edgetrace/reader/summary.hpp>
@@ -82,6 +83,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (r.open(path) && builder.add(r, error)) {
       const std::string table = edgetrace::reader::summary_table(builder.finish(), "fuzz.etr");
       std::fwrite(table.data(), 1, table.size(), dev_null());
+    }
+  }
+  {
+    // The CSV: argument columns from whatever annotations survived, and
+    // its sort through temporary files (a small limit makes it spill).
+    edgetrace::reader::dump_reader r;
+    if (r.open(path)) {
+      edgetrace::reader::csv_options options;
+      options.sort_memory = 16u << 10;
+      edgetrace::reader::write_spans_csv(r, dev_null(), nullptr, nullptr, options);
     }
   }
   return 0;

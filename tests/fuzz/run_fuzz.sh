@@ -20,6 +20,7 @@ if [[ -n $trace_app && -x $trace_app ]]; then
     EDGETRACE_OUTPUT="$work/seeds/app-$mode.etr" "$trace_app" "$mode" >/dev/null 2>&1 || true
   done
   EDGETRACE_OUTPUT="$work/seeds/app-arg-runs.etr" "$trace_app" arg-dense 300 >/dev/null 2>&1 || true
+  EDGETRACE_OUTPUT="$work/seeds/app-typed-args.etr" "$trace_app" typed-args 40 >/dev/null 2>&1 || true
   EDGETRACE_OUTPUT="$work/seeds/app-small-ring.etr" EDGETRACE_BUFFER_KB=4 EDGETRACE_ON_FULL=drop "$trace_app" stress 0.05 2 \
     >/dev/null 2>&1 || true
   # Large seeds only slow the fuzzer down: keep the first 64 KiB as well.

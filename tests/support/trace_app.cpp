@@ -380,6 +380,57 @@ int arg_dense_mode(int count) {
 }
 }  // namespace
 
+// ---- modes for tests/typed_args_test.cpp (format 1.5) ---------------------
+// "typed-args": phase "warm up", then span "typed" with one argument of
+// each kind (typed_arg_values below), then phase "measure" and COUNT spans
+// "step" (depth 0) each holding a "child" span; step k records x = k / 8.0
+// - 3 (a double), i = k (an int) and even = (k % 2 == 0) (a bool), and
+// every step with k % 5 == 0 is a step of flow "request" with id k / 5.
+// "float-dense COUNT": COUNT spans "f" with one double argument v = k * 0.25.
+namespace {
+int typed_args_mode(int count) {
+  const edgetrace::name_handle shape = edgetrace::intern("1x3x224x224");
+  edgetrace::phase("warm up");
+  {
+    EDGETRACE_SCOPE(app, "typed");
+    EDGETRACE_ARG(app, "ratio", 0.75);
+    EDGETRACE_ARG(app, "neg", -2.5f);
+    EDGETRACE_ARG(app, "huge", 1.7976931348623157e308);
+    EDGETRACE_ARG(app, "tiny", 4.9406564584124654e-324);
+    EDGETRACE_ARG(app, "third", 1.0 / 3.0);
+    EDGETRACE_ARG(app, "nan", __builtin_nan(""));
+    EDGETRACE_ARG(app, "ninf", -__builtin_inf());
+    EDGETRACE_ARG(app, "cached", true);
+    EDGETRACE_ARG(app, "fused", 1 > 2);
+    EDGETRACE_ARG(app, "batch", 8);
+    EDGETRACE_ARG(app, "min", INT64_MIN);
+    EDGETRACE_ARG_NAMED(app, "shape", shape);
+  }
+  edgetrace::phase("measure");
+  for (int k = 0; k < count; ++k) {
+    EDGETRACE_SCOPE(app, "step");
+    EDGETRACE_ARG(app, "x", k / 8.0 - 3);
+    EDGETRACE_ARG(app, "i", k);
+    EDGETRACE_ARG(app, "even", k % 2 == 0);
+    if (k % 5 == 0) EDGETRACE_FLOW(app, "request", k / 5);
+    // A few microseconds before the child, so a coarse counter (aarch64)
+    // never puts the step's annotations in the child's first tick.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(3);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    EDGETRACE_SCOPE(app, "child");
+  }
+  return 0;
+}
+int float_dense_mode(int count) {
+  for (int k = 0; k < count; ++k) {
+    EDGETRACE_SCOPE(app, "f");
+    EDGETRACE_ARG(app, "v", k * 0.25);
+  }
+  return 0;
+}
+}  // namespace
+
 // Counts every allocation while `counting` is on (the "idle" mode checks that
 // a disabled tracer allocates nothing).
 #if EDGETRACE_TEST_SANITIZED
@@ -676,6 +727,8 @@ int main(int argc, char** argv) {
     edgetrace::resume();
     return 0;
   }
+  if (std::strcmp(mode, "typed-args") == 0) return typed_args_mode(argc > 2 ? std::atoi(argv[2]) : 100);
+  if (std::strcmp(mode, "float-dense") == 0) return float_dense_mode(argc > 2 ? std::atoi(argv[2]) : 10000);
   if (std::strcmp(mode, "annotations") == 0) {
     // Arguments, memory pools and flows, with values tests/annotations_test.cpp
     // recomputes. "weights" stays live (1500 bytes); each layer i adds

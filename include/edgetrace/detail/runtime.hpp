@@ -1191,7 +1191,14 @@ class runtime {
       return;
     }
     if (kind == format::site_kind::arg) {
-      put_argument(ring.thread_id, r.t_begin, id, format::zigzag(static_cast<std::int64_t>(r.t_end)));
+      put_argument(ring.thread_id, r.t_begin, id, format::arg_type::integer, r.t_end);
+      return;
+    }
+    if (kind == format::site_kind::arg_float || kind == format::site_kind::arg_bool) {
+      const format::arg_type type = kind == format::site_kind::arg_float ? format::arg_type::real
+                                    : r.t_end != 0                       ? format::arg_type::bool_true
+                                                                         : format::arg_type::bool_false;
+      put_argument(ring.thread_id, r.t_begin, id, type, r.t_end);
       return;
     }
     unsigned char body[4 * format::max_varint_size];
@@ -1224,32 +1231,49 @@ class runtime {
   // ---- argument runs (1.4): a thread's consecutive arguments as one
   // record, each after the first as (site, tick delta, value): 3 bytes for
   // a small value recorded within ~50 ns of the previous one, where a
-  // record of its own costs ~12 (docs/FORMAT.md, annotations tag 6).
+  // record of its own costs ~12 (docs/FORMAT.md, annotations tag 6). A
+  // float or bool argument (1.5) opens a typed run (tag 7) instead, whose
+  // entries carry their type in the site field; integers that follow join
+  // it. Integer-only runs stay tag 6, so a 1.4 reader reads them as before.
   struct {
     std::size_t at;  ///< offset of the run's tag byte in annotations_
     std::uint64_t tick;  ///< the last entry's tick
     std::uint32_t thread_id;  ///< 0: no run open
     std::uint32_t entries;
+    bool typed;  ///< tag 7 (typed sites) rather than tag 6
   } arg_run_ = {};
   /// The run's size field: a varint padded to 3 bytes (up to 2 MiB; an
   /// annotations chunk is sealed past 60 KiB), filled in when it closes.
   static constexpr std::size_t run_size_bytes = 3;
 
-  void put_argument(std::uint32_t thread_id, std::uint64_t tick, std::uint32_t site, std::uint64_t zigzagged) {
+  /// One argument: `value` is the int64's bits (integer), the double's bits
+  /// (real) or unused (the bool is in `type`).
+  void put_argument(std::uint32_t thread_id, std::uint64_t tick, std::uint32_t site, format::arg_type type,
+                    std::uint64_t value) {
     unsigned char entry[4 * format::max_varint_size];
     unsigned char* p = entry;
-    if (arg_run_.thread_id == thread_id && tick >= arg_run_.tick) {
-      p = format::put_varint(p, site);
+    const bool joins = arg_run_.thread_id == thread_id && tick >= arg_run_.tick &&
+                       (arg_run_.typed || type == format::arg_type::integer);
+    const bool typed = joins ? arg_run_.typed : type != format::arg_type::integer;
+    const std::uint64_t site_field = typed ? (std::uint64_t{site} << 2) | static_cast<std::uint8_t>(type) : site;
+    if (joins) {
+      p = format::put_varint(p, site_field);
       p = format::put_varint(p, tick - arg_run_.tick);
     } else {
       close_arg_run();
       if (annotations_.empty()) begin_chunk(annotations_);
-      arg_run_ = {annotations_.size(), tick, thread_id, 0};
-      annotations_.push_back(static_cast<unsigned char>(format::annotation_record::arg_run));
+      arg_run_ = {annotations_.size(), tick, thread_id, 0, typed};
+      annotations_.push_back(static_cast<unsigned char>(typed ? format::annotation_record::typed_arg_run
+                                                              : format::annotation_record::arg_run));
       annotations_.insert(annotations_.end(), run_size_bytes, 0);
-      p = annotation_head(p, thread_id, tick, site);
+      p = annotation_head(p, thread_id, tick, site_field);
     }
-    p = format::put_varint(p, zigzagged);
+    if (type == format::arg_type::integer) {
+      p = format::put_varint(p, format::zigzag(static_cast<std::int64_t>(value)));
+    } else if (type == format::arg_type::real) {
+      format::put_u64(p, value);
+      p += 8;
+    }
     annotations_.insert(annotations_.end(), entry, p);
     arg_run_.tick = tick;
     ++arg_run_.entries;
@@ -1257,15 +1281,16 @@ class runtime {
   }
 
   /// Fills in the open run's size. A run of one argument becomes a plain
-  /// argument record (1.3's, two bytes shorter).
+  /// argument record (1.3's, two bytes shorter); a typed run of one keeps
+  /// its tag with a one-byte size.
   void close_arg_run() noexcept {
     if (arg_run_.thread_id == 0) return;
     arg_run_.thread_id = 0;
     unsigned char* tag = annotations_.data() + arg_run_.at;
     unsigned char* body = tag + 1 + run_size_bytes;
     const std::size_t size = static_cast<std::size_t>(annotations_.data() + annotations_.size() - body);
-    if (arg_run_.entries == 1) {  // four varints at most: < 128 bytes
-      tag[0] = static_cast<unsigned char>(format::annotation_record::arg);
+    if (arg_run_.entries == 1) {  // four varints (or three and an f64) at most: < 128 bytes
+      if (!arg_run_.typed) tag[0] = static_cast<unsigned char>(format::annotation_record::arg);
       tag[1] = static_cast<unsigned char>(size);
       std::memmove(tag + 2, body, size);
       annotations_.resize(annotations_.size() - (run_size_bytes - 1));

@@ -582,10 +582,19 @@ class chrome_json_document {
       comma = true;
       o_.write_string(key);
       o_.put(':');
-      if (last->type == format::annotation_record::arg_name) o_.write_string(last->value_text());
-      else o_.write_i64(last->int_value());
+      write_arg_value(*last);
       ++result_.span_args;
     }
+  }
+
+  /// An argument's value: a JSON number (an integer, or a double's
+  /// shortest round-trip text), true/false, or a string (a named value;
+  /// "nan", "inf", "-inf", which JSON numbers cannot be).
+  void write_arg_value(const annotation& a) {
+    if (a.is_bool()) o_.write(a.value != 0 ? "true" : "false");
+    else if (a.is_real() && std::isfinite(a.real_value())) o_.write(a.value_text());
+    else if (a.is_real() || a.type == format::annotation_record::arg_name) o_.write_string(a.value_text());
+    else o_.write_i64(a.int_value());
   }
 
   void write_pid_tid(std::uint64_t pid, std::uint64_t tid) {

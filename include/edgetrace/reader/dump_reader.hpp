@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -119,6 +121,16 @@ struct thread_info {
   bool has_last_events_ = false;
 };
 
+/// The shortest text that reads back as exactly `v` ("0.75", "1e+300",
+/// "-0"); "nan", "inf" or "-inf" when not finite.
+inline std::string real_text(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  char text[32];
+  const auto done = std::to_chars(text, text + sizeof text, v);
+  return std::string(text, done.ptr);
+}
+
 /// One annotation (annotations chunk, 1.3): an argument or a flow step of
 /// the span open on its thread, an allocation or a free. Resolved after
 /// pass 1; pointers stay valid as long as the dump_reader lives.
@@ -129,19 +141,37 @@ struct annotation {
   const site_info* value_site = nullptr;  ///< arg_name: the site whose name is the value
   std::uint64_t tick = 0;
   std::int64_t ns = 0;
-  std::uint64_t value = 0;  ///< arg: the int64's bits; flow: the id; alloc, free: the address
+  /// arg: the int64's bits, the double's bits (real) or 0/1 (bool); flow:
+  /// the id; alloc, free: the address
+  std::uint64_t value = 0;
   std::uint64_t bytes = 0;  ///< alloc
   std::uint64_t thread_id = 0, site_id = 0, value_site_id = 0;  ///< as in the file
+  /// arg: how `value` is to be read (1.5; integer before)
+  format::arg_type value_type = format::arg_type::integer;
 
   std::int64_t int_value() const noexcept { return static_cast<std::int64_t>(value); }
+  bool is_real() const noexcept { return value_type == format::arg_type::real; }
+  bool is_bool() const noexcept {
+    return value_type == format::arg_type::bool_false || value_type == format::arg_type::bool_true;
+  }
+  double real_value() const noexcept {
+    double v;
+    std::memcpy(&v, &value, sizeof v);
+    return v;
+  }
   /// The key or name as shown ("(unknown site N)" when undefined).
   std::string name() const { return site != nullptr ? site->name : "(unknown site " + std::to_string(site_id) + ")"; }
   /// name() == `n`, without building the name.
   bool has_name(const std::string& n) const { return site != nullptr ? site->name == n : name() == n; }
-  /// An argument's value as text: the integer, or the interned name.
+  /// An argument's value as text: the integer, the double's shortest
+  /// round-trip text ("nan", "inf", "-inf" when not finite), true/false,
+  /// or the interned name.
   std::string value_text() const {
-    if (type != format::annotation_record::arg_name) return std::to_string(int_value());
-    return value_site != nullptr ? value_site->name : "(unknown name " + std::to_string(value_site_id) + ")";
+    if (type == format::annotation_record::arg_name)
+      return value_site != nullptr ? value_site->name : "(unknown name " + std::to_string(value_site_id) + ")";
+    if (is_real()) return real_text(real_value());
+    if (is_bool()) return value != 0 ? "true" : "false";
+    return std::to_string(int_value());
   }
 };
 
@@ -1346,6 +1376,19 @@ class dump_reader {
           }
           return true;
         }
+        case format::annotation_record::typed_arg_run: {  // 1.5: as arg_run, each site typed
+          a.type = format::annotation_record::arg;
+          std::uint64_t delta;
+          if (!typed_argument(a, body)) return false;
+          keep_annotation(w, a, 1, offset);
+          while (body.left() != 0) {
+            if (!body.varint(a.site_id) || !body.varint(delta) || a.tick + delta < a.tick) return false;
+            a.tick += delta;
+            if (!typed_argument(a, body)) return false;
+            keep_annotation(w, a, 1, offset);
+          }
+          return true;
+        }
         case format::annotation_record::arg_name:
           if (!body.varint(a.value_site_id)) return false;
           break;
@@ -1364,6 +1407,25 @@ class dump_reader {
       return true;
     });
     if (!ok) malformed("annotations", offset, w);
+  }
+
+  /// Splits a typed site (in a.site_id) into site id and value type and
+  /// reads the value that type implies (annotations tag 7).
+  static bool typed_argument(annotation& a, detail::payload_cursor& body) {
+    a.value_type = static_cast<format::arg_type>(a.site_id & 3);
+    a.site_id >>= 2;
+    switch (a.value_type) {
+      case format::arg_type::integer: {
+        std::uint64_t zigzagged;
+        if (!body.varint(zigzagged)) return false;
+        a.value = static_cast<std::uint64_t>(format::unzigzag(zigzagged));
+        return true;
+      }
+      case format::arg_type::real: return body.u64(a.value);
+      case format::arg_type::bool_false: a.value = 0; return true;
+      case format::arg_type::bool_true: a.value = 1; return true;
+    }
+    return false;
   }
 
   /// Counts one decoded annotation (`records` ring records: 2 for an

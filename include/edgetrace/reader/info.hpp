@@ -84,13 +84,19 @@ void write_capture_info(const writer_info& w, Field& field) {
 template <class Field>
 void write_annotation_info(const writer_info& w, Field& field) {
   if (w.annotations.empty()) return;
-  std::uint64_t args = 0, flows = 0, allocs = 0, frees = 0;
+  std::uint64_t args = 0, flows = 0, allocs = 0, frees = 0, reals = 0, bools = 0, names = 0;
   std::set<std::string> keys, flow_names;
   for (const annotation& a : w.annotations) {
     switch (a.type) {
       case format::annotation_record::arg:
-      case format::annotation_record::arg_run:  // never kept: read as one `arg` per entry
-      case format::annotation_record::arg_name: ++args; keys.insert(a.name()); break;
+      case format::annotation_record::arg_run:        // never kept: read as one `arg` per entry
+      case format::annotation_record::typed_arg_run:  // likewise
+        reals += a.is_real();
+        bools += a.is_bool();
+        ++args;
+        keys.insert(a.name());
+        break;
+      case format::annotation_record::arg_name: ++names; ++args; keys.insert(a.name()); break;
       case format::annotation_record::flow: ++flows; flow_names.insert(a.name()); break;
       case format::annotation_record::alloc: ++allocs; break;
       case format::annotation_record::free: ++frees; break;
@@ -102,8 +108,13 @@ void write_annotation_info(const writer_info& w, Field& field) {
     return text;
   };
   using ull = unsigned long long;
+  // The counts keep their places of before (bench/run.sh reads them);
+  // argument value types follow.
   std::string text = format_text("%llu arguments, %llu flow steps, %llu allocations, %llu frees", ull(args),
                                  ull(flows), ull(allocs), ull(frees));
+  if (args != 0)
+    text += format_text("; argument values: %llu integer, %llu floating, %llu bool, %llu named",
+                        ull(args - reals - bools - names), ull(reals), ull(bools), ull(names));
   if (!keys.empty()) text += "; keys: " + list(keys);
   if (!flow_names.empty()) text += "; flows: " + list(flow_names);
   field("  ", "annotations", text);

@@ -695,7 +695,7 @@ class summary_builder {
     std::set<std::string> keys;
     for (const auto& w : r.writers())
       for (const auto& site : w.second.sites)
-        if (site.second.kind == format::site_kind::arg || site.second.kind == format::site_kind::arg_name)
+        if (format::is_argument(site.second.kind))
           keys.insert(site.second.name);
     for (const std::string& key : options_.by_args) {
       if (keys.count(key) != 0) continue;
