@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <edgetrace/edgetrace.hpp>
+#include <edgetrace/reader/chrome_json.hpp>
 
 #include <pty.h>
 #include <sys/wait.h>
@@ -238,4 +239,48 @@ TEST_CASE("json warns when its output will be too big for a browser, and names t
   const auto small = edgetrace_test::run({cli, "json", pipeline_dump(), "-o", out}, {"EDGETRACE_JSON_WARN_MB=1"});
   CHECK(small.exit_code == 0);
   CHECK(small.err.empty());
+}
+
+TEST_CASE("with --split-mb, a flow cut by a window boundary stays whole in every file") {
+  edgetrace::reader::dump_reader r;
+  REQUIRE(r.open(pipeline_dump()));
+  edgetrace::reader::chrome_json_input in;
+  in.reader = &r;
+  std::vector<edgetrace::reader::chrome_json_part> parts;
+  std::string error;
+  // Small windows: most frames' three steps fall in two files.
+  REQUIRE_MESSAGE(edgetrace::reader::write_chrome_json_split({in}, tmp + "/json_viewers_split.json", 9000, {}, parts,
+                                                             &error),
+                  error);
+  REQUIRE(parts.size() >= 3);
+  std::size_t bound_steps = 0;
+  for (const auto& part : parts) {
+    CAPTURE(part.path);
+    const value doc = parse(edgetrace_test::read_file(part.path));
+    std::map<std::string, std::vector<const value*>> by_id;
+    std::map<std::string, std::string> phases;  // id -> phases of its s/t/f events, in file order
+    for (const value& e : doc["traceEvents"].items) {
+      if (e.has("bind_id")) by_id[e["bind_id"].text].push_back(&e);
+      const std::string ph = e["ph"].str();
+      if (ph == "s" || ph == "t" || ph == "f") phases[e["id"].text] += ph;
+    }
+    for (const auto& flow : by_id) {
+      CAPTURE(flow.first);
+      CHECK(flow.second.size() >= 2);  // a flow has two ends in the file
+      std::size_t starts = 0, ends = 0;
+      for (const value* x : flow.second) {
+        starts += !x->has("flow_in");
+        ends += !x->has("flow_out");
+      }
+      CHECK(starts == 1);
+      CHECK(ends == 1);
+      bound_steps += flow.second.size();
+      const std::string& p = phases[flow.first];
+      REQUIRE(p.size() == flow.second.size());
+      CHECK(p.front() == 's');
+      CHECK(p.back() == 'f');
+    }
+    CHECK(phases.size() == by_id.size());
+  }
+  CHECK(bound_steps >= static_cast<std::size_t>(frames));  // most steps keep an arrow
 }

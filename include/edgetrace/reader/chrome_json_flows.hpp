@@ -74,42 +74,55 @@ class json_annotations {
         doc_for(p.ns + in.shift_ns).write_memory_sample(m.pools()[p.pool].name, pid, p.ns + in.shift_ns, p.pool_live);
     }
     if (next_id < flow_id_base) next_id = flow_id_base;
-    auto& flows = flows_.sorted();
-    std::vector<flow_binding> bound(held_.size() + 1);  // the last: for a step no span was held for
-    std::vector<std::uint64_t> ids;
-    ids.reserve(flows.size());
-    for (const auto& flow : flows) {
+    // A flow whose steps fall in several documents (--split-mb) becomes one
+    // flow per document, of its steps there, so each file stays whole.
+    struct segment {
+      const flow_collector::key* flow;
+      const std::vector<flow_step>* steps;
+      std::size_t first, last;  ///< steps [first, last]
+      std::uint64_t id;
+    };
+    std::vector<segment> segments;
+    for (const auto& flow : flows_.sorted()) {
       const std::vector<flow_step>& steps = flow.second;
-      ids.push_back(steps.size() < 2 ? 0 : ++next_id);  // one step: no arrow to draw
-      if (ids.back() == 0) continue;
+      const auto doc_of = [&](std::size_t i) { return &doc_for(steps[i].begin_ns + in.shift_ns); };
+      std::size_t first = 0;
+      for (std::size_t i = 1; i <= steps.size(); ++i)
+        if (i == steps.size() || doc_of(i) != doc_of(first)) {
+          if (i - first >= 2) segments.push_back(segment{&flow.first, &steps, first, i - 1, ++next_id});  // one step: no arrow
+          first = i;
+        }
+    }
+    std::vector<flow_binding> bound(held_.size() + 1);  // the last: for a step no span was held for
+    for (const segment& g : segments) {
       // One bind_id per span: a span already bound to another flow keeps
       // that one; this flow is then drawn from its s/t/f events alone.
       bool free = true;
-      for (const flow_step& step : steps) free = free && held_of(step) < held_.size() && bound[held_of(step)].id == 0;
+      for (std::size_t i = g.first; i <= g.last; ++i) {
+        const std::size_t h = held_of((*g.steps)[i]);
+        free = free && h < held_.size() && bound[h].id == 0;
+      }
       if (!free) continue;
-      for (std::size_t i = 0; i < steps.size(); ++i) bound[held_of(steps[i])] = flow_binding{ids.back(), i > 0, i + 1 < steps.size()};
+      for (std::size_t i = g.first; i <= g.last; ++i) bound[held_of((*g.steps)[i])] = flow_binding{g.id, i > g.first, i < g.last};
     }
     for (std::size_t h = 0; h < held_.size(); ++h) {
       const held_span& s = held_[h];
       doc_for(s.span.begin_ns + in.shift_ns).write(s.span, s.pid, in.shift_ns, r, s.args, &bound[h]);
     }
-    std::size_t k = 0;
-    for (const auto& flow : flows) {
-      const std::uint64_t id = ids[k++];
-      if (id == 0) continue;
-      const std::vector<flow_step>& steps = flow.second;
-      const std::string* cat = &steps.front().site->category;
-      for (const flow_step& step : steps)
-        if (step.site->category != *cat) cat = &flow_category_;
-      for (std::size_t i = 0; i < steps.size(); ++i) {
-        const char phase = i == 0 ? 's' : i + 1 == steps.size() ? 'f' : 't';
+    for (const segment& g : segments) {
+      const std::vector<flow_step>& steps = *g.steps;
+      const std::string* cat = &steps[g.first].site->category;
+      for (std::size_t i = g.first; i <= g.last; ++i)
+        if (steps[i].site->category != *cat) cat = &flow_category_;
+      for (std::size_t i = g.first; i <= g.last; ++i) {
+        const char phase = i == g.first ? 's' : i == g.last ? 'f' : 't';
         const std::int64_t ns = steps[i].begin_ns + in.shift_ns;
         const std::uint64_t pid = in.pid(*steps[i].writer), tid = steps[i].thread->os_tid;
         auto& doc = doc_for(ns);
         // The event first, then the marker: a viewer that binds by time
         // (Perfetto) finds the step's own span open, not the marker.
-        doc.write_flow_step(flow.first.name, *cat, id, phase, pid, tid, ns);
-        if (cat == &flow_category_) doc.write_flow_marker(flow.first.name, flow.first.id, pid, tid, ns);
+        doc.write_flow_step(g.flow->name, *cat, g.id, phase, pid, tid, ns);
+        if (cat == &flow_category_) doc.write_flow_marker(g.flow->name, g.flow->id, pid, tid, ns);
       }
     }
   }
