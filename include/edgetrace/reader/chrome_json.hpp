@@ -190,7 +190,7 @@ struct chrome_json_result {
   std::uint64_t flows = 0;             ///< launch → GPU arrows
   std::uint64_t flow_steps = 0;        ///< spans written with flow fields (bind_id, flow_in/out) (1.3)
   std::uint64_t flow_events = 0;       ///< s/t/f events of EDGETRACE_FLOW steps (for DevTools)
-  std::uint64_t flow_markers = 0;      ///< zero-length "flow" slices DevTools binds cross-category flows to
+  std::uint64_t flow_markers = 0;      ///< 1 ns "flow" slices DevTools binds cross-category flows to
   std::uint64_t span_args = 0;         ///< EDGETRACE_ARG arguments written into span args (1.3)
   std::uint64_t memory_samples = 0;    ///< live-bytes samples on memory pool tracks (1.3)
   std::uint64_t counters_skipped = 0;  ///< NaN/Inf samples left out
@@ -503,19 +503,21 @@ class chrome_json_document {
     ++result_.memory_samples;
   }
 
-  /// A zero-length slice named after flow `name` at the start of one of
-  /// its steps (`ns`), in category "flow", with the flow's id in args: the
-  /// slice DevTools binds a cross-category flow's s/t/f events to (it binds
-  /// one only to a slice of the event's category, and all events of a flow
-  /// share one).
+  /// A 1 ns slice (shorter when the step's span is: `span_ns`) named after
+  /// flow `name` at the start of one of its steps (`ns`), in category
+  /// "flow", with the flow's id in args: the slice DevTools binds a
+  /// cross-category flow's s/t/f events to (it binds one only to a slice of
+  /// the event's category, and all events of a flow share one). Not zero
+  /// long: speedscope mis-nests zero-length slices that start with their
+  /// parent.
   void write_flow_marker(const std::string& name, std::uint64_t flow_id, std::uint64_t pid, std::uint64_t tid,
-                         std::int64_t ns) {
+                         std::int64_t ns, std::int64_t span_ns) {
     begin_event();
     o_.write("{\"name\":");
     o_.write_string(name);
     o_.write(",\"cat\":\"flow\",\"ph\":\"X\",\"ts\":");
     o_.write_us(ts(ns));
-    o_.write(",\"dur\":0.000");
+    o_.write(span_ns >= 1 ? ",\"dur\":0.001" : ",\"dur\":0.000");
     write_pid_tid(pid, tid);
     o_.write(",\"args\":{\"id\":");
     o_.write_u64(flow_id);

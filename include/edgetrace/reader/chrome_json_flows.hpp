@@ -62,7 +62,7 @@ class json_annotations {
   /// the slice of the same ts, pid, tid and cat, and groups a flow's events
   /// by cat, name and id). When the steps share a category the s/t/f events
   /// take it and bind to the step spans; else they take "flow" and bind to a
-  /// zero-length "flow" slice written at each step's start. Ids start at
+  /// 1 ns "flow" slice written at each step's start. Ids start at
   /// 2^40: clear of the launch arrows' ids and of the ids Perfetto gives
   /// s/t/f flows (a 32-bit counter), which share one space with bind_id.
   template <class Input, class DocFor>
@@ -122,7 +122,8 @@ class json_annotations {
         // The event first, then the marker: a viewer that binds by time
         // (Perfetto) finds the step's own span open, not the marker.
         doc.write_flow_step(g.flow->name, *cat, g.id, phase, pid, tid, ns);
-        if (cat == &flow_category_) doc.write_flow_marker(g.flow->name, g.flow->id, pid, tid, ns);
+        if (cat == &flow_category_)
+          doc.write_flow_marker(g.flow->name, g.flow->id, pid, tid, ns, steps[i].end_ns - steps[i].begin_ns);
       }
     }
   }
