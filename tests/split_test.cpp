@@ -200,3 +200,32 @@ TEST_CASE("--split-mb refuses up front when it would need more files than its li
   for (const auto& part : parts) CHECK(part.bytes <= suggested * 1000000);
   CHECK_FALSE(edgetrace::reader::write_chrome_json_split({in}, out, (suggested - 1) * 1000000, {}, parts, &error, 2));
 }
+
+TEST_CASE("--split-mb N refuses, exit code 1 and nothing written, when more than N MB start within one slice") {
+  using namespace edgetrace_test;
+  // 30000 spans within 30 us, then one 1000 s later: all but one start in
+  // the first 1/1048576 of the time range (about 1 ms).
+  dump_builder d;
+  d.process(1).calibration(1, {{0, 0}, {1000000000, 1000000000}});
+  definitions defs;
+  defs.category(1, "work").site(1, edgetrace::format::site_kind::span, 1, "burst");
+  d.defs(1, defs).thread(1, 1, 100, "t");
+  events e(1, 1000);
+  for (std::uint64_t i = 0; i < 30000; ++i) e.span(1, 1000 + i, 1001 + i);
+  e.span(1, 1000000000000, 1000000000001);
+  d.event_chunk(1, e).end(1);
+  const std::string dump_path = temp_path("split_burst.etr");
+  REQUIRE(write_file(dump_path, d.build()));
+  const std::string out = scratch("split_burst.json");
+  std::remove(edgetrace::reader::chrome_json_part_path(out, 1).c_str());
+  const auto r = cli({"json", dump_path, "-o", out, "--split-mb", "1"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("within one 1/1048576 of the time range") != std::string::npos);
+  const auto at = r.err.find("Use --split-mb ");
+  REQUIRE(at != std::string::npos);
+  const std::string suggested = std::to_string(std::stoull(r.err.substr(at + 15)));
+  CHECK_FALSE(file_exists(edgetrace::reader::chrome_json_part_path(out, 1)));
+  const auto again = cli({"json", dump_path, "-o", out, "--split-mb", suggested});
+  CHECK_MESSAGE(again.exit_code == 0, again.err);
+  CHECK(read_file(edgetrace::reader::chrome_json_part_path(out, 1)).size() <= std::stoull(suggested) * 1000000);
+}
