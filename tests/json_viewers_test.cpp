@@ -63,8 +63,9 @@ const std::string& pipeline_dump() {
   static const std::string path = [] {
     const std::string p = tmp + "/json_viewers.etr";
     std::remove(p.c_str());
-    const auto r = edgetrace_test::run({"/proc/self/exe", "--test-case=json viewers workload", "--no-intro", "--no-version"},
-                                       {"EDGETRACE_OUTPUT=" + p, "ETTEST_JSON_VIEWERS_WORKLOAD=1"});
+    const auto r =
+        edgetrace_test::run({"/proc/self/exe", "--test-case=json viewers workload", "--no-intro", "--no-version"},
+                            {"EDGETRACE_OUTPUT=" + p, "ETTEST_JSON_VIEWERS_WORKLOAD=1"});
     const std::string output = r.out + r.err;
     REQUIRE_MESSAGE(r.exit_code == 0, output);
     return p;

@@ -89,7 +89,8 @@ class json_annotations {
       std::size_t first = 0;
       for (std::size_t i = 1; i <= steps.size(); ++i)
         if (i == steps.size() || doc_of(i) != doc_of(first)) {
-          if (i - first >= 2) segments.push_back(segment{&flow.first, &steps, first, i - 1, ++next_id});  // one step: no arrow
+          if (i - first >= 2)  // one step: no arrow
+            segments.push_back(segment{&flow.first, &steps, first, i - 1, ++next_id});
           first = i;
         }
     }
@@ -103,7 +104,8 @@ class json_annotations {
         free = free && h < held_.size() && bound[h].id == 0;
       }
       if (!free) continue;
-      for (std::size_t i = g.first; i <= g.last; ++i) bound[held_of((*g.steps)[i])] = flow_binding{g.id, i > g.first, i < g.last};
+      for (std::size_t i = g.first; i <= g.last; ++i)
+        bound[held_of((*g.steps)[i])] = flow_binding{g.id, i > g.first, i < g.last};
     }
     for (std::size_t h = 0; h < held_.size(); ++h) {
       const held_span& s = held_[h];
