@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <regex>
 #include <string>
@@ -54,10 +55,19 @@ const command commands[] = {
      "Every intact chunk is converted; damage is reported as warnings on stderr\n"
      "and with exit code 3.\n"
      "  -o, --output OUT   output file, '-' for standard output\n"
-     "  --split-mb N       write OUT-001.json, OUT-002.json, ... of about N MB each, one\n"
-     "                     time window per file, each loadable on its own\n"
+     "  --split-mb N       write OUT-001.json, OUT-002.json, ... one time window per file,\n"
+     "                     each loadable on its own: every file at most N MB (10^6 bytes),\n"
+     "                     at most 256 files, each but the last nearly full; a split that\n"
+     "                     would need more is refused before anything is written, with\n"
+     "                     the smallest N that fits\n"
      "  --min-dur T        leave out spans shorter than T (e.g. 50us, 1ms)\n"
-     "  --filter REGEX     keep only spans, instants and counters whose name matches\n",
+     "  --filter REGEX     keep only spans, instants and counters whose name matches\n"
+     "A JSON estimated (110 bytes per record) or found to be over 1 GB, more than\n"
+     "Perfetto UI or Chrome open, gets a warning naming --split-mb, --min-dur,\n"
+     "--filter and `edgetrace perfetto` (EDGETRACE_JSON_WARN_MB sets the figure).\n"
+     "On a terminal: progress in percent, then one line: file, events, size.\n"
+     "Flows: bind_id/flow_in/flow_out on the steps' spans (Perfetto), and s/t/f\n"
+     "events (DevTools).\n",
      run_json},
     {"summary", "DUMP... [options]", "per-name table: calls, total, self, mean, min, percentiles, max, share",
      "One row per span name (or category, or thread) over all DUMPs; iteration\n"
@@ -613,15 +623,73 @@ std::string joined(const std::vector<std::string>& items) {
   return out;
 }
 
-/// Every path `json --split-mb` may write for OUT. A window closes only when
-/// it and the next slice together pass the target size, so two neighbours
-/// always hold more than one target: at most 2 * max_parts + 1 windows.
+/// Every path `json --split-mb` may write for OUT (it never writes more
+/// than chrome_json_max_parts files).
 std::vector<std::string> split_part_paths(const std::string& output) {
-  constexpr std::size_t max_parts = 256;  // write_chrome_json_split's default
   std::vector<std::string> paths;
-  for (std::size_t i = 1; i <= 2 * max_parts + 1; ++i) paths.push_back(et::chrome_json_part_path(output, i));
+  for (std::size_t i = 1; i <= et::chrome_json_max_parts; ++i) paths.push_back(et::chrome_json_part_path(output, i));
   return paths;
 }
+
+/// JSON bytes per record (span, instant, counter, argument, flow step,
+/// allocation or free), for the size estimate made before converting: an X
+/// event with short names is ~100 bytes, a memory sample ~110, an argument
+/// ~15, a flow step ~250 (its s/t/f event and marker).
+constexpr std::uint64_t json_bytes_per_record = 110;
+
+/// Above this (estimated) size `json` warns: Perfetto UI and Chrome open a
+/// JSON trace of up to about 1 GB (a browser's string and memory limits).
+/// EDGETRACE_JSON_WARN_MB sets another figure (in MB; used by the tests).
+std::uint64_t json_warn_bytes() {
+  const char* v = std::getenv("EDGETRACE_JSON_WARN_MB");
+  std::uint64_t mb = 0;
+  if (v != nullptr && parse_count(v, mb)) return mb * 1000000;
+  return 1000000000;
+}
+
+std::string size_text(std::uint64_t bytes) {
+  char text[32];
+  if (bytes >= 1000000000) std::snprintf(text, sizeof text, "%.1f GB", static_cast<double>(bytes) / 1e9);
+  else if (bytes >= 1000000) std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
+  else std::snprintf(text, sizeof text, "%.1f kB", static_cast<double>(bytes) / 1e3);
+  return text;
+}
+
+/// The warning for a JSON too big for a browser, with the ways out.
+void warn_json_too_big(const std::string& dump, const char* how, std::uint64_t bytes, std::uint64_t records) {
+  std::fprintf(stderr,
+               "edgetrace: warning: %s: the JSON %s %s (%llu records), more than a browser opens (Perfetto UI and "
+               "Chrome load JSON up to about %s): use --split-mb N for files of N MB, --min-dur T or --filter REGEX "
+               "to leave events out, or `edgetrace perfetto` for Perfetto's own format (a fraction of the size)\n",
+               dump.c_str(), how, size_text(bytes).c_str(), static_cast<unsigned long long>(records),
+               size_text(json_warn_bytes()).c_str());
+}
+
+/// "edgetrace: converting run.etr: 42%" on one line of a terminal, ended by
+/// a newline; nothing when stderr is a file or a pipe.
+class percent_line {
+ public:
+  explicit percent_line(const std::string& dump) : dump_(dump), shown_(::isatty(2) == 1) {}
+  ~percent_line() {
+    if (started_) std::fputc('\n', stderr);
+  }
+  percent_line(const percent_line&) = delete;
+  percent_line& operator=(const percent_line&) = delete;
+  /// The callback for chrome_json_options::progress (empty off a terminal).
+  std::function<void(unsigned)> callback() {
+    if (!shown_) return {};
+    return [this](unsigned percent) {
+      std::fprintf(stderr, "\redgetrace: converting %s: %u%%", dump_.c_str(), percent);
+      std::fflush(stderr);
+      started_ = true;
+    };
+  }
+
+ private:
+  std::string dump_;
+  bool shown_ = false;
+  bool started_ = false;
+};
 
 int run_json(const char* name, const arguments& args) {
   const command& c = *find_command(name);
@@ -660,6 +728,7 @@ int run_json(const char* name, const arguments& args) {
 
   et::dump_reader r;
   if (!r.open(a.dump) || !r.read_metadata()) return input_error(a.dump, r.error());
+  const bool terminal = ::isatty(2) == 1;
   if (split_mb != 0) {
     et::chrome_json_input in;
     in.reader = &r;
@@ -667,26 +736,47 @@ int run_json(const char* name, const arguments& args) {
     std::string error;
     bool ok;
     {
-      progress_line progress("converting", r);
+      percent_line progress(a.dump);
+      options.progress = progress.callback();
       ok = et::write_chrome_json_split({in}, output, split_mb * 1000000, options, parts, &error);
     }
     if (!ok) {
       for (const auto& part : parts) std::remove(part.path.c_str());
+      // A promise the split cannot keep is the option's value, not the input.
+      if (parts.empty() && error.rfind("cannot split", 0) == 0) return usage_error(&c, a.dump + ": " + error);
       return input_error(a.dump, error);
     }
     std::string list;
-    for (const auto& part : parts) list += (list.empty() ? "" : ", ") + part.path;
-    return report(r, a.dump, true, std::to_string(parts.size()) + " JSON file(s) written: " + list);
+    std::uint64_t events = 0, bytes = 0, largest = 0;
+    for (const auto& part : parts) {
+      list += (list.empty() ? "" : ", ") + part.path;
+      events += part.result.events;
+      bytes += part.bytes;
+      largest = std::max(largest, part.bytes);
+    }
+    const int rc = report(r, a.dump, true, std::to_string(parts.size()) + " JSON file(s) written: " + list);
+    if (terminal && rc == exit_ok)
+      std::fprintf(stderr, "edgetrace: wrote %s .. %s: %zu files, %llu events, %s (largest %s)\n",
+                   parts.front().path.c_str(), parts.back().path.c_str(), parts.size(),
+                   static_cast<unsigned long long>(events), size_text(bytes).c_str(), size_text(largest).c_str());
+    return rc;
   }
 
+  // Warn before the work when the estimate is over what a browser opens.
+  std::uint64_t records = r.event_records();
+  for (const et::thread_info* t : r.threads_in_order()) records += t->annotation_records;
+  const bool warned = records * json_bytes_per_record > json_warn_bytes();
+  if (warned) warn_json_too_big(a.dump, "will be about", records * json_bytes_per_record, records);
   const bool to_stdout = output == "-";
   std::FILE* out = to_stdout ? stdout : std::fopen(output.c_str(), "wb");
   if (!out) return input_error(output, std::string("cannot write: ") + std::strerror(errno));
   std::string error;
   bool ok;
+  et::chrome_json_result result;
   {
-    progress_line progress("converting", r);
-    ok = et::write_chrome_json(r, out, options, nullptr, &error);
+    percent_line progress(a.dump);
+    options.progress = progress.callback();
+    ok = et::write_chrome_json(r, out, options, &result, &error);
   }
   const bool closed = to_stdout ? std::fflush(out) == 0 : std::fclose(out) == 0;
   if (!ok || !closed) {
@@ -694,7 +784,15 @@ int run_json(const char* name, const arguments& args) {
     const bool write_failed = ok || error.rfind("write", 0) == 0;
     return input_error(write_failed ? output : a.dump, error.empty() ? "write error" : error);
   }
-  return report(r, a.dump, true, to_stdout ? "JSON written to stdout" : "JSON written to " + output);
+  struct stat written {};
+  const std::uint64_t bytes =
+      !to_stdout && ::stat(output.c_str(), &written) == 0 ? static_cast<std::uint64_t>(written.st_size) : 0;
+  if (!warned && bytes > json_warn_bytes()) warn_json_too_big(a.dump, "is", bytes, records);
+  const int rc = report(r, a.dump, true, to_stdout ? "JSON written to stdout" : "JSON written to " + output);
+  if (terminal && rc == exit_ok && !to_stdout)
+    std::fprintf(stderr, "edgetrace: wrote %s: %llu events, %s\n", output.c_str(),
+                 static_cast<unsigned long long>(result.events), size_text(bytes).c_str());
+  return rc;
 }
 
 int run_summary(const char* name, const arguments& args) {

@@ -45,8 +45,11 @@ class flow_collector {
   void add(const annotation& a, const thread_info* thread, const site_info* site, std::int64_t begin_ns,
            std::int64_t end_ns) {
     flows_[key{thread->writer, a.name(), a.value}].push_back(flow_step{thread->writer, thread, site, begin_ns, end_ns});
+    ++steps_;
   }
   bool empty() const noexcept { return flows_.empty(); }
+  /// Steps added so far, over all flows.
+  std::size_t steps() const noexcept { return steps_; }
 
   /// Every flow with its steps in time order (by begin, then end).
   std::map<key, std::vector<flow_step>>& sorted() {
@@ -59,6 +62,7 @@ class flow_collector {
 
  private:
   std::map<key, std::vector<flow_step>> flows_;
+  std::size_t steps_ = 0;
 };
 
 /// The last of `args` (time order) whose key is `key`; null when none.

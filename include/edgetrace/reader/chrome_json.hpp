@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <regex>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "annotations.hpp"
+#include "chrome_json_flows.hpp"
 #include "dump_reader.hpp"
 
 namespace edgetrace {
@@ -28,7 +30,8 @@ namespace reader {
 namespace detail {
 
 /// Buffered writer over a FILE*: one fwrite per megabyte, so the document is
-/// never held in memory. Remembers the first write error.
+/// never held in memory. Remembers the first write error. Counts the bytes
+/// it was given; with a null FILE* it only counts (the split's sizing pass).
 class buffered_output {
  public:
   explicit buffered_output(std::FILE* out, std::size_t capacity = 1u << 20) : out_(out) { buffer_.reserve(capacity); }
@@ -39,8 +42,10 @@ class buffered_output {
   void put(char c) {
     if (buffer_.size() == buffer_.capacity()) flush();
     buffer_.push_back(c);
+    ++bytes_;
   }
   void write(std::string_view s) {
+    bytes_ += s.size();
     if (buffer_.size() + s.size() > buffer_.capacity()) flush();
     if (s.size() > buffer_.capacity()) {
       raw_write(s.data(), s.size());
@@ -83,17 +88,20 @@ class buffered_output {
   bool flush() {
     if (!buffer_.empty()) raw_write(buffer_.data(), buffer_.size());
     buffer_.clear();
-    if (!failed_ && std::fflush(out_) != 0) failed_ = true;
+    if (!failed_ && out_ != nullptr && std::fflush(out_) != 0) failed_ = true;
     return !failed_;
   }
   bool failed() const noexcept { return failed_; }
+  /// Bytes of the document so far (written or still buffered).
+  std::uint64_t bytes() const noexcept { return bytes_; }
 
  private:
   void raw_write(const char* data, std::size_t size) {
-    if (!failed_ && std::fwrite(data, 1, size, out_) != size) failed_ = true;
+    if (!failed_ && out_ != nullptr && std::fwrite(data, 1, size, out_) != size) failed_ = true;
   }
   std::FILE* out_;
   std::vector<char> buffer_;
+  std::uint64_t bytes_ = 0;
   bool failed_ = false;
 };
 
@@ -165,6 +173,9 @@ struct chrome_json_options {
   /// When set, only spans, instants and counters whose name matches
   /// (std::regex_search) are written; loss markers are always kept.
   std::shared_ptr<const std::regex> filter;
+  /// When set, called with the percentage done (0..100) each time it
+  /// changes, and with 100 at the end of a successful conversion.
+  std::function<void(unsigned percent)> progress;
 };
 
 /// What write_chrome_json wrote.
@@ -177,7 +188,9 @@ struct chrome_json_result {
   std::uint64_t capture_markers = 0;   ///< recording on/off and phase markers (1.2)
   std::uint64_t gpu_spans = 0;         ///< GPU X events (on the "GPU" processes)
   std::uint64_t flows = 0;             ///< launch → GPU arrows
-  std::uint64_t flow_steps = 0;        ///< EDGETRACE_FLOW steps written as flow events (1.3)
+  std::uint64_t flow_steps = 0;        ///< spans written with flow fields (bind_id, flow_in/out) (1.3)
+  std::uint64_t flow_events = 0;       ///< s/t/f events of EDGETRACE_FLOW steps (for DevTools)
+  std::uint64_t flow_markers = 0;      ///< 1 ns "flow" slices DevTools binds cross-category flows to
   std::uint64_t span_args = 0;         ///< EDGETRACE_ARG arguments written into span args (1.3)
   std::uint64_t memory_samples = 0;    ///< live-bytes samples on memory pool tracks (1.3)
   std::uint64_t counters_skipped = 0;  ///< NaN/Inf samples left out
@@ -386,9 +399,10 @@ class chrome_json_document {
   }
 
   /// Writes one event (already filtered). `pid` is the pid to show;
-  /// `args`: a span's arguments (EDGETRACE_ARG), in time order.
+  /// `args`: a span's arguments (EDGETRACE_ARG), in time order; `flow`: the
+  /// span's flow fields when it is a flow step.
   void write(const event& e, std::uint64_t pid, std::int64_t shift, dump_reader& r,
-             const std::vector<const annotation*>& args = {}) {
+             const std::vector<const annotation*>& args = {}, const flow_binding* flow = nullptr) {
     switch (e.kind) {
       case event_kind::span: {
         begin_event();
@@ -401,6 +415,7 @@ class chrome_json_document {
         o_.write(",\"dur\":");
         o_.write_us(ts(e.end_ns + shift) - ts(e.begin_ns + shift));
         write_pid_tid(pid, e.thread->os_tid);
+        if (flow != nullptr && flow->id != 0) write_flow_binding(*flow);
         // The same constant for every such span: viewers that make a frame
         // per distinct args (speedscope) still merge them.
         const bool captured = e.writer->gpu.captured_span(e.thread->os_tid, e.end_tick);
@@ -488,6 +503,28 @@ class chrome_json_document {
     ++result_.memory_samples;
   }
 
+  /// A 1 ns slice (shorter when the step's span is: `span_ns`) named after
+  /// flow `name` at the start of one of its steps (`ns`), in category
+  /// "flow", with the flow's id in args: the slice DevTools binds a
+  /// cross-category flow's s/t/f events to (it binds one only to a slice of
+  /// the event's category, and all events of a flow share one). Not zero
+  /// long: speedscope mis-nests zero-length slices that start with their
+  /// parent.
+  void write_flow_marker(const std::string& name, std::uint64_t flow_id, std::uint64_t pid, std::uint64_t tid,
+                         std::int64_t ns, std::int64_t span_ns) {
+    begin_event();
+    o_.write("{\"name\":");
+    o_.write_string(name);
+    o_.write(",\"cat\":\"flow\",\"ph\":\"X\",\"ts\":");
+    o_.write_us(ts(ns));
+    o_.write(span_ns >= 1 ? ",\"dur\":0.001" : ",\"dur\":0.000");
+    write_pid_tid(pid, tid);
+    o_.write(",\"args\":{\"id\":");
+    o_.write_u64(flow_id);
+    o_.write("}}");
+    ++result_.flow_markers;
+  }
+
   /// One step of flow `name` (EDGETRACE_FLOW): phase "s" (first step), "t"
   /// or "f" (last), bound to the step's span, which starts at `ns`.
   void write_flow_step(const std::string& name, const std::string& cat, std::uint64_t id, char phase,
@@ -506,7 +543,7 @@ class chrome_json_document {
     o_.write_us(ts(ns));
     write_pid_tid(pid, tid);
     o_.put('}');
-    ++result_.flow_steps;
+    ++result_.flow_events;
   }
 
   /// Writes the trailer; returns false on a write error.
@@ -539,6 +576,8 @@ class chrome_json_document {
   }
 
   chrome_json_result& result() noexcept { return result_; }
+  /// Bytes of the document so far.
+  std::uint64_t bytes() const noexcept { return o_.bytes(); }
 
  private:
   void begin_event() {
@@ -597,6 +636,13 @@ class chrome_json_document {
     else o_.write_i64(a.int_value());
   }
 
+  void write_flow_binding(const flow_binding& flow) {
+    o_.write(",\"bind_id\":");
+    o_.write_u64(flow.id);
+    if (flow.in) o_.write(",\"flow_in\":true");
+    if (flow.out) o_.write(",\"flow_out\":true");
+    ++result_.flow_steps;
+  }
   void write_pid_tid(std::uint64_t pid, std::uint64_t tid) {
     o_.write(",\"pid\":");
     o_.write_u64(pid);
@@ -618,62 +664,6 @@ class chrome_json_document {
 };
 
 /// Applies chrome_json_options' filters; caches the regex verdict per site.
-/// Arguments, flow steps and memory tracks of one input (format 1.3):
-/// feed every span to on_span() (kept or not, so a filtered child never
-/// hands its arguments to its parent), then call finish().
-class json_annotations {
- public:
-  explicit json_annotations(const dump_reader& r) : spans_(r), memory_(r) {}
-
-  /// Claims span `e`'s arguments (returned) and, when `kept`, its flow steps.
-  const std::vector<const annotation*>& on_span(const event& e, bool kept) {
-    spans_.collect(e.thread, e.site, e.begin_ns, e.end_ns, kept ? &args_ : nullptr, kept ? &flows_ : nullptr);
-    if (!kept) args_.clear();
-    return args_;
-  }
-
-  const std::vector<const annotation*>& none() const noexcept { return none_; }
-
-  /// Writes memory tracks and flow arrows; `doc_for(ns)` picks the document
-  /// of a (shifted) time.
-  template <class DocFor>
-  void finish(const chrome_json_input& in, DocFor&& doc_for) {
-    for (const auto& entry : memory_.all()) {
-      const std::uint64_t pid = in.pid(*entry.first);
-      const memory_timeline& m = entry.second;
-      for (const memory_timeline::point& p : m.points())
-        doc_for(p.ns + in.shift_ns).write_memory_sample(m.pools()[p.pool].name, pid, p.ns + in.shift_ns, p.pool_live);
-    }
-    std::uint64_t id = std::uint64_t{1} << 40;  // apart from launch arrows' ids
-    for (auto& flow : flows_.sorted()) {
-      const std::vector<flow_step>& steps = flow.second;
-      if (steps.size() < 2) continue;  // one step: no arrow to draw
-      ++id;
-      // One category for all events of a flow (viewers match s/t/f by cat,
-      // name and id): the steps' own when they share one, so DevTools, which
-      // binds a flow event only to a slice of its category, draws it too;
-      // else "flow" (Perfetto binds by time and thread alone).
-      const std::string* cat = &steps.front().site->category;
-      for (const flow_step& step : steps)
-        if (step.site->category != *cat) cat = &flow_category_;
-      for (std::size_t i = 0; i < steps.size(); ++i) {
-        const char phase = i == 0 ? 's' : i + 1 == steps.size() ? 'f' : 't';
-        const std::int64_t ns = steps[i].begin_ns + in.shift_ns;
-        doc_for(ns).write_flow_step(flow.first.name, *cat, id, phase, in.pid(*steps[i].writer), steps[i].thread->os_tid,
-                                    ns);
-      }
-    }
-  }
-
- private:
-  span_annotations spans_;
-  memory_timelines memory_;
-  flow_collector flows_;
-  std::vector<const annotation*> args_;
-  const std::vector<const annotation*> none_;
-  const std::string flow_category_ = "flow";
-};
-
 class json_event_filter {
  public:
   explicit json_event_filter(const chrome_json_options& options) : options_(options) {}
@@ -712,67 +702,129 @@ class json_event_filter {
   bool last_verdict_ = true;
 };
 
-}  // namespace detail
+/// Counts records read over all passes and reports whole percents to
+/// chrome_json_options::progress (one call per change: at most 101).
+class progress_meter {
+ public:
+  progress_meter(const chrome_json_options& options, const std::vector<chrome_json_input>& inputs, unsigned passes)
+      : callback_(options.progress) {
+    for (const chrome_json_input& in : inputs) total_ += in.reader->event_records();
+    total_ *= passes;
+  }
+  /// One record read; cheap (a decrement and a branch) between reports.
+  void tick() {
+    if (!callback_ || --countdown_ != 0) return;
+    countdown_ = 1u << 16;
+    done_ += countdown_;
+    report(total_ == 0 ? 100 : static_cast<unsigned>(std::min<std::uint64_t>(99, done_ * 100 / total_)));
+  }
+  /// The work is done: 100 %.
+  void finish() {
+    if (callback_) report(100);
+  }
 
-/// Converts several opened dumps into one Chrome JSON document on `out`
-/// (each shifted by its input's shift_ns), streaming: memory does not
-/// depend on the number of events. Runs each reader's pass 2. Returns
-/// false when reading or writing failed; then `error` says why.
-inline bool write_chrome_json(const std::vector<chrome_json_input>& inputs, std::FILE* out,
-                              const chrome_json_options& options, chrome_json_result* result = nullptr,
-                              std::string* error = nullptr, const std::string& extra_other_data = {}) {
+ private:
+  void report(unsigned percent) {
+    if (percent == last_) return;
+    last_ = percent;
+    callback_(percent);
+  }
+  std::function<void(unsigned)> callback_;
+  std::uint64_t total_ = 0;
+  std::uint64_t done_ = 0;
+  std::uint32_t countdown_ = 1u << 16;
+  unsigned last_ = ~0u;
+};
+
+/// Converts one input's events, annotations and GPU spans into the
+/// document(s) `doc_for(ns)` picks for each (shifted) time. Runs the
+/// reader's pass 2. Returns false on a read error (`error` says why).
+template <class DocFor>
+bool convert_input(const chrome_json_input& in, json_event_filter& filter, DocFor&& doc_for, std::uint64_t& flow_id,
+                   progress_meter& progress, std::string* error) {
+  dump_reader& r = *in.reader;
+  const writer_info* last_writer = nullptr;
+  std::uint64_t pid = 0;
+  json_annotations notes(r);
+  const bool ok = r.read_events([&](const event& e) {
+    progress.tick();
+    const bool keep = filter.keep(e);
+    const std::vector<const annotation*>& args = e.kind == event_kind::span ? notes.on_span(e, keep) : notes.none();
+    chrome_json_document& doc = doc_for(e.begin_ns + in.shift_ns);
+    if (!keep) {
+      ++doc.result().filtered;
+      return;
+    }
+    if (e.writer != last_writer) {
+      last_writer = e.writer;
+      pid = in.pid(*e.writer);
+    }
+    if (e.kind == event_kind::span && notes.hold(e, pid)) return;  // written by finish(), with its flow fields
+    doc.write(e, pid, in.shift_ns, r, args);
+  });
+  if (!ok) {
+    if (error) *error = r.error();
+    return false;
+  }
+  notes.finish(in, r, doc_for, flow_id);
+  // A GPU span goes with its launch: to the document of the host span.
+  if (r.has_gpu())
+    r.read_gpu_spans([&](const gpu_span& g) {
+      if (!g.resolved) return;
+      chrome_json_document& doc = doc_for(g.host_begin_ns + in.shift_ns);
+      if (!filter.keep_gpu(g)) {
+        ++doc.result().filtered;
+        return;
+      }
+      doc.write_gpu(g, in.pid(*g.writer), in.shift_ns, g.thread != nullptr && filter.keep_launch(g));
+    });
+  return true;
+}
+
+/// Reads every input's metadata (pass 1) when not done yet.
+inline bool read_all_metadata(const std::vector<chrome_json_input>& inputs, std::string* error) {
   for (const chrome_json_input& in : inputs)
     if (!in.reader->metadata_read() && !in.reader->read_metadata()) {
       if (error) *error = in.reader->error();
       return false;
     }
+  return true;
+}
+
+}  // namespace detail
+
+/// Converts several opened dumps into one Chrome JSON document on `out`
+/// (each shifted by its input's shift_ns), streaming: memory does not
+/// depend on the number of events (flow-step spans are held until the end
+/// of their input: one entry per EDGETRACE_FLOW step). Runs each reader's
+/// pass 2. Returns false when reading or writing failed; then `error` says
+/// why.
+inline bool write_chrome_json(const std::vector<chrome_json_input>& inputs, std::FILE* out,
+                              const chrome_json_options& options, chrome_json_result* result = nullptr,
+                              std::string* error = nullptr, const std::string& extra_other_data = {}) {
+  if (!detail::read_all_metadata(inputs, error)) return false;
   detail::chrome_json_document doc(out, detail::earliest_ns(inputs) - 1000);
   doc.begin(inputs);
   detail::json_event_filter filter(options);
+  detail::progress_meter progress(options, inputs, 1);
+  std::uint64_t flow_id = 0;
   bool read_ok = true;
   for (const chrome_json_input& in : inputs) {
-    dump_reader& r = *in.reader;
-    const writer_info* last_writer = nullptr;
-    std::uint64_t pid = 0;
-    detail::json_annotations notes(r);
-    const bool ok = r.read_events([&](const event& e) {
-      const bool keep = filter.keep(e);
-      const std::vector<const annotation*>& args =
-          e.kind == event_kind::span ? notes.on_span(e, keep) : notes.none();
-      if (!keep) {
-        ++doc.result().filtered;
-        return;
-      }
-      if (e.writer != last_writer) {
-        last_writer = e.writer;
-        pid = in.pid(*e.writer);
-      }
-      doc.write(e, pid, in.shift_ns, r, args);
-    });
-    if (ok) notes.finish(in, [&](std::int64_t) -> detail::chrome_json_document& { return doc; });
-    if (ok && r.has_gpu())
-      r.read_gpu_spans([&](const gpu_span& g) {
-        if (!g.resolved) return;
-        if (!filter.keep_gpu(g)) {
-          ++doc.result().filtered;
-          return;
-        }
-        const bool launch_written = g.thread != nullptr && filter.keep_launch(g);
-        doc.write_gpu(g, in.pid(*g.writer), in.shift_ns, launch_written);
-      });
+    const bool ok = detail::convert_input(
+        in, filter, [&](std::int64_t) -> detail::chrome_json_document& { return doc; }, flow_id, progress, error);
     if (doc.result().counters_skipped > 1)
-      r.add_diagnostic(diagnostic::severity::note, 0,
-                       std::to_string(doc.result().counters_skipped) +
-                           " NaN or infinite counter samples left out in all");
+      in.reader->add_diagnostic(diagnostic::severity::note, 0,
+                                std::to_string(doc.result().counters_skipped) +
+                                    " NaN or infinite counter samples left out in all");
     if (!ok) {
       read_ok = false;
-      if (error) *error = r.error();
       break;
     }
   }
   const bool write_ok = doc.end(inputs, options, extra_other_data);
   if (result) *result = doc.result();
   if (!read_ok) return false;
+  progress.finish();
   if (!write_ok) {
     if (error) *error = std::string("write error: ") + std::strerror(errno);
     return false;
@@ -796,158 +848,8 @@ inline bool write_chrome_json(dump_reader& r, std::FILE* out, const chrome_json_
   return write_chrome_json(std::vector<chrome_json_input>{in}, out, options, result, error);
 }
 
-/// One file of a split conversion.
-struct chrome_json_part {
-  std::string path;
-  std::int64_t from_ns = 0;  ///< window start (CLOCK_MONOTONIC of the first input, shifted)
-  std::int64_t to_ns = 0;    ///< window end (exclusive; the last window includes its end)
-  chrome_json_result result;
-};
-
-/// Path of part `index` (1-based) of `path`: "run.json" -> "run-001.json".
-inline std::string chrome_json_part_path(const std::string& path, std::size_t index) {
-  char number[32];
-  std::snprintf(number, sizeof number, "-%03zu", index);
-  const std::size_t slash = path.find_last_of('/');
-  const std::size_t dot = path.find_last_of('.');
-  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return path + number;
-  return path.substr(0, dot) + number + path.substr(dot);
-}
-
-/// Writes the dumps as several JSON documents, each covering one time
-/// window (an event goes to the window holding its start) and each about
-/// `max_bytes` or less, every one with all process/thread metadata so it
-/// loads on its own. A first pass estimates the JSON size per 1/4096 of
-/// the time range; windows are whole slices, so a slice denser than
-/// `max_bytes` makes a bigger file. At most `max_parts` files (256) are
-/// open at once; past that the windows grow. Returns false on a read or
-/// write error (files written so far are left for the caller to remove).
-inline bool write_chrome_json_split(const std::vector<chrome_json_input>& inputs, const std::string& path,
-                                    std::uint64_t max_bytes, const chrome_json_options& options,
-                                    std::vector<chrome_json_part>& parts, std::string* error = nullptr,
-                                    std::size_t max_parts = 256) {
-  parts.clear();
-  for (const chrome_json_input& in : inputs)
-    if (!in.reader->metadata_read() && !in.reader->read_metadata()) {
-      if (error) *error = in.reader->error();
-      return false;
-    }
-  const std::int64_t first = detail::earliest_ns(inputs);
-  std::int64_t last = first;
-  for (const chrome_json_input& in : inputs)
-    if (in.reader->has_events()) last = std::max(last, in.reader->last_ns() + in.shift_ns);
-  constexpr std::size_t slices = 4096;
-  const long double span = static_cast<long double>(last - first) + 1;
-  auto slice_of = [&](std::int64_t ns) {
-    const auto i = static_cast<std::size_t>(static_cast<long double>(ns - first) / span * slices);
-    return std::min(i, slices - 1);
-  };
-  // Pass A: estimated bytes per slice (name + category + the fixed part).
-  std::vector<std::uint64_t> bytes(slices, 0);
-  {
-    detail::json_event_filter filter(options);
-    for (const chrome_json_input& in : inputs) {
-      const bool ok = in.reader->read_events([&](const event& e) {
-        if (!filter.keep(e)) return;
-        const std::size_t text = e.site ? e.site->name.size() + e.site->category.size() : 20;
-        bytes[slice_of(e.begin_ns + in.shift_ns)] += 84 + text + (e.kind == event_kind::counter ? 24 + text : 0);
-      });
-      if (!ok) {
-        if (error) *error = in.reader->error();
-        return false;
-      }
-      // A GPU span goes with its launch: to the window of the host span.
-      if (in.reader->has_gpu())
-        in.reader->read_gpu_spans([&](const gpu_span& g) {
-          if (!g.resolved || !filter.keep_gpu(g)) return;
-          const std::size_t text = g.site ? g.site->name.size() + 2 * g.site->category.size() : 20;
-          bytes[slice_of(g.host_begin_ns + in.shift_ns)] += 330 + text;
-        });
-    }
-  }
-  std::uint64_t total = 0;
-  for (std::uint64_t b : bytes) total += b;
-  const std::uint64_t target = std::max<std::uint64_t>(max_bytes, (total + max_parts - 1) / max_parts);
-  std::vector<std::size_t> window_of(slices, 0);
-  std::vector<std::size_t> window_start{0};
-  std::uint64_t filled = 0;
-  for (std::size_t i = 0; i < slices; ++i) {
-    if (filled > 0 && filled + bytes[i] > target) {
-      window_start.push_back(i);
-      filled = 0;
-    }
-    filled += bytes[i];
-    window_of[i] = window_start.size() - 1;
-  }
-  const std::size_t count = window_start.size();
-  auto slice_ns = [&](std::size_t i) {
-    return first + static_cast<std::int64_t>(std::ceil(static_cast<long double>(i) * span / slices));
-  };
-  std::vector<std::FILE*> files(count, nullptr);
-  std::vector<std::unique_ptr<detail::chrome_json_document>> docs(count);
-  bool ok = true;
-  for (std::size_t w = 0; w < count && ok; ++w) {
-    chrome_json_part part;
-    part.path = chrome_json_part_path(path, w + 1);
-    part.from_ns = slice_ns(window_start[w]);
-    part.to_ns = w + 1 < count ? slice_ns(window_start[w + 1]) : last + 1;
-    parts.push_back(part);
-    files[w] = std::fopen(part.path.c_str(), "wb");
-    if (!files[w]) {
-      if (error) *error = part.path + ": cannot write: " + std::strerror(errno);
-      ok = false;
-      break;
-    }
-    docs[w] = std::make_unique<detail::chrome_json_document>(files[w], first - 1000, 256u << 10);
-    docs[w]->begin(inputs);
-  }
-  if (ok) {
-    detail::json_event_filter filter(options);
-    for (const chrome_json_input& in : inputs) {
-      dump_reader& r = *in.reader;
-      detail::json_annotations notes(r);
-      auto doc_for = [&](std::int64_t ns) -> detail::chrome_json_document& {
-        return *docs[window_of[slice_of(std::max(first, std::min(last, ns)))]];
-      };
-      const bool read_ok = r.read_events([&](const event& e) {
-        const bool keep = filter.keep(e);
-        const std::vector<const annotation*>& args =
-            e.kind == event_kind::span ? notes.on_span(e, keep) : notes.none();
-        if (!keep) return;
-        doc_for(e.begin_ns + in.shift_ns).write(e, in.pid(*e.writer), in.shift_ns, r, args);
-      });
-      if (read_ok) notes.finish(in, doc_for);
-      if (!read_ok) {
-        if (error) *error = r.error();
-        ok = false;
-        break;
-      }
-      if (r.has_gpu())
-        r.read_gpu_spans([&](const gpu_span& g) {
-          if (!g.resolved || !filter.keep_gpu(g)) return;
-          docs[window_of[slice_of(g.host_begin_ns + in.shift_ns)]]->write_gpu(
-              g, in.pid(*g.writer), in.shift_ns, g.thread != nullptr && filter.keep_launch(g));
-        });
-    }
-  }
-  for (std::size_t w = 0; w < count; ++w) {
-    if (docs[w]) {
-      char extra[160];
-      std::snprintf(extra, sizeof extra, ",\"part\":%zu,\"parts\":%zu", w + 1, count);
-      if (!docs[w]->end(inputs, options, extra) && ok) {
-        if (error) *error = parts[w].path + ": write error: " + std::strerror(errno);
-        ok = false;
-      }
-      parts[w].result = docs[w]->result();
-    }
-    if (files[w] && std::fclose(files[w]) != 0 && ok) {
-      if (error) *error = parts[w].path + ": write error: " + std::strerror(errno);
-      ok = false;
-    }
-  }
-  return ok;
-}
-
 }  // namespace reader
 }  // namespace v1
 }  // namespace edgetrace
+
+#include "chrome_json_split.hpp"  // IWYU pragma: export

@@ -284,6 +284,10 @@ struct writer_info {
   std::uint64_t max_tick = 0;
   std::int64_t first_ns = 0;
   std::int64_t last_ns = 0;
+  /// Records (spans, instants, counters, loss records) in the intact events
+  /// chunks, counted by pass 1: what read_events will hand over, known up
+  /// front (for size estimates and progress).
+  std::uint64_t event_records = 0;
 
   /// "pid 1234", or "writer 0x1a2b3c4d" when the process chunk is missing.
   std::string label() const {
@@ -879,6 +883,12 @@ class dump_reader {
   /// Earliest and latest event time over all writers (ns, CLOCK_MONOTONIC);
   /// valid when has_events().
   bool has_events() const noexcept { return has_events_; }
+  /// Records read_events will hand over, over all writers (pass 1's count).
+  std::uint64_t event_records() const noexcept {
+    std::uint64_t n = 0;
+    for (const auto& w : writers_) n += w.second.event_records;
+    return n;
+  }
   std::int64_t first_ns() const noexcept { return first_ns_; }
   std::int64_t last_ns() const noexcept { return last_ns_; }
 
@@ -1600,6 +1610,7 @@ class dump_reader {
     std::uint64_t thread_id, base;
     if (!in.varint(thread_id) || !in.varint(base)) return;  // reported in pass 2
     detail::decode_events(in, base, [&w](const detail::raw_event& e) {
+      ++w.event_records;
       if (!w.has_events) {
         w.has_events = true;
         w.min_tick = e.begin;
