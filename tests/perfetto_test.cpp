@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "support/analysis_workload.hpp"
+#include "support/dump_builder.hpp"
 #include "support/files.hpp"
 
 using namespace edgetrace_test;
@@ -97,6 +98,7 @@ struct decoded_trace {
     std::uint64_t track;
     std::int64_t begin, end;
     std::map<std::string, std::string> args;
+    std::size_t depth;
   };
   std::vector<slice> slices;
   std::vector<std::tuple<std::string, std::uint64_t, std::int64_t>> instants;  // name, track, ts
@@ -228,9 +230,10 @@ decoded_trace decode_perfetto(const std::string& bytes) {
     const auto ts = static_cast<std::int64_t>(e.ts);
     const std::string name = e.name_iid ? t.names[e.name_iid] : "";
     if (e.type == 1) {
-      open[e.track].push_back(t.slices.size());
+      auto& stack = open[e.track];
       t.slices.push_back(
-          {name, e.categories.empty() ? "" : t.categories[e.categories[0]], e.track, ts, -1, e.args});
+          {name, e.categories.empty() ? "" : t.categories[e.categories[0]], e.track, ts, -1, e.args, stack.size()});
+      stack.push_back(t.slices.size() - 1);
       for (std::uint64_t id : e.flows) {
         const auto from = flow_from.find(id);
         if (from != flow_from.end()) t.arrows.emplace_back(from->second, t.slices.size() - 1);
@@ -464,6 +467,53 @@ TEST_CASE("perfetto: a GPU run has one track per stream and launch flows to the 
     if (t.tracks.at(t.slices[a.second].track).tid < 0) arrows.insert({t.slices[a.first].begin, t.slices[a.second].begin});
   CHECK(arrows == launches);
 #endif
+}
+
+TEST_CASE("perfetto: slices that begin or end at the same nanosecond nest as recorded") {
+  namespace fmt = edgetrace::format;
+  dump_builder d;
+  const std::uint32_t writer = 0x5eedu;
+  d.process(writer, process_fields{});
+  d.calibration(writer, {{1000, 1001000}, {1000000, 2000000}});
+  definitions defs;
+  defs.category(1, "infer");
+  const char* names[] = {"", "child", "parent", "a1", "a2", "a", "zero", "b"};
+  for (std::uint64_t id = 1; id <= 7; ++id) defs.site(id, fmt::site_kind::span, 1, names[id]);
+  d.defs(writer, defs);
+  d.thread(writer, 1, 1234, "main");
+  events e(1, 2000);  // in end order, as a thread records them
+  e.span(1, 2000, 2500);  // child: begins with its parent
+  e.span(2, 2000, 3000);  // parent
+  e.span(3, 3000, 3200);  // a1: begins where parent ends, and with its parent a
+  e.span(4, 3200, 3500);  // a2: begins where a1 ends, ends with a
+  e.span(5, 3000, 3500);  // a
+  e.span(6, 3500, 3500);  // zero: no duration, where a ends and b begins
+  e.span(7, 3500, 4000);  // b
+  d.event_chunk(writer, e);
+  d.end(writer);
+  const std::string dump = temp_path("perfetto_ties.etr");
+  REQUIRE(write_file(dump, d.build()));
+  const std::string out = scratch("perfetto_ties.pftrace");
+  const auto r = cli({"perfetto", dump, "-o", out});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const decoded_trace t = decode_perfetto(read_file(out));
+  REQUIRE(t.ok);
+  CHECK(t.unmatched_ends == 0);
+  CHECK(t.open_slices == 0);
+  const expected_trace x = expect_from_dump(dump);
+  std::multiset<slice_key> slices;
+  std::map<std::string, std::size_t> depth;
+  for (const auto& s : t.slices) {
+    slices.insert(slice_key{s.name, t.tracks.at(s.track).tid, s.begin, s.end});
+    depth[s.name] = s.depth;
+  }
+  CHECK(slices == x.slices);
+  CHECK(depth["parent"] == 0);
+  CHECK(depth["child"] == 1);
+  CHECK(depth["a"] == 0);
+  CHECK(depth["a1"] == 1);
+  CHECK(depth["a2"] == 1);
+  CHECK(depth["b"] == 0);
 }
 
 TEST_CASE("perfetto: '-o -' writes the same bytes to stdout; bad input is a clear error") {
