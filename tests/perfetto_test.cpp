@@ -354,6 +354,20 @@ expected_trace expect_from_dump(const std::string& path) {
   return x;
 }
 
+/// Runs `edgetrace perfetto DUMP -o OUT` and decodes OUT: a well-formed
+/// trace on one packet sequence, every slice closed, no stray end.
+decoded_trace convert_and_decode(const std::string& dump, const std::string& out) {
+  std::remove(out.c_str());
+  const auto r = cli({"perfetto", dump, "-o", out});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  decoded_trace t = decode_perfetto(read_file(out));
+  REQUIRE_MESSAGE(t.ok, t.error);
+  CHECK(t.flags_ok);
+  CHECK(t.unmatched_ends == 0);
+  CHECK(t.open_slices == 0);
+  return t;
+}
+
 }  // namespace
 
 // Runs only in the child started by record_perfetto_workload.
@@ -365,14 +379,7 @@ TEST_CASE("perfetto workload") {
 TEST_CASE("perfetto: a real run decodes to exactly the dump's slices, instants, counters and flows") {
   const std::string dump = record_perfetto_workload("perfetto_run");
   const std::string out = scratch("perfetto_run.pftrace");
-  std::remove(out.c_str());
-  const auto r = cli({"perfetto", dump, "-o", out});
-  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-  const decoded_trace t = decode_perfetto(read_file(out));
-  REQUIRE_MESSAGE(t.ok, t.error);
-  CHECK(t.flags_ok);
-  CHECK(t.unmatched_ends == 0);
-  CHECK(t.open_slices == 0);
+  const decoded_trace t = convert_and_decode(dump, out);
   const expected_trace x = expect_from_dump(dump);
 
   // Every thread track names its pid, tid and thread name.
@@ -431,13 +438,7 @@ TEST_CASE("perfetto: a GPU run has one track per stream and launch flows to the 
   std::remove(dump.c_str());
   const auto app = run({EDGETRACE_TEST_GPU_APP, "pipeline"}, {"EDGETRACE_OUTPUT=" + dump});
   REQUIRE_MESSAGE(app.exit_code == 0, std::string(app.out + app.err));
-  const std::string out = scratch("perfetto_gpu.pftrace");
-  const auto r = cli({"perfetto", dump, "-o", out});
-  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-  const decoded_trace t = decode_perfetto(read_file(out));
-  REQUIRE(t.ok);
-  CHECK(t.unmatched_ends == 0);
-  CHECK(t.open_slices == 0);
+  const decoded_trace t = convert_and_decode(dump, scratch("perfetto_gpu.pftrace"));
 
   // Expected GPU spans and streams, from the reader.
   et::dump_reader reader;
@@ -493,13 +494,7 @@ TEST_CASE("perfetto: slices that begin or end at the same nanosecond nest as rec
   d.end(writer);
   const std::string dump = temp_path("perfetto_ties.etr");
   REQUIRE(write_file(dump, d.build()));
-  const std::string out = scratch("perfetto_ties.pftrace");
-  const auto r = cli({"perfetto", dump, "-o", out});
-  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-  const decoded_trace t = decode_perfetto(read_file(out));
-  REQUIRE(t.ok);
-  CHECK(t.unmatched_ends == 0);
-  CHECK(t.open_slices == 0);
+  const decoded_trace t = convert_and_decode(dump, scratch("perfetto_ties.pftrace"));
   const expected_trace x = expect_from_dump(dump);
   std::multiset<slice_key> slices;
   std::map<std::string, std::size_t> depth;

@@ -560,6 +560,40 @@ std::vector<std::string> split_part_paths(const std::string& output) {
   return paths;
 }
 
+/// A command that converts one DUMP to one OUT (default: DUMP with .etr
+/// replaced by `extension`; '-' for stdout) with `convert(reader, FILE*,
+/// error) -> bool`. A failed conversion leaves no partial OUT behind; the
+/// exit code is report()'s (3 for a damaged dump).
+template <class Convert>
+int convert_one_dump(const char* name, const arguments& args, const char* extension, const std::string& what,
+                     Convert&& convert) {
+  const command& c = *find_command(name);
+  dump_arguments a;
+  if (const int rc = parse_dump_arguments(c, args, true, a); rc != exit_ok || a.help) {
+    if (a.help && rc == exit_ok) run_help("help", {name});
+    return rc;
+  }
+  const std::string output = a.has_output ? a.output : with_extension(a.dump, extension);
+  if (const int rc = refuse_overwriting_inputs({a.dump}, {output}); rc != exit_ok) return rc;
+  et::dump_reader r;
+  if (!r.open(a.dump) || !r.read_metadata()) return input_error(a.dump, r.error());
+  const bool to_stdout = output == "-";
+  std::FILE* out = to_stdout ? stdout : std::fopen(output.c_str(), "wb");
+  if (!out) return input_error(output, std::string("cannot write: ") + std::strerror(errno));
+  std::string error;
+  bool ok;
+  {
+    progress_line progress("converting", r);
+    ok = convert(r, out, error);
+  }
+  const bool closed = to_stdout ? std::fflush(out) == 0 : std::fclose(out) == 0;
+  if (!ok || !closed) {
+    if (!to_stdout) std::remove(output.c_str());
+    return input_error(ok || error.rfind("write", 0) == 0 ? output : a.dump, error.empty() ? "write error" : error);
+  }
+  return report(r, a.dump, true, what + (to_stdout ? " written to stdout" : " written to " + output));
+}
+
 int run_json(const char* name, const arguments& args) {
   const command& c = *find_command(name);
   parsed_options p;
@@ -635,31 +669,9 @@ int run_json(const char* name, const arguments& args) {
 }
 
 int run_perfetto(const char* name, const arguments& args) {
-  const command& c = *find_command(name);
-  dump_arguments a;
-  if (const int rc = parse_dump_arguments(c, args, true, a); rc != exit_ok || a.help) {
-    if (a.help && rc == exit_ok) run_help("help", {name});
-    return rc;
-  }
-  const std::string output = a.has_output ? a.output : with_extension(a.dump, ".pftrace");
-  if (const int rc = refuse_overwriting_inputs({a.dump}, {output}); rc != exit_ok) return rc;
-  et::dump_reader r;
-  if (!r.open(a.dump) || !r.read_metadata()) return input_error(a.dump, r.error());
-  const bool to_stdout = output == "-";
-  std::FILE* out = to_stdout ? stdout : std::fopen(output.c_str(), "wb");
-  if (!out) return input_error(output, std::string("cannot write: ") + std::strerror(errno));
-  std::string error;
-  bool ok;
-  {
-    progress_line progress("converting", r);
-    ok = et::write_perfetto(r, out, nullptr, &error);
-  }
-  const bool closed = to_stdout ? std::fflush(out) == 0 : std::fclose(out) == 0;
-  if (!ok || !closed) {
-    if (!to_stdout) std::remove(output.c_str());  // never leave half a trace behind
-    return input_error(ok || error.rfind("write", 0) == 0 ? output : a.dump, error.empty() ? "write error" : error);
-  }
-  return report(r, a.dump, true, to_stdout ? "Perfetto trace written to stdout" : "Perfetto trace written to " + output);
+  return convert_one_dump(name, args, ".pftrace", "Perfetto trace", [](et::dump_reader& r, std::FILE* out, std::string& error) {
+    return et::write_perfetto(r, out, nullptr, &error);
+  });
 }
 
 int run_summary(const char* name, const arguments& args) {
@@ -753,31 +765,9 @@ int run_report(const char* name, const arguments& args) {
 }
 
 int run_csv(const char* name, const arguments& args) {
-  const command& c = *find_command(name);
-  dump_arguments a;
-  if (const int rc = parse_dump_arguments(c, args, true, a); rc != exit_ok || a.help) {
-    if (a.help && rc == exit_ok) run_help("help", {name});
-    return rc;
-  }
-  const std::string output = a.has_output ? a.output : with_extension(a.dump, ".csv");
-  if (const int rc = refuse_overwriting_inputs({a.dump}, {output}); rc != exit_ok) return rc;
-  et::dump_reader r;
-  if (!r.open(a.dump) || !r.read_metadata()) return input_error(a.dump, r.error());
-  const bool to_stdout = output == "-";
-  std::FILE* out = to_stdout ? stdout : std::fopen(output.c_str(), "wb");
-  if (!out) return input_error(output, std::string("cannot write: ") + std::strerror(errno));
-  std::string error;
-  bool ok;
-  {
-    progress_line progress("writing CSV of", r);
-    ok = et::write_spans_csv(r, out, nullptr, &error);
-  }
-  const bool closed = to_stdout ? std::fflush(out) == 0 : std::fclose(out) == 0;
-  if (!ok || !closed) {
-    if (!to_stdout) std::remove(output.c_str());
-    return input_error(ok || error.rfind("write", 0) == 0 ? output : a.dump, error.empty() ? "write error" : error);
-  }
-  return report(r, a.dump, true, to_stdout ? "CSV written to stdout" : "CSV written to " + output);
+  return convert_one_dump(name, args, ".csv", "CSV", [](et::dump_reader& r, std::FILE* out, std::string& error) {
+    return et::write_spans_csv(r, out, nullptr, &error);
+  });
 }
 
 int run_merge(const char* name, const arguments& args) {

@@ -230,21 +230,20 @@ class perfetto_stream {
     }
     entries.clear();
   }
-  /// One debug annotation per key, the last value recorded for it, keys in
-  /// the order first recorded (as the JSON's args).
+  /// One debug annotation per key: the last value recorded for it (walking
+  /// back from the last argument, a key already written is skipped).
   void add_args(const std::vector<const annotation*>& args) {
     namespace p = perfetto_proto;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-      const std::string key = args[i]->name();
-      bool seen = false;
-      for (std::size_t j = 0; j < i && !seen; ++j) seen = args[j]->has_name(key);
-      if (seen) continue;
-      const annotation* last = last_with_key(args, key);
+    keys_.clear();
+    for (auto a = args.rbegin(); a != args.rend(); ++a) {
+      std::string key = (*a)->name();
+      if (std::find(keys_.begin(), keys_.end(), key) != keys_.end()) continue;
       pb_.begin_message(p::event_debug_annotations);
       pb_.add_string(p::annotation_name, key);
-      if (last->type == format::annotation_record::arg_name) pb_.add_string(p::annotation_string_value, last->value_text());
-      else pb_.add_int(p::annotation_int_value, last->int_value());
+      if ((*a)->type == format::annotation_record::arg_name) pb_.add_string(p::annotation_string_value, (*a)->value_text());
+      else pb_.add_int(p::annotation_int_value, (*a)->int_value());
       pb_.end_message();
+      keys_.push_back(std::move(key));
       ++args_written_;
     }
   }
@@ -252,6 +251,7 @@ class perfetto_stream {
   buffered_output o_;
   protobuf_writer pb_;
   std::string frame_;
+  std::vector<std::string> keys_;  // add_args' scratch: keys written for this event
   table names_, categories_;
   fresh new_names_, new_categories_;
   std::uint64_t packets_ = 0;
@@ -519,15 +519,8 @@ inline bool write_perfetto(dump_reader& r, std::FILE* out, perfetto_result* resu
   const bool write_ok = s.flush();
   res.packets = s.packets();
   if (result) *result = res;
-  if (!ok) {
-    if (error) *error = r.error();
-    return false;
-  }
-  if (!write_ok) {
-    if (error) *error = std::string("write error: ") + std::strerror(errno);
-    return false;
-  }
-  return true;
+  if ((!ok || !write_ok) && error) *error = !ok ? r.error() : std::string("write error: ") + std::strerror(errno);
+  return ok && write_ok;
 }
 
 }  // namespace reader
