@@ -560,10 +560,31 @@ std::vector<std::string> split_part_paths(const std::string& output) {
   return paths;
 }
 
-/// A command that converts one DUMP to one OUT (default: DUMP with .etr
-/// replaced by `extension`; '-' for stdout) with `convert(reader, FILE*,
-/// error) -> bool`. A failed conversion leaves no partial OUT behind; the
+/// Writes OUT ('-': stdout) with `convert(FILE*, error) -> bool` from the
+/// opened dump `r`. A failed conversion leaves no partial OUT behind; the
 /// exit code is report()'s (3 for a damaged dump).
+template <class Convert>
+int write_one_output(const et::dump_reader& r, const std::string& dump, const std::string& output,
+                     const std::string& what, Convert&& convert) {
+  const bool to_stdout = output == "-";
+  std::FILE* out = to_stdout ? stdout : std::fopen(output.c_str(), "wb");
+  if (!out) return input_error(output, std::string("cannot write: ") + std::strerror(errno));
+  std::string error;
+  bool ok;
+  {
+    progress_line progress("converting", r);
+    ok = convert(out, error);
+  }
+  const bool closed = to_stdout ? std::fflush(out) == 0 : std::fclose(out) == 0;
+  if (!ok || !closed) {
+    if (!to_stdout) std::remove(output.c_str());  // never leave half a file behind
+    return input_error(ok || error.rfind("write", 0) == 0 ? output : dump, error.empty() ? "write error" : error);
+  }
+  return report(r, dump, true, what + (to_stdout ? " written to stdout" : " written to " + output));
+}
+
+/// A command that converts one DUMP to one OUT (default: DUMP with .etr
+/// replaced by `extension`) with `convert(reader, FILE*, error) -> bool`.
 template <class Convert>
 int convert_one_dump(const char* name, const arguments& args, const char* extension, const std::string& what,
                      Convert&& convert) {
@@ -577,21 +598,7 @@ int convert_one_dump(const char* name, const arguments& args, const char* extens
   if (const int rc = refuse_overwriting_inputs({a.dump}, {output}); rc != exit_ok) return rc;
   et::dump_reader r;
   if (!r.open(a.dump) || !r.read_metadata()) return input_error(a.dump, r.error());
-  const bool to_stdout = output == "-";
-  std::FILE* out = to_stdout ? stdout : std::fopen(output.c_str(), "wb");
-  if (!out) return input_error(output, std::string("cannot write: ") + std::strerror(errno));
-  std::string error;
-  bool ok;
-  {
-    progress_line progress("converting", r);
-    ok = convert(r, out, error);
-  }
-  const bool closed = to_stdout ? std::fflush(out) == 0 : std::fclose(out) == 0;
-  if (!ok || !closed) {
-    if (!to_stdout) std::remove(output.c_str());
-    return input_error(ok || error.rfind("write", 0) == 0 ? output : a.dump, error.empty() ? "write error" : error);
-  }
-  return report(r, a.dump, true, what + (to_stdout ? " written to stdout" : " written to " + output));
+  return write_one_output(r, a.dump, output, what, [&](std::FILE* out, std::string& error) { return convert(r, out, error); });
 }
 
 int run_json(const char* name, const arguments& args) {
@@ -650,22 +657,9 @@ int run_json(const char* name, const arguments& args) {
     return report(r, a.dump, true, std::to_string(parts.size()) + " JSON file(s) written: " + list);
   }
 
-  const bool to_stdout = output == "-";
-  std::FILE* out = to_stdout ? stdout : std::fopen(output.c_str(), "wb");
-  if (!out) return input_error(output, std::string("cannot write: ") + std::strerror(errno));
-  std::string error;
-  bool ok;
-  {
-    progress_line progress("converting", r);
-    ok = et::write_chrome_json(r, out, options, nullptr, &error);
-  }
-  const bool closed = to_stdout ? std::fflush(out) == 0 : std::fclose(out) == 0;
-  if (!ok || !closed) {
-    if (!to_stdout) std::remove(output.c_str());  // never leave half a JSON document behind
-    const bool write_failed = ok || error.rfind("write", 0) == 0;
-    return input_error(write_failed ? output : a.dump, error.empty() ? "write error" : error);
-  }
-  return report(r, a.dump, true, to_stdout ? "JSON written to stdout" : "JSON written to " + output);
+  return write_one_output(r, a.dump, output, "JSON", [&](std::FILE* out, std::string& error) {
+    return et::write_chrome_json(r, out, options, nullptr, &error);
+  });
 }
 
 int run_perfetto(const char* name, const arguments& args) {
