@@ -370,6 +370,36 @@ decoded_trace convert_and_decode(const std::string& dump, const std::string& out
 
 }  // namespace
 
+TEST_CASE("protobuf_writer encodes as the protobuf encoding guide says") {
+  et::protobuf_writer w;
+  auto hex = [&w] {
+    std::string out;
+    char byte[4];
+    for (char c : w.bytes()) std::snprintf(byte, sizeof byte, "%02x", static_cast<unsigned char>(c)), out += byte;
+    return out;
+  };
+  w.add_varint(1, 150);  // the guide's first example
+  CHECK(hex() == "089601");
+  w.clear();
+  w.add_string(2, "testing");
+  CHECK(hex() == "120774657374696e67");
+  w.clear();
+  w.begin_message(3);  // a nested message: its length before its bytes
+  w.add_varint(1, 150);
+  w.end_message();
+  CHECK(hex() == "1a03089601");
+  CHECK(w.depth() == 0);
+  w.clear();
+  w.add_int(1, -2);  // int64: ten bytes of two's complement
+  CHECK(hex() == "08feffffffffffffffff01");
+  w.clear();
+  w.add_fixed64(47, 1);  // a field number past 15: a two-byte key
+  CHECK(hex() == "f9020100000000000000");
+  w.clear();
+  w.add_double(1, 1.0);
+  CHECK(hex() == "09000000000000f03f");
+}
+
 // Runs only in the child started by record_perfetto_workload.
 TEST_CASE("perfetto workload") {
   if (std::getenv("ETTEST_PERFETTO_WORKLOAD") == nullptr) return;

@@ -89,15 +89,10 @@ class protobuf_writer {
   /// Open nesting levels (0 once every begin_message was closed).
   std::size_t depth() const noexcept { return depth_; }
 
-  /// Bytes a varint of `value` takes (1 to 10).
-  static std::size_t varint_size(std::uint64_t value) noexcept {
-    std::size_t n = 1;
-    while (value >= 0x80) value >>= 7, ++n;
-    return n;
-  }
-
-  /// Appends `value` as a varint to `out` (what a length prefix needs).
-  static void append_varint(std::string& out, std::uint64_t value) {
+  /// Appends `value` as a varint (7 bits a byte, low first; the high bit
+  /// says more follow) to `out`, a std::string or std::vector<char>.
+  template <class Bytes>
+  static void append_varint(Bytes& out, std::uint64_t value) {
     while (value >= 0x80) {
       out.push_back(static_cast<char>((value & 0x7F) | 0x80));
       value >>= 7;
@@ -108,14 +103,7 @@ class protobuf_writer {
  private:
   std::vector<char>& current() { return levels_[depth_]; }
   void key(std::uint32_t field, wire_type type) { varint((static_cast<std::uint64_t>(field) << 3) | type); }
-  void varint(std::uint64_t value) {
-    std::vector<char>& out = current();
-    while (value >= 0x80) {
-      out.push_back(static_cast<char>((value & 0x7F) | 0x80));
-      value >>= 7;
-    }
-    out.push_back(static_cast<char>(value));
-  }
+  void varint(std::uint64_t value) { append_varint(current(), value); }
   void little_endian(std::uint64_t value) {
     std::vector<char>& out = current();
     for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
