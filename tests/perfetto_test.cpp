@@ -284,6 +284,8 @@ void perfetto_workload(int items) {
     EDGETRACE_SCOPE(work, "request");
     EDGETRACE_ARG(work, "index", i);
     EDGETRACE_COUNTER(pf, "queue_depth", i % 4);
+    static char frame[256];
+    EDGETRACE_ALLOC(pf, frame, 64 * (1 + i % 3), "frames");
     {
       EDGETRACE_SCOPE(work, "decode");
       EDGETRACE_FLOW(work, "request", static_cast<std::uint64_t>(i));
@@ -298,6 +300,7 @@ void perfetto_workload(int items) {
         spin_us(8);
       }
     }
+    EDGETRACE_FREE(pf, frame);
     produced.store(i + 1);
   }
   worker.join();
@@ -322,7 +325,7 @@ using step_key = std::pair<std::int64_t, std::int64_t>;                         
 struct expected_trace {
   std::multiset<slice_key> slices;
   std::multiset<point_key> instants;
-  std::multiset<std::tuple<std::string, std::int64_t, double>> counters;
+  std::multiset<std::tuple<std::string, std::int64_t, double>> counters;  // memory pools too
   std::multiset<std::pair<step_key, step_key>> arrows;
   std::map<std::tuple<std::int64_t, std::int64_t>, std::map<std::string, std::string>> args;  // (tid, begin)
 };
@@ -347,6 +350,10 @@ expected_trace expect_from_dump(const std::string& path) {
       x.counters.insert({e.site->name, e.begin_ns, e.value});
     }
   }));
+  const et::memory_timelines memory(r);
+  for (const auto& entry : memory.all())
+    for (const auto& p : entry.second.points())
+      x.counters.insert({"memory: " + entry.second.pools()[p.pool].name, p.ns, static_cast<double>(p.pool_live)});
   for (auto& f : flows.sorted())
     for (std::size_t i = 1; i < f.second.size(); ++i)
       x.arrows.insert({{static_cast<std::int64_t>(f.second[i - 1].thread->os_tid), f.second[i - 1].begin_ns},
@@ -440,7 +447,7 @@ TEST_CASE("perfetto: a real run decodes to exactly the dump's slices, instants, 
   CHECK(instants == x.instants);
 
   const std::multiset<std::tuple<std::string, std::int64_t, double>> counters(t.counters.begin(), t.counters.end());
-  CHECK(x.counters.size() == 40);
+  CHECK(x.counters.size() == 40 + 80);  // queue_depth, and memory: frames (40 allocations, 40 frees)
   CHECK(counters == x.counters);
 
   std::multiset<std::pair<step_key, step_key>> arrows;

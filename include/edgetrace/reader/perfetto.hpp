@@ -86,6 +86,7 @@ struct perfetto_result {
   std::uint64_t slices = 0;       ///< host spans (a begin and an end each)
   std::uint64_t instants = 0;     ///< instants and marks
   std::uint64_t counters = 0;     ///< counter samples
+  std::uint64_t memory_samples = 0;  ///< live-bytes samples on memory pool tracks
   std::uint64_t loss_markers = 0; ///< "edgetrace: N records lost" instants
   std::uint64_t capture_markers = 0;  ///< recording on/off and phase instants
   std::uint64_t gpu_slices = 0;
@@ -392,7 +393,7 @@ class perfetto_host_tracks {
 /// Converts an opened dump to a Perfetto protobuf trace on `out`.
 ///
 /// Tracks: one per process (pid, name), one per thread (pid, tid, name),
-/// one counter track per counter name of each process, and a "GPU" process
+/// one counter track per counter name and memory pool of each process, and a "GPU" process
 /// per process with GPU spans holding one track per stream. Host spans are
 /// begin/end slices on their thread, with their arguments as debug
 /// annotations; instants and loss records are instants on the thread;
@@ -448,6 +449,23 @@ inline bool write_perfetto(dump_reader& r, std::FILE* out, perfetto_result* resu
       const std::string name = "phase: " + change.name;
       s.event(change.ns, track, perfetto_proto::type_instant, &name, &edgetrace_category);
       ++res.capture_markers;
+    }
+  }
+  // Memory pools (EDGETRACE_ALLOC/FREE): a counter track "memory: POOL" of
+  // the process, one sample of live bytes per change, as in the JSON.
+  const memory_timelines memory(r);
+  for (const auto& entry : memory.all()) {
+    const memory_timeline& m = entry.second;
+    std::vector<std::uint64_t> pool_track(m.pools().size(), 0);
+    for (const memory_timeline::point& p : m.points()) {
+      if (pool_track[p.pool] == 0) {
+        pool_track[p.pool] = next_uuid++;
+        s.descriptor(pool_track[p.pool], process_track[entry.first->pid], -1, -1, "memory: " + m.pools()[p.pool].name,
+                     true);
+      }
+      const auto live = static_cast<double>(p.pool_live);
+      s.event(p.ns, pool_track[p.pool], perfetto_proto::type_counter, nullptr, nullptr, {}, {}, {}, &live);
+      ++res.memory_samples;
     }
   }
   bool ok = true;
