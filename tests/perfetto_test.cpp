@@ -118,6 +118,7 @@ decoded_event decode_track_event(wire w, decoded_trace& t) {
     else if (field == 3 && type == 0) e.categories.push_back(w.varint());
     else if (field == 47 && type == 1) e.flows.push_back(w.fixed64());
     else if (field == 48 && type == 1) e.terminating.push_back(w.fixed64());
+    else if (field == 30 && type == 0) e.value = static_cast<double>(static_cast<std::int64_t>(w.varint()));
     else if (field == 44 && type == 1) {
       const std::uint64_t bits = w.fixed64();
       std::memcpy(&e.value, &bits, sizeof bits);

@@ -60,6 +60,7 @@ inline constexpr std::uint32_t event_debug_annotations = 4;
 inline constexpr std::uint32_t event_type = 9;
 inline constexpr std::uint32_t event_name_iid = 10;
 inline constexpr std::uint32_t event_track_uuid = 11;
+inline constexpr std::uint32_t event_counter_value = 30;  // int64
 inline constexpr std::uint32_t event_double_counter_value = 44;
 inline constexpr std::uint32_t event_flow_ids = 47;             // fixed64
 inline constexpr std::uint32_t event_terminating_flow_ids = 48;  // fixed64
@@ -158,11 +159,38 @@ class perfetto_stream {
   }
 
   /// One TrackEvent. `name`/`category` are interned (null: none, for slice
-  /// ends and counters). Flow ids and arguments go on slice begins.
+  /// ends). Flow ids and arguments go on slice begins.
   void event(std::int64_t ns, std::uint64_t track, std::uint64_t type, const std::string* name,
              const std::string* category, const std::vector<std::uint64_t>& flows = {},
-             const std::vector<std::uint64_t>& terminating = {}, const std::vector<const annotation*>& args = {},
-             const double* counter_value = nullptr) {
+             const std::vector<std::uint64_t>& terminating = {}, const std::vector<const annotation*>& args = {}) {
+    begin_event(ns, track, type, name, category);
+    for (std::uint64_t id : flows) pb_.add_fixed64(perfetto_proto::event_flow_ids, id);
+    for (std::uint64_t id : terminating) pb_.add_fixed64(perfetto_proto::event_terminating_flow_ids, id);
+    add_args(args);
+    end_event();
+  }
+  /// One counter sample: a double (EDGETRACE_COUNTER), or an integer (live
+  /// bytes: a varint is 3 to 5 bytes where a double takes 9).
+  void counter(std::int64_t ns, std::uint64_t track, double value) {
+    begin_event(ns, track, perfetto_proto::type_counter, nullptr, nullptr);
+    pb_.add_double(perfetto_proto::event_double_counter_value, value);
+    end_event();
+  }
+  void counter(std::int64_t ns, std::uint64_t track, std::int64_t value) {
+    begin_event(ns, track, perfetto_proto::type_counter, nullptr, nullptr);
+    pb_.add_int(perfetto_proto::event_counter_value, value);
+    end_event();
+  }
+
+  bool flush() { return o_.flush(); }
+  std::uint64_t packets() const noexcept { return packets_; }
+  std::uint64_t args_written() const noexcept { return args_written_; }
+
+ private:
+  /// Opens a TrackEvent packet (interning what it names first); the
+  /// caller adds the event's own fields, then calls end_event().
+  void begin_event(std::int64_t ns, std::uint64_t track, std::uint64_t type, const std::string* name,
+                   const std::string* category) {
     namespace p = perfetto_proto;
     const std::uint64_t name_iid = name ? intern(names_, *name, new_names_) : 0;
     const std::uint64_t category_iid = category ? intern(categories_, *category, new_categories_) : 0;
@@ -179,19 +207,12 @@ class perfetto_stream {
     pb_.add_varint(p::event_track_uuid, track);
     if (name_iid != 0) pb_.add_varint(p::event_name_iid, name_iid);
     if (category_iid != 0) pb_.add_varint(p::event_category_iids, category_iid);
-    for (std::uint64_t id : flows) pb_.add_fixed64(p::event_flow_ids, id);
-    for (std::uint64_t id : terminating) pb_.add_fixed64(p::event_terminating_flow_ids, id);
-    if (counter_value) pb_.add_double(p::event_double_counter_value, *counter_value);
-    add_args(args);
+  }
+  void end_event() {
     pb_.end_message();
     end_packet();
   }
 
-  bool flush() { return o_.flush(); }
-  std::uint64_t packets() const noexcept { return packets_; }
-  std::uint64_t args_written() const noexcept { return args_written_; }
-
- private:
   using table = std::unordered_map<std::string, std::uint64_t>;
   using fresh = std::vector<std::pair<std::uint64_t, const std::string*>>;
 
@@ -463,8 +484,7 @@ inline bool write_perfetto(dump_reader& r, std::FILE* out, perfetto_result* resu
         s.descriptor(pool_track[p.pool], process_track[entry.first->pid], -1, -1, "memory: " + m.pools()[p.pool].name,
                      true);
       }
-      const auto live = static_cast<double>(p.pool_live);
-      s.event(p.ns, pool_track[p.pool], perfetto_proto::type_counter, nullptr, nullptr, {}, {}, {}, &live);
+      s.counter(p.ns, pool_track[p.pool], static_cast<std::int64_t>(p.pool_live));
       ++res.memory_samples;
     }
   }
@@ -520,7 +540,7 @@ inline bool write_perfetto(dump_reader& r, std::FILE* out, perfetto_result* resu
             found = counter_track.emplace(std::make_pair(e.writer, e.site), next_uuid++).first;
             s.descriptor(found->second, process_track[e.writer->pid], -1, -1, e.site->name, true);
           }
-          s.event(e.begin_ns, found->second, perfetto_proto::type_counter, nullptr, nullptr, {}, {}, {}, &e.value);
+          s.counter(e.begin_ns, found->second, e.value);
           ++res.counters;
           break;
         }
