@@ -84,17 +84,17 @@ inline constexpr std::uint32_t annotation_name = 10;
 /// What write_perfetto wrote.
 struct perfetto_result {
   std::uint64_t packets = 0;
-  std::uint64_t slices = 0;       ///< host spans (a begin and an end each)
-  std::uint64_t instants = 0;     ///< instants and marks
-  std::uint64_t counters = 0;     ///< counter samples
-  std::uint64_t memory_samples = 0;  ///< live-bytes samples on memory pool tracks
-  std::uint64_t loss_markers = 0; ///< "edgetrace: N records lost" instants
+  std::uint64_t slices = 0;           ///< host spans (a begin and an end each)
+  std::uint64_t instants = 0;         ///< instants and marks
+  std::uint64_t counters = 0;         ///< counter samples
+  std::uint64_t memory_samples = 0;   ///< live-bytes samples on memory pool tracks
+  std::uint64_t loss_markers = 0;     ///< "edgetrace: N records lost" instants
   std::uint64_t capture_markers = 0;  ///< recording on/off and phase instants
   std::uint64_t gpu_slices = 0;
-  std::uint64_t flow_steps = 0;   ///< EDGETRACE_FLOW ids attached to slices
-  std::uint64_t launch_flows = 0; ///< launch -> GPU flows (on the GPU side)
-  std::uint64_t span_args = 0;    ///< debug annotations written
-  std::size_t max_pending = 0;    ///< most slice begins held back on one thread at once
+  std::uint64_t flow_steps = 0;       ///< EDGETRACE_FLOW ids attached to slices
+  std::uint64_t launch_flows = 0;     ///< launch -> GPU flows (on the GPU side)
+  std::uint64_t span_args = 0;        ///< debug annotations written
+  std::size_t max_pending = 0;        ///< most slice begins held back on one thread at once
 };
 
 namespace detail {
@@ -121,8 +121,9 @@ inline std::uint64_t perfetto_launch_id(std::uint32_t writer, std::uint64_t os_t
   return (h ^ (h >> 29)) | (std::uint64_t{1} << 63);
 }
 
-/// The packet stream of one trace: framing, one packet sequence with its
-/// interning tables, and the track of each thread, counter and GPU stream.
+/// The packet stream of one trace: framing of each TracePacket, and the one
+/// packet sequence with its interning tables. Each packet is built in a
+/// reused buffer, then copied once to the output buffer.
 class perfetto_stream {
  public:
   explicit perfetto_stream(std::FILE* out) : o_(out) {}
@@ -414,8 +415,8 @@ class perfetto_host_tracks {
 /// Converts an opened dump to a Perfetto protobuf trace on `out`.
 ///
 /// Tracks: one per process (pid, name), one per thread (pid, tid, name),
-/// one counter track per counter name and memory pool of each process, and a "GPU" process
-/// per process with GPU spans holding one track per stream. Host spans are
+/// one counter track per counter name and memory pool of each process, and
+/// a "GPU" process per process with GPU spans, one track per stream. Host spans are
 /// begin/end slices on their thread, with their arguments as debug
 /// annotations; instants and loss records are instants on the thread;
 /// recording changes and phases are instants on the process. EDGETRACE_FLOW
