@@ -460,6 +460,21 @@ TEST_CASE("perfetto: a real run decodes to exactly the dump's slices, instants, 
   CHECK(x.arrows.size() == 40);  // decode (main) -> consume (worker), one per request
   CHECK(arrows == x.arrows);
 
+  // Memory: the begins held back on a thread are its open ancestors, at
+  // most the nesting depth (request > infer > layer) whatever the run's length.
+  et::dump_reader reader;
+  REQUIRE(reader.open(dump));
+  std::FILE* sink = std::tmpfile();
+  REQUIRE(sink != nullptr);
+  et::perfetto_result result;
+  CHECK(et::write_perfetto(reader, sink, &result));
+  std::fclose(sink);
+  CHECK(result.max_pending >= 2);
+  CHECK(result.max_pending <= 3);
+  CHECK(result.slices == x.slices.size());
+  CHECK(result.flow_steps == 2 * x.arrows.size());
+  CHECK(result.span_args == 80);
+
   // Much smaller than the JSON of the same dump.
   const std::string json = scratch("perfetto_run.json");
   REQUIRE(cli({"json", dump, "-o", json}).exit_code == 0);
