@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The offline side in one include: streaming dump reader, clock model, and every output (JSON, info, summary, CSV, diff, merge, report).
+// The offline side in one include: streaming dump reader, clock model, and every output (JSON, Perfetto protobuf, info, summary, CSV, diff, merge, report).
 #pragma once
 
 #include "config.hpp"  // first: it stops a pre-C++17 build with one message
@@ -12,6 +12,8 @@
 #include "reader/info.hpp"
 #include "reader/latency.hpp"
 #include "reader/merge.hpp"
+#include "reader/perfetto.hpp"
+#include "reader/protobuf_writer.hpp"
 #include "reader/report.hpp"
 #include "reader/span_walker.hpp"
 #include "reader/summary.hpp"
