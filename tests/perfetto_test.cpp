@@ -130,6 +130,13 @@ decoded_event decode_track_event(wire w, decoded_trace& t) {
         if ((k >> 3) == 10) name = a.text();
         else if ((k >> 3) == 6) value = a.text();
         else if ((k >> 3) == 4) value = std::to_string(static_cast<std::int64_t>(a.varint()));
+        else if ((k >> 3) == 2 && (k & 7) == 0) value = a.varint() ? "true" : "false";
+        else if ((k >> 3) == 5 && (k & 7) == 1) {
+          const std::uint64_t bits = a.fixed64();
+          double real = 0;
+          std::memcpy(&real, &bits, sizeof bits);
+          value = et::real_text(real);
+        }
         else a.skip(static_cast<std::uint32_t>(k & 7));
       }
       e.args[name] = value;
@@ -291,6 +298,8 @@ void perfetto_workload(int items) {
       EDGETRACE_SCOPE(work, "decode");
       EDGETRACE_FLOW(work, "request", static_cast<std::uint64_t>(i));
       EDGETRACE_ARG(work, "batch", 4 + i % 3);
+      EDGETRACE_ARG(work, "scale", 0.25 * i - 1.5);
+      EDGETRACE_ARG(work, "keyframe", i % 4 == 0);
       spin_us(10);
       EDGETRACE_INSTANT(work, "decoded");
     }
@@ -440,7 +449,7 @@ TEST_CASE("perfetto: a real run decodes to exactly the dump's slices, instants, 
   CHECK(x.slices.size() == 40 * 7);
   CHECK(slices == x.slices);
   CHECK(args == x.args);
-  CHECK(args.size() == 80);  // "request" (index) and "decode" (batch) each time
+  CHECK(args.size() == 80);  // "request" (index) and "decode" (batch, scale, keyframe) each time
 
   std::multiset<point_key> instants;
   for (const auto& i : t.instants) instants.insert(point_key{std::get<0>(i), tid_of(std::get<1>(i)), std::get<2>(i)});
@@ -473,7 +482,7 @@ TEST_CASE("perfetto: a real run decodes to exactly the dump's slices, instants, 
   CHECK(result.max_pending <= 3);
   CHECK(result.slices == x.slices.size());
   CHECK(result.flow_steps == 2 * x.arrows.size());
-  CHECK(result.span_args == 80);
+  CHECK(result.span_args == 40 * 4);
 
   // Much smaller than the JSON of the same dump.
   const std::string json = scratch("perfetto_run.json");

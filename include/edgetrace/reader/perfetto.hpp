@@ -76,7 +76,9 @@ inline constexpr std::uint32_t interned_event_names = 2;
 inline constexpr std::uint32_t interned_iid = 1;
 inline constexpr std::uint32_t interned_name = 2;
 // message DebugAnnotation
+inline constexpr std::uint32_t annotation_bool_value = 2;
 inline constexpr std::uint32_t annotation_int_value = 4;
+inline constexpr std::uint32_t annotation_double_value = 5;
 inline constexpr std::uint32_t annotation_string_value = 6;
 inline constexpr std::uint32_t annotation_name = 10;
 }  // namespace perfetto_proto
@@ -264,6 +266,8 @@ class perfetto_stream {
       pb_.begin_message(p::event_debug_annotations);
       pb_.add_string(p::annotation_name, key);
       if ((*a)->type == format::annotation_record::arg_name) pb_.add_string(p::annotation_string_value, (*a)->value_text());
+      else if ((*a)->is_bool()) pb_.add_bool(p::annotation_bool_value, (*a)->value != 0);
+      else if ((*a)->is_real()) pb_.add_double(p::annotation_double_value, (*a)->real_value());
       else pb_.add_int(p::annotation_int_value, (*a)->int_value());
       pb_.end_message();
       keys_.push_back(std::move(key));
