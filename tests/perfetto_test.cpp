@@ -470,7 +470,15 @@ TEST_CASE("perfetto: a real run decodes to exactly the dump's slices, instants, 
   CHECK(arrows == x.arrows);
 
   // Memory: the begins held back on a thread are its open ancestors, at
-  // most the nesting depth (request > infer > layer) whatever the run's length.
+  // most the nesting depth (request > infer > layer) whatever the run's
+  // length, plus a span that begins at the very nanosecond its sibling
+  // ended (it waits for a span that ends before it): count those.
+  std::size_t touching = 0;
+  {
+    std::set<std::pair<std::int64_t, std::int64_t>> ends;  // (tid, end)
+    for (const auto& sl : x.slices) ends.insert({std::get<1>(sl), std::get<3>(sl)});
+    for (const auto& sl : x.slices) touching += ends.count({std::get<1>(sl), std::get<2>(sl)});
+  }
   et::dump_reader reader;
   REQUIRE(reader.open(dump));
   std::FILE* sink = std::tmpfile();
@@ -479,7 +487,8 @@ TEST_CASE("perfetto: a real run decodes to exactly the dump's slices, instants, 
   CHECK(et::write_perfetto(reader, sink, &result));
   std::fclose(sink);
   CHECK(result.max_pending >= 2);
-  CHECK(result.max_pending <= 3);
+  CAPTURE(touching);
+  CHECK(result.max_pending <= 3 + touching);
   CHECK(result.slices == x.slices.size());
   CHECK(result.flow_steps == 2 * x.arrows.size());
   CHECK(result.span_args == 40 * 4);

@@ -297,7 +297,9 @@ class perfetto_stream {
 /// before any later begin could be released); a begin is held until a span
 /// ending before it arrives, which also means every argument and flow step
 /// inside it has been seen. The held spans all contain the latest end seen,
-/// so they are the open ancestors: memory per thread is the nesting depth.
+/// so they are the open ancestors (plus later siblings that begin at the
+/// nanosecond an earlier one ends): memory per thread is the nesting depth
+/// plus such touching chains.
 class perfetto_host_tracks {
  public:
   perfetto_host_tracks(perfetto_stream& s, perfetto_result& result) : s_(s), result_(result) {}
