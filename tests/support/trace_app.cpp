@@ -409,6 +409,12 @@ int typed_args_mode(int count) {
   edgetrace::phase("measure");
   for (int k = 0; k < count; ++k) {
     EDGETRACE_SCOPE(app, "step");
+    // The same before the arguments: with a coarse counter the previous
+    // step may end in the tick this one begins in, and an argument of that
+    // tick belongs to either by time alone (docs/FORMAT.md).
+    const auto settle = std::chrono::steady_clock::now() + std::chrono::microseconds(3);
+    while (std::chrono::steady_clock::now() < settle) {
+    }
     EDGETRACE_ARG(app, "x", k / 8.0 - 3);
     EDGETRACE_ARG(app, "i", k);
     EDGETRACE_ARG(app, "even", k % 2 == 0);
