@@ -9,6 +9,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <atomic>
 #include <cstdint>
 
 EDGETRACE_CATEGORY(bench_gpu);
@@ -17,11 +18,15 @@ namespace {
 
 namespace et = edgetrace::detail;
 
-std::uintptr_t next_handle = 0x1000;
+// Streams are created on the app's thread, events on the flusher's: like
+// the CUDA runtime it stands in for, the fake must be thread-safe.
+std::atomic<std::uintptr_t> next_handle{0x1000};
 int ok() noexcept { return 0; }
 int ok_int(int* value) noexcept { return *value = 1, 0; }
 int ok_device(int, et::gpu_device_properties* p) noexcept { return p->name[0] = 0, p->major = 8, p->minor = 7, 0; }
-int ok_handle(void** handle) noexcept { return *handle = reinterpret_cast<void*>(next_handle += 16), 0; }
+int ok_handle(void** handle) noexcept {
+  return *handle = reinterpret_cast<void*>(next_handle.fetch_add(16, std::memory_order_relaxed) + 16), 0;
+}
 int ok_capture(void*, int* status) noexcept { return *status = 0, 0; }
 int ok_record(void*, void*) noexcept { return 0; }
 int ok_query(void*) noexcept { return 0; }
