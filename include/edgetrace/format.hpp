@@ -19,7 +19,7 @@ namespace format {
 /// transfers and files that are not edgetrace dumps at all.
 inline constexpr unsigned char file_magic[8] = {0x89, 'E', 'T', 'R', '\r', '\n', 0x1A, '\n'};
 inline constexpr std::uint16_t version_major = 1;
-inline constexpr std::uint16_t version_minor = 5;
+inline constexpr std::uint16_t version_minor = 6;
 inline constexpr std::size_t file_header_size = 16;
 
 /// Chunk framing: sync0 sync1 type flags | u32 payload_size | u32 writer_id |
@@ -46,6 +46,7 @@ enum class chunk_type : std::uint8_t {
   gpu = 8,          ///< GPU devices, streams, clock anchors and spans (1.2, cuda.hpp)
   capture = 9,      ///< recording windows (pause/resume) and phases (1.2)
   annotations = 10, ///< span arguments, flow steps, allocations and frees (1.3)
+  snapshot = 11,    ///< flight recorder: why and when this dump was written (1.6)
 };
 
 enum class clock_source : std::uint8_t {
@@ -74,6 +75,34 @@ enum class capture_reason : std::uint8_t {
   start_after = 1,  ///< EDGETRACE_START_AFTER: waiting at start-up, then its time or mark count came
   duration = 2,     ///< EDGETRACE_DURATION ran out
   signal = 3,       ///< EDGETRACE_TOGGLE_SIGNAL: waiting at start-up, then a toggle signal
+};
+
+/// What made a flight recorder write a snapshot (chunk 11, 1.6).
+enum class snapshot_trigger : std::uint8_t {
+  call = 0,     ///< edgetrace::snapshot("reason") from the app
+  signal = 1,   ///< EDGETRACE_SNAPSHOT_SIGNAL
+  latency = 2,  ///< EDGETRACE_TRIGGER: a span or a mark's iteration over its limit
+  crash = 3,    ///< SIGSEGV, SIGBUS, SIGABRT or SIGFPE
+  exit = 4,     ///< EDGETRACE_FLIGHT_AT_EXIT=1
+};
+
+/// The payload of a snapshot chunk (1.6), in field order: varint sequence
+/// (1 for OUTPUT.1, ...), u8 trigger, string reason, varint trigger tick,
+/// varint window first tick, varint window last tick, varint skipped
+/// (snapshots not written since the previous one because of the rate
+/// limit), varint after ms (EDGETRACE_FLIGHT_AFTER_MS), varint ring bytes
+/// (EDGETRACE_FLIGHT_MB in bytes), varint chunks overwritten (events and
+/// annotations chunks the in-memory ring dropped before this window).
+struct snapshot_info {
+  std::uint64_t sequence = 0;
+  snapshot_trigger trigger = snapshot_trigger::call;
+  std::uint64_t trigger_tick = 0;
+  std::uint64_t window_first_tick = 0;
+  std::uint64_t window_last_tick = 0;
+  std::uint64_t skipped = 0;
+  std::uint64_t after_ms = 0;
+  std::uint64_t ring_bytes = 0;
+  std::uint64_t chunks_overwritten = 0;
 };
 
 /// Records of an annotations chunk (1.3). Each is `u8 tag, varint size,
@@ -253,6 +282,46 @@ inline std::size_t seal_chunk(unsigned char* chunk, chunk_type type, std::uint32
   const std::size_t body = chunk_header_size + payload_size;
   put_u32(chunk + body, crc32(chunk, body));
   return body + chunk_trailer_size;
+}
+
+/// Writes a snapshot chunk's payload (the reason cut to 255 bytes) into
+/// `out`, which has room for snapshot_payload_max bytes; returns its end.
+/// Async-signal-safe: the crash path calls it.
+inline constexpr std::size_t snapshot_reason_max = 255;
+inline constexpr std::size_t snapshot_payload_max = 9 * max_varint_size + 1 + snapshot_reason_max;
+inline unsigned char* put_snapshot_payload(unsigned char* out, const snapshot_info& info, const char* reason,
+                                           std::size_t reason_size) noexcept {
+  if (reason_size > snapshot_reason_max) reason_size = snapshot_reason_max;
+  out = put_varint(out, info.sequence);
+  *out++ = static_cast<unsigned char>(info.trigger);
+  out = put_varint(out, reason_size);
+  if (reason_size != 0) std::memcpy(out, reason, reason_size);
+  out += reason_size;
+  out = put_varint(out, info.trigger_tick);
+  out = put_varint(out, info.window_first_tick);
+  out = put_varint(out, info.window_last_tick);
+  out = put_varint(out, info.skipped);
+  out = put_varint(out, info.after_ms);
+  out = put_varint(out, info.ring_bytes);
+  return put_varint(out, info.chunks_overwritten);
+}
+
+/// Reads a snapshot chunk's payload; false when it is cut short. Bytes
+/// after the known fields are ignored (a later minor may add some).
+inline bool get_snapshot_payload(const unsigned char* in, const unsigned char* end, snapshot_info& info,
+                                 const unsigned char*& reason, std::size_t& reason_size) noexcept {
+  std::uint64_t trigger = 0, size = 0;
+  if (!get_varint(in, end, info.sequence) || in == end) return false;
+  trigger = *in++;
+  info.trigger = static_cast<snapshot_trigger>(trigger);
+  if (!get_varint(in, end, size) || size > static_cast<std::uint64_t>(end - in)) return false;
+  reason = in;
+  reason_size = static_cast<std::size_t>(size);
+  in += size;
+  return get_varint(in, end, info.trigger_tick) && get_varint(in, end, info.window_first_tick) &&
+         get_varint(in, end, info.window_last_tick) && get_varint(in, end, info.skipped) &&
+         get_varint(in, end, info.after_ms) && get_varint(in, end, info.ring_bytes) &&
+         get_varint(in, end, info.chunks_overwritten);
 }
 
 }  // namespace format
