@@ -154,7 +154,12 @@ const command commands[] = {
      "Prints the file's format version, each writer's process, clock source and\n"
      "fitted tick rate, calibration, duration, ring capacity and flush period,\n"
      "a table of threads with their span/instant/counter/drop counts checked\n"
-     "against the writer's own totals, and every diagnostic.\n",
+     "against the writer's own totals, and every diagnostic.\n"
+     "A flight recorder's snapshot also shows its trigger and reason, the\n"
+     "trigger's time (from the window start, and on the wall clock), the window\n"
+     "it holds, its sequence number, the snapshots skipped by the rate limit, the\n"
+     "ring's size and the chunks it overwrote; records before the window are\n"
+     "not counted as missing (docs/ANALYSIS.md).\n",
      run_info},
     {"help", "[COMMAND]", "show help for edgetrace or one command", "", run_help},
 };
@@ -360,6 +365,9 @@ int report(const et::dump_reader& r, const std::string& file, bool all, const st
                    "edgetrace: note: %s: %s; EDGETRACE_ON_FULL=wait (the default) or a larger EDGETRACE_BUFFER_KB "
                    "keeps them\n",
                    file.c_str(), et::dropped_records_text(dropped).c_str());
+    for (const et::writer_info* w : r.writers_in_order())
+      if (w->snapshot.present)
+        std::fprintf(stderr, "edgetrace: note: %s: %s\n", file.c_str(), et::snapshot_text(w->snapshot).c_str());
     for (const et::diagnostic& d : r.diagnostics())
       std::fprintf(stderr, "edgetrace: %s: %s: %s\n", d.level == et::diagnostic::severity::damage ? "warning" : "note",
                    file.c_str(), d.message.c_str());

@@ -15,5 +15,6 @@
 #include "reader/perfetto.hpp"
 #include "reader/protobuf_writer.hpp"
 #include "reader/report.hpp"
+#include "reader/snapshot.hpp"
 #include "reader/span_walker.hpp"
 #include "reader/summary.hpp"

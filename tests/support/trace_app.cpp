@@ -337,6 +337,33 @@ int dense_mode(int count) {
 }
 }  // namespace
 
+// ---- mode for tests/top_test.cpp and tests/snapshot_reader_test.cpp --------
+// "paced SECONDS RATE": RATE iterations a second for SECONDS; each iteration
+// is a span "paced_outer" (about 200 us) holding a span "paced_inner" (about
+// 100 us), both sleeping, so the dump grows steadily while the program
+// runs. Prints "iterations N" at the end.
+namespace {
+int paced_mode(double seconds, int rate) {
+  const std::uint64_t start = now_ns();
+  const std::uint64_t period = rate > 0 ? 1000000000u / static_cast<std::uint64_t>(rate) : 1000000000u;
+  const std::uint64_t end = start + static_cast<std::uint64_t>(seconds * 1e9);
+  std::uint64_t iterations = 0;
+  for (std::uint64_t next = start; next < end; next += period) {
+    {
+      EDGETRACE_SCOPE(app, "paced_outer");
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      EDGETRACE_SCOPE(app, "paced_inner");
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    ++iterations;
+    const std::uint64_t now = now_ns();
+    if (next + period > now) std::this_thread::sleep_for(std::chrono::nanoseconds(next + period - now));
+  }
+  std::printf("iterations %llu\n", static_cast<unsigned long long>(iterations));
+  return 0;
+}
+}  // namespace
+
 // ---- mode for tests/overload_test.cpp: "dense-threads THREADS COUNT" -------
 // THREADS threads, released together, each records COUNT empty spans as fast
 // as it can (the peer harness's w1_2t); prints "issued N" (all threads).
@@ -860,6 +887,8 @@ int main(int argc, char** argv) {
     if (kill_self) raise(SIGKILL);
     _exit(0);
   }
+  if (std::strcmp(mode, "paced") == 0)
+    return paced_mode(argc > 2 ? std::atof(argv[2]) : 2.0, argc > 3 ? std::atoi(argv[3]) : 200);
   if (std::strcmp(mode, "record-absurd") == 0) {
     // EDGETRACE_RECORD with values no measurement can give, between two good
     // spans; prints the number of absurd calls ("absurd N").

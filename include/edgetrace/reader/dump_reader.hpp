@@ -22,6 +22,7 @@
 #include "../format.hpp"
 #include "clock_model.hpp"
 #include "gpu_clock.hpp"
+#include "snapshot.hpp"
 
 namespace edgetrace {
 inline namespace v1 {
@@ -113,6 +114,12 @@ struct thread_info {
   std::uint64_t decoded() const noexcept { return spans + instants + counters + annotation_records; }
   /// Best known drop count: loss records, or thread_stats if larger.
   std::uint64_t dropped() const noexcept { return stats_dropped > lost ? stats_dropped : lost; }
+  /// Records the writer counted (stats_written) that were not decoded.
+  std::uint64_t undecoded() const noexcept { return stats_written > decoded() ? stats_written - decoded() : 0; }
+  /// Of undecoded(), those lost: all of them, except in a flight
+  /// recorder's snapshot, whose records before its window were left out on
+  /// purpose (snapshot.hpp). Defined after writer_info.
+  std::uint64_t missing() const noexcept;
 
  private:
   friend class dump_reader;
@@ -264,6 +271,9 @@ struct writer_info {
   std::vector<calibration_pair> calibration;
   clock_model clock;
   bool has_end = false;
+  /// The flight recorder's snapshot chunk (1.6): present in a dump that
+  /// holds one window of the run, with why and when it was written.
+  snapshot_record snapshot;
 
   std::map<std::uint64_t, std::string> categories;
   std::map<std::uint64_t, site_info> sites;
@@ -299,6 +309,10 @@ struct writer_info {
     return text;
   }
 };
+
+inline std::uint64_t thread_info::missing() const noexcept {
+  return writer != nullptr && writer->snapshot.present ? 0 : undecoded();
+}
 
 enum class event_kind : std::uint8_t { span, instant, counter, loss };
 
@@ -618,6 +632,9 @@ class dump_reader {
         case format::chunk_type::capture: read_capture(w, in, c.offset); break;
         case format::chunk_type::gpu: read_gpu(w, in, c.offset); break;
         case format::chunk_type::annotations: read_annotations(w, in, c.offset, c); break;
+        case format::chunk_type::snapshot:
+          if (!read_snapshot_payload(c.payload, c.size, w.snapshot)) malformed("snapshot", c.offset, w);
+          break;
         default: ++stats_.chunks_unknown; break;  // a newer minor's chunk: skipped silently
       }
     }
@@ -862,6 +879,13 @@ class dump_reader {
   /// True when data was lost: corruption, truncation, undecodable events, or
   /// a writer without an end record.
   bool damaged() const noexcept { return damage_count_ != 0; }
+  /// The first writer's snapshot chunk (a flight recorder's dump), or
+  /// null when no writer wrote one: an ordinary dump.
+  const snapshot_record* snapshot() const {
+    for (const writer_info* w : writers_in_order())
+      if (w->snapshot.present) return &w->snapshot;
+    return nullptr;
+  }
   /// True when every writer wrote its end record.
   bool complete() const noexcept {
     for (const auto& w : writers_)
@@ -1629,6 +1653,7 @@ class dump_reader {
       writer_info& w = entry.second;
       w.clock.build(w.calibration, w.clock_source, w.nominal_tick_rate);
       build_gpu_clocks(w);
+      resolve_snapshot(w.snapshot, w.clock, w.calibration);
       if (!w.clock.warning().empty())
         add_diagnostic(diagnostic::severity::note, 0, w.label() + ": " + w.clock.warning());
       if (!w.clock.rate_known() && w.has_events && unknown_rate_.empty()) {

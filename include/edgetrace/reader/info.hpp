@@ -128,6 +128,37 @@ void write_annotation_info(const writer_info& w, Field& field) {
   if (m.mismatches().total() != 0) field("  ", "memory issues", memory_mismatch_text(m.mismatches()));
 }
 
+/// The snapshot lines of a writer whose dump a flight recorder wrote
+/// (chunk 11, 1.6): what triggered it and why, when (in the window and on
+/// the wall clock), which window it holds, and the recorder's figures.
+template <class Field>
+void write_snapshot_info(const writer_info& w, Field& field) {
+  const snapshot_record& s = w.snapshot;
+  if (!s.present) return;
+  using ull = unsigned long long;
+  field("  ", "snapshot", format_text("#%llu, trigger %s", ull(s.info.sequence),
+                                      snapshot_trigger_name(s.info.trigger).c_str()));
+  field("  ", "reason", s.reason.empty() ? std::string("(none given)") : "\"" + s.reason + "\"");
+  const std::string wall = snapshot_wall_clock(s, s.trigger_ns);
+  const std::int64_t into = s.trigger_ns - s.window_first_ns;
+  std::string when = (into >= 0 ? "+" : "-") +
+                     format_duration(static_cast<std::uint64_t>(into >= 0 ? into : -into)) +
+                     " from the window start";
+  field("  ", "trigger time", when + (wall.empty() ? std::string() : ", " + wall));
+  const std::string first = snapshot_wall_clock(s, s.window_first_ns);
+  const std::string last = snapshot_wall_clock(s, s.window_last_ns);
+  field("  ", "window",
+        (first.empty() ? std::string("ticks ") + std::to_string(s.info.window_first_tick) + " to " +
+                             std::to_string(s.info.window_last_tick)
+                       : first + " to " + last) +
+            " (" + format_duration(s.window_ns()) + "); the run's records before it were not kept (not lost)");
+  field("  ", "skipped",
+        format_text("%llu snapshot(s) not written since the previous one (rate limit)", ull(s.info.skipped)));
+  field("  ", "flight ring",
+        format_text("%llu bytes, %llu chunk(s) overwritten before the window, %llu ms recorded after the trigger",
+                    ull(s.info.ring_bytes), ull(s.info.chunks_overwritten), ull(s.info.after_ms)));
+}
+
 }  // namespace detail
 
 namespace detail {
@@ -263,6 +294,8 @@ inline bool write_info(dump_reader& r, std::FILE* out, const info_options& optio
             : format_text("%s, %llu problem(s) (see diagnostics)", r.complete() ? "damaged" : "incomplete",
                           ull(r.damage_count())));
   field("", "writers", std::to_string(r.writers().size()));
+  if (r.snapshot() != nullptr)
+    field("", "contents", "a flight recorder's snapshot: one window of the run (see its writer's snapshot lines)");
 
   std::uint64_t spans = 0, instants = 0, counters = 0, dropped = 0, threads = 0;
   for (const writer_info* w : r.writers_in_order()) {
@@ -304,6 +337,7 @@ inline bool write_info(dump_reader& r, std::FILE* out, const info_options& optio
       field("  ", "refused", format_text("%llu EDGETRACE_RECORD span(s) more than 1 s outside the trace (not recorded)",
                                          ull(rejected)));
     field("  ", "end record", w->has_end ? "yes (clean shutdown)" : "missing (killed or crashed?)");
+    detail::write_snapshot_info(*w, field);
     detail::write_capture_info(*w, field);
     detail::write_annotation_info(*w, field);
 
@@ -321,7 +355,8 @@ inline bool write_info(dump_reader& r, std::FILE* out, const info_options& optio
       std::string check;
       if (!t.has_stats) check = "no stats record";
       else if (t.stats_written == t.decoded()) check = "ok";
-      else if (t.stats_written > t.decoded()) check = format_text("missing %llu", ull(t.stats_written - t.decoded()));
+      else if (t.missing() != 0) check = format_text("missing %llu", ull(t.missing()));
+      else if (t.undecoded() != 0) check = format_text("ok (%llu before the snapshot's window)", ull(t.undecoded()));
       else check = format_text("%llu more than written (stats older than the data)", ull(t.decoded() - t.stats_written));
       rows.push_back(row{t.has_record ? std::to_string(t.os_tid) : "?",
                          t.has_record ? (t.name.empty() ? "(unnamed)" : t.name) : "(no thread record)",

@@ -496,6 +496,9 @@ class summary_builder {
       result_.notes.push_back(r.path() + ": " + dropped_records_text(dropped) +
                               "; the rows count recorded spans only (EDGETRACE_ON_FULL=wait, the default, keeps them)");
     }
+    // A snapshot's missing past is not a loss: say what the dump holds.
+    for (const writer_info* w : r.writers_in_order())
+      if (w->snapshot.present) result_.notes.push_back(r.path() + ": " + snapshot_text(w->snapshot));
     for (const auto& range : iteration_range) {
       iteration_row& it = result_.iterations[range.first];
       const time_range& t = range.second;
