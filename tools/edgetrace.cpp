@@ -7,13 +7,17 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <memory>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -47,6 +51,7 @@ int run_csv(const char* name, const arguments& args);
 int run_merge(const char* name, const arguments& args);
 int run_diff(const char* name, const arguments& args);
 int run_report(const char* name, const arguments& args);
+int run_top(const char* name, const arguments& args);
 int run_help(const char* name, const arguments& args);
 
 const command commands[] = {
@@ -161,6 +166,25 @@ const command commands[] = {
      "ring's size and the chunks it overwrote; records before the window are\n"
      "not counted as missing (docs/ANALYSIS.md).\n",
      run_info},
+    {"top", "DUMP [--follow] [--window SECONDS] [--interval SECONDS] [--top N]",
+     "per-name table over the last seconds of a trace; --follow watches a live dump",
+     "One row per span name: calls, calls/s, mean, p50, p99 and max of the spans\n"
+     "that ended in the last SECONDS of the trace (up to its latest span), the\n"
+     "most total time first. See docs/ANALYSIS.md.\n"
+     "  --follow, -f         keep reading DUMP as its app appends to it (normal mode),\n"
+     "                       refreshing the table; whole chunks only (a chunk being\n"
+     "                       written is waited for); a file truncated under it is\n"
+     "                       read again from its start. Ends by itself when the\n"
+     "                       writer's end record arrives, or on Ctrl-C (exit 0).\n"
+     "                       On a terminal the table is redrawn in place; otherwise\n"
+     "                       each refresh is printed after a line\n"
+     "                       '== HH:MM:SS UTC DUMP: ... =='\n"
+     "  --window SECONDS     how far back the table looks (default 5; e.g. 2.5, 500ms)\n"
+     "  --interval SECONDS   time between refreshes with --follow (default 1)\n"
+     "  --top N              rows shown (default 20)\n"
+     "Memory: the spans of the window, at most about 1M (24 MB); past that the\n"
+     "window is shortened and the table says so.\n",
+     run_top},
     {"help", "[COMMAND]", "show help for edgetrace or one command", "", run_help},
 };
 
@@ -1058,6 +1082,108 @@ int run_info(const char* name, const arguments& args) {
   if (!et::write_info(r, stdout, {}, &error)) return input_error(a.dump, error);
   // The diagnostics are in the report on stdout; stderr gets the verdict.
   return report(r, a.dump, false, "see the diagnostics above");
+}
+
+/// Seconds for --window and --interval: "5", "2.5", or a duration with a
+/// unit ("500ms"); more than 0 and at most a day.
+bool parse_seconds(const std::string& text, std::uint64_t& ns) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (!text.empty() && end == text.c_str() + text.size()) {
+    if (!(v > 0) || v > 86400) return false;
+    ns = static_cast<std::uint64_t>(v * 1e9);
+    return ns != 0;
+  }
+  return et::parse_duration(text, ns) && ns != 0 && ns <= 86400000000000ull;
+}
+
+/// Set by SIGINT or SIGTERM: `top --follow` stops after the refresh under way.
+volatile std::sig_atomic_t stop_following = 0;
+extern "C" void on_stop_signal(int) { stop_following = 1; }
+
+/// `top --follow`: polls the dump and redraws until its writer ends or a
+/// signal stops it.
+int follow_top(const std::string& dump, const et::top_options& options, std::uint64_t interval_ns) {
+  et::dump_follower follower;
+  if (!follower.open(dump)) return input_error(dump, follower.error());
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;  // no SA_RESTART: the sleep below ends at once
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+  const bool terminal = ::isatty(1) == 1;
+  et::top_window window(options);
+  std::uint64_t spans = 0;
+  for (;;) {
+    const bool polled = follower.poll([&](const et::followed_span& s) {
+      ++spans;
+      window.add(s.key, *s.name, s.end_ns, static_cast<std::uint64_t>(s.end_ns - s.begin_ns));
+    });
+    if (!polled) return input_error(dump, follower.error());
+    const bool done = follower.finished();
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    ::gmtime_r(&now, &tm);
+    char clock[16];
+    std::strftime(clock, sizeof clock, "%H:%M:%S", &tm);
+    std::string head = std::string("== ") + clock + " UTC " + dump + ": " + std::to_string(spans) + " span(s) read";
+    if (follower.restarts() != 0) head += ", file restarted " + std::to_string(follower.restarts()) + " time(s)";
+    if (follower.bytes_skipped() != 0) head += ", " + std::to_string(follower.bytes_skipped()) + " corrupt bytes skipped";
+    head += done ? ", writer finished ==\n" : " ==\n";
+    std::string text = head + et::top_table(window.table(), options);
+    if (terminal) text = "\033[H\033[2J" + text;  // home, clear: redraw in place
+    else text += "\n";
+    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
+      return input_error("stdout", std::string("write error: ") + std::strerror(errno));
+    if (done || stop_following) return exit_ok;
+    // Sleep in short steps: a signal (or the writer's end) is seen promptly.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(interval_ns);
+    while (!stop_following && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(std::chrono::milliseconds(50),
+                                                                      until - std::chrono::steady_clock::now()));
+    if (stop_following) return exit_ok;
+  }
+}
+
+int run_top(const char* name, const arguments& args) {
+  const command& c = *find_command(name);
+  arguments rest;
+  bool follow = false;
+  for (const std::string& a : args)
+    if (a == "--follow" || a == "-f") follow = true;
+    else rest.push_back(a);
+  parsed_options p;
+  if (const int rc = parse_options(c, rest, {"--window", "--interval", "--top"}, p); rc != exit_ok) return rc;
+  if (p.help) return run_help("help", {name});
+  if (p.positional.empty()) return usage_error(&c, "'top' needs a DUMP file");
+  if (p.positional.size() > 1) return usage_error(&c, "unexpected argument '" + p.positional[1] + "' (one DUMP at a time)");
+  const std::string& dump = p.positional[0];
+  et::top_options options;
+  if (const std::string* v = p.get("--window"))
+    if (!parse_seconds(*v, options.window_ns))
+      return usage_error(&c, "--window needs a number of seconds > 0 and at most 86400 (e.g. 5, 2.5, 500ms), not '" + *v + "'");
+  std::uint64_t interval_ns = 1000000000u;
+  if (const std::string* v = p.get("--interval")) {
+    if (!follow) return usage_error(&c, "--interval applies only with --follow");
+    if (!parse_seconds(*v, interval_ns))
+      return usage_error(&c, "--interval needs a number of seconds > 0 and at most 86400 (e.g. 1, 0.5), not '" + *v + "'");
+  }
+  if (const std::string* v = p.get("--top")) {
+    std::uint64_t n = 0;
+    if (!parse_count(*v, n) || n == 0) return usage_error(&c, "--top needs a whole number >= 1, not '" + *v + "'");
+    options.rows = static_cast<std::size_t>(n);
+  }
+  if (follow) return follow_top(dump, options, interval_ns);
+  et::dump_reader r;
+  if (!r.open(dump) || !r.read_metadata()) return input_error(dump, r.error());
+  et::top_window window(options);
+  if (!r.read_events([&](const et::event& e) {
+        if (e.kind == et::event_kind::span)
+          window.add(e.site, e.site->name, e.end_ns, static_cast<std::uint64_t>(e.end_ns - e.begin_ns));
+      }))
+    return input_error(dump, r.error());
+  if (const int rc = write_text("", et::top_table(window.table(), options)); rc != exit_ok) return rc;
+  return report(r, dump, true, "table written");
 }
 
 int run_help(const char*, const arguments& args) {

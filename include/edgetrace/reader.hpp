@@ -8,6 +8,7 @@
 #include "reader/csv.hpp"
 #include "reader/diff.hpp"
 #include "reader/dump_reader.hpp"
+#include "reader/follow.hpp"
 #include "reader/gpu_clock.hpp"
 #include "reader/info.hpp"
 #include "reader/latency.hpp"
@@ -18,3 +19,4 @@
 #include "reader/snapshot.hpp"
 #include "reader/span_walker.hpp"
 #include "reader/summary.hpp"
+#include "reader/top.hpp"

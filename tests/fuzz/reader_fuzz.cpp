@@ -2,7 +2,7 @@
 // libFuzzer target for the dump reader and its outputs (issue 7). The input
 // is written to a memfd (the reader opens paths; a memfd is a regular,
 // seekable file reachable as /proc/self/fd/N), then read as a dump: both
-// passes (and the GPU pass), Chrome JSON, info, the summary and the CSV, to /dev/null. Any crash, hang, sanitizer
+// passes (and the GPU pass), Chrome JSON, info, the summary, the CSV and top's follower, to /dev/null. Any crash, hang, sanitizer
 // report or unbounded allocation is a bug; see docs/RELIABILITY.md.
 //
 // Built as reader_fuzz (clang, -fsanitize=fuzzer,address,undefined) and as
@@ -11,8 +11,10 @@
 #include <edgetrace/reader/chrome_json.hpp>
 #include <edgetrace/reader/csv.hpp>
 #include <edgetrace/reader/dump_reader.hpp>
+#include <edgetrace/reader/follow.hpp>
 #include <edgetrace/reader/info.hpp>
 #include <edgetrace/reader/summary.hpp>
+#include <edgetrace/reader/top.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -93,6 +95,26 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       edgetrace::reader::csv_options options;
       options.sort_memory = 16u << 10;
       edgetrace::reader::write_spans_csv(r, dev_null(), nullptr, nullptr, options);
+    }
+  }
+  {
+    // `top --follow`'s incremental reader and its table: two polls (the
+    // second finds nothing new) must agree with one.
+    edgetrace::reader::dump_follower follower;
+    edgetrace::reader::top_window window;
+    std::uint64_t spans = 0;
+    if (follower.open(path)) {
+      auto add = [&](const edgetrace::reader::followed_span& f) {
+        ++spans;
+        if (f.end_ns < f.begin_ns) __builtin_trap();
+        window.add(f.key, *f.name, f.end_ns, static_cast<std::uint64_t>(f.end_ns - f.begin_ns));
+      };
+      follower.poll(add);
+      const std::uint64_t first = spans;
+      follower.poll(add);
+      if (spans != first) __builtin_trap();
+      const std::string table = edgetrace::reader::top_table(window.table(), window.options());
+      std::fwrite(table.data(), 1, table.size(), dev_null());
     }
   }
   return 0;

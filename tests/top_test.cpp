@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: MIT
+// Tests of `edgetrace top` (reader/top.hpp, reader/follow.hpp): the table against the spans, --follow on a live traced run, restarts, errors.
+#include <doctest/doctest.h>
+
+#include <edgetrace/reader/latency.hpp>
+#include <edgetrace/reader/summary_format.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/dump_builder.hpp"
+#include "support/process.hpp"
+#include "support/read_dump.hpp"
+#include "support/spawn.hpp"
+
+using namespace edgetrace_test;
+namespace et = edgetrace::reader;
+
+namespace {
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+std::vector<std::string> words(const std::string& line) {
+  std::vector<std::string> out;
+  std::istringstream in(line);
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+/// A table row as printed: name, calls, calls/s, then four "value unit" times.
+struct printed_row {
+  std::string name, calls, rate, mean, p50, p99, max;
+};
+
+/// The rows of the table that follows the last "name calls" header of `text`.
+std::map<std::string, printed_row> last_table(const std::string& text) {
+  std::map<std::string, printed_row> rows;
+  bool in_table = false;
+  for (const std::string& line : lines_of(text)) {
+    const auto w = words(line);
+    if (!w.empty() && w[0] == "name" && w.size() > 1 && w[1] == "calls") {
+      rows.clear();
+      in_table = true;
+      continue;
+    }
+    if (!in_table || w.empty() || line[0] == '-') continue;
+    if (w.size() != 11) {
+      in_table = false;
+      continue;
+    }
+    rows[w[0]] = printed_row{w[0], w[1], w[2], w[3] + " " + w[4], w[5] + " " + w[6], w[7] + " " + w[8], w[9] + " " + w[10]};
+  }
+  return rows;
+}
+
+/// The span counts of the refresh headers ("== HH:MM:SS UTC DUMP: N span(s) read ...").
+std::vector<std::uint64_t> refresh_counts(const std::string& text, std::size_t* finished = nullptr) {
+  std::vector<std::uint64_t> counts;
+  if (finished) *finished = 0;
+  for (const std::string& line : lines_of(text)) {
+    if (line.rfind("== ", 0) != 0) continue;
+    const std::size_t read = line.find(" span(s) read");
+    const std::size_t colon = line.rfind(": ", read);
+    if (read == std::string::npos || colon == std::string::npos) continue;
+    counts.push_back(std::stoull(line.substr(colon + 2, read - colon - 2)));
+    if (finished && contains(line, "writer finished")) ++*finished;
+  }
+  return counts;
+}
+
+std::string write_dump(const std::string& name, const bytes& b) {
+  const std::string path = fresh_file(temp_path(name));
+  REQUIRE(write_file(path, b));
+  return path;
+}
+
+/// Waits until `path` holds at least `bytes` bytes (false after `seconds`).
+bool wait_for_size(const std::string& path, std::uint64_t bytes, double seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && static_cast<std::uint64_t>(st.st_size) >= bytes) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+/// Reads the spawned program's output until it holds `needle` (false after `seconds`).
+bool read_until(const spawned& s, std::string& out, const std::string& needle, double seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!contains(out, needle) && std::chrono::steady_clock::now() < deadline)
+    if (!read_some(s, out, 50)) break;
+  return contains(out, needle);
+}
+
+}  // namespace
+
+TEST_CASE("top on a finished dump: calls, rate, mean, p50, p99, max of the window's spans") {
+  const std::string path = fresh_file(temp_path("top_finished.etr"));
+  const process_result app =
+      run({EDGETRACE_TEST_TRACE_APP, "paced", "1.5", "200"}, {"EDGETRACE_OUTPUT=" + path, "EDGETRACE_FLUSH_MS=20"});
+  REQUIRE(app.exit_code == 0);
+  const loaded_dump dump = load_dump(path);
+  REQUIRE(dump.error.empty());
+
+  for (const double window_s : {0.5, 60.0}) {
+    CAPTURE(window_s);
+    // Expected values straight from the spans.
+    std::int64_t latest = 0, first = 0;
+    bool any = false;
+    for (const auto& e : dump.events) {
+      if (e.kind != et::event_kind::span) continue;
+      latest = any ? std::max(latest, e.end_ns) : e.end_ns;
+      first = any ? std::min(first, e.begin_ns) : e.begin_ns;
+      any = true;
+    }
+    REQUIRE(any);
+    const auto window_ns = static_cast<std::int64_t>(window_s * 1e9);
+    const std::int64_t cutoff = latest - window_ns;
+    std::map<std::string, std::vector<std::uint64_t>> durations;
+    for (const auto& e : dump.events)
+      if (e.kind == et::event_kind::span && e.end_ns >= cutoff)
+        durations[e.name].push_back(static_cast<std::uint64_t>(e.end_ns - e.begin_ns));
+    const double covered = static_cast<double>(latest - std::max(cutoff, first)) / 1e9;
+
+    const process_result top = run({EDGETRACE_TEST_CLI, "top", path, "--window", std::to_string(window_s)});
+    INFO(top.out << top.err);
+    CHECK(top.exit_code == 0);
+    const auto rows = last_table(top.out);
+    REQUIRE(rows.size() == durations.size());
+    REQUIRE(durations.count("paced_outer") == 1);
+    for (auto& entry : durations) {
+      std::vector<std::uint64_t>& d = entry.second;
+      std::sort(d.begin(), d.end());
+      std::uint64_t total = 0;
+      for (std::uint64_t v : d) total += v;
+      const auto n = static_cast<std::uint64_t>(d.size());
+      auto nearest = [&](double p) { return d[et::latency_stats::nearest_rank(p, n) - 1]; };
+      REQUIRE(rows.count(entry.first) == 1);
+      const printed_row& r = rows.at(entry.first);
+      CAPTURE(entry.first);
+      CHECK(r.calls == std::to_string(n));
+      CHECK(r.mean == et::detail::readable_time((total + n / 2) / n));
+      CHECK(r.p50 == et::detail::readable_time(nearest(50)));
+      CHECK(r.p99 == et::detail::readable_time(nearest(99)));
+      CHECK(r.max == et::detail::readable_time(d.back()));
+      CHECK(std::fabs(std::stod(r.rate) - static_cast<double>(n) / covered) < 0.051);
+    }
+    if (window_s < 1) {
+      CHECK(durations["paced_outer"].size() < dump.named("paced_outer").size());  // the window left spans out
+      CHECK(!contains(top.out, "shorter than the window"));
+    } else {
+      CHECK(durations["paced_outer"].size() == dump.named("paced_outer").size());
+      CHECK(contains(top.out, "shorter than the window"));
+    }
+  }
+}
+
+TEST_CASE("top --follow on a live traced run: refreshes while it runs, ends with its end record") {
+  const std::string path = fresh_file(temp_path("top_live.etr"));
+  spawned app = spawn({EDGETRACE_TEST_TRACE_APP, "paced", "2.5", "200"},
+                      {"EDGETRACE_OUTPUT=" + path, "EDGETRACE_FLUSH_MS=20"});
+  REQUIRE(app.pid > 0);
+  REQUIRE(wait_for_size(path, 16, 20));
+  spawned top = spawn({EDGETRACE_TEST_CLI, "top", path, "--follow", "--interval", "0.2", "--window", "1"});
+  REQUIRE(top.pid > 0);
+  std::string out;
+  // Refreshes seen while the app still runs.
+  std::string before_end;
+  int app_code = -2;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (::waitpid(app.pid, &status, WNOHANG) == app.pid) {
+      app_code = exit_code_of(status);
+      break;
+    }
+    before_end = out;
+    read_some(top, out, 50);
+  }
+  if (app_code == -2) ::kill(app.pid, SIGKILL);  // the guard
+  ::close(app.out);
+  CHECK(app_code == 0);
+  const int top_code = wait_for(top, 30, &out);  // the guard: a top that never ends is killed (-2)
+  INFO(out << read_file(top.err_path));
+  CHECK(top_code == 0);
+  std::size_t finished = 0;
+  const auto early = refresh_counts(before_end);
+  CHECK(early.size() >= 2);
+  const auto counts = refresh_counts(out, &finished);
+  REQUIRE(counts.size() >= 2);
+  CHECK(finished == 1);
+  CHECK(contains(out.substr(out.rfind("== ")), "writer finished"));  // the last refresh
+  for (std::size_t i = 1; i < counts.size(); ++i) CHECK(counts[i] >= counts[i - 1]);
+  CHECK(counts.back() > counts.front());
+  // The last refresh has read the whole dump.
+  const loaded_dump dump = load_dump(path);
+  std::uint64_t spans = 0;
+  for (const auto& e : dump.events) spans += e.kind == et::event_kind::span;
+  CHECK(counts.back() == spans);
+  const auto rows = last_table(out);
+  REQUIRE(rows.count("paced_outer") == 1);
+  CHECK(std::stoull(rows.at("paced_outer").calls) > 0);
+}
+
+TEST_CASE("top --follow waits for a chunk being written and reads a file truncated under it from its start") {
+  // A dump without its end, then the rest: top waits for the cut chunk.
+  dump_builder first = sample_dump();
+  first.erase(first.chunk_count() - 1);  // no end record yet
+  for (int i = 0; i < 20; ++i) {        // more chunks: the file later shrinks below the read position
+    events e(1, 10000 + 1000 * i);
+    e.span(1, 10000 + 1000 * i, 10500 + 1000 * i);
+    first.event_chunk(0xA1B2C3D4u, e);
+  }
+  const bytes whole = first.build();
+  const std::string path = write_dump("top_follow_partial.etr", bytes(whole.begin(), whole.end() - 5));
+  spawned top = spawn({EDGETRACE_TEST_CLI, "top", path, "-f", "--interval", "0.05"});
+  REQUIRE(top.pid > 0);
+  std::string out;
+  REQUIRE(read_until(top, out, "== ", 20));
+  {
+    // The cut chunk's last 5 bytes arrive.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND);
+    REQUIRE(fd >= 0);
+    CHECK(::write(fd, whole.data() + whole.size() - 5, 5) == 5);
+    ::close(fd);
+  }
+  REQUIRE(read_until(top, out, "24 span(s) read", 20));  // 4 of the sample + 20
+  // Truncated and written again, shorter, by a writer that ends.
+  REQUIRE(write_file(path, sample_dump().build()));
+  const int code = wait_for(top, 30, &out);
+  INFO(out << read_file(top.err_path));
+  CHECK(code == 0);
+  CHECK(contains(out, "file restarted 1 time(s)"));
+  CHECK(contains(out, "writer finished"));
+  CHECK(!contains(out, "corrupt"));
+  const auto rows = last_table(out);
+  REQUIRE(rows.count("conv1") == 1);
+  // 3 of the first sample, 20 more, 3 of the second: spans read before the
+  // truncation stay in the window (the same writer goes on).
+  CHECK(rows.at("conv1").calls == "26");
+}
+
+TEST_CASE("top: errors and help") {
+  const std::string text = write_dump("top_not_a_dump.etr", bytes{'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd', '!',
+                                                                  '!', '!', '!', '!', '!'});
+  const std::string good = write_dump("top_good.etr", sample_dump().build());
+  struct error_case {
+    std::vector<std::string> args;
+    int code;
+    const char* message;
+  };
+  const std::vector<error_case> cases = {
+      {{"top", temp_path("top_missing.etr")}, 2, "No such file or directory"},
+      {{"top", temp_path("top_missing.etr"), "--follow"}, 2, "No such file or directory"},
+      {{"top", text}, 2, "not an edgetrace dump"},
+      {{"top", text, "--follow"}, 2, "not an edgetrace dump"},
+      {{"top"}, 1, "'top' needs a DUMP file"},
+      {{"top", good, "--window", "0"}, 1, "--window needs a number of seconds > 0"},
+      {{"top", good, "--window", "-2"}, 1, "--window needs a number of seconds > 0"},
+      {{"top", good, "--window", "abc"}, 1, "--window needs a number of seconds > 0"},
+      {{"top", good, "--window"}, 1, "option '--window' needs a value"},
+      {{"top", good, "--interval", "1"}, 1, "--interval applies only with --follow"},
+      {{"top", good, "--follow", "--interval", "0"}, 1, "--interval needs a number of seconds > 0"},
+      {{"top", good, "--top", "0"}, 1, "--top needs a whole number >= 1"},
+      {{"top", good, "--bogus"}, 1, "unknown option '--bogus'"},
+  };
+  for (const error_case& c : cases) {
+    std::vector<std::string> argv{EDGETRACE_TEST_CLI};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    const process_result r = run(argv);
+    INFO(r.err);
+    CHECK(r.exit_code == c.code);
+    CHECK(contains(r.err, c.message));
+    CHECK(contains(r.err, "edgetrace: error: "));
+    CHECK(r.out.empty());
+  }
+  // A damaged dump: the table of what could be read, and exit code 3.
+  bytes damaged = sample_dump().build();
+  truncate(damaged, damaged.size() - 3);
+  const std::string cut = write_dump("top_damaged.etr", damaged);
+  const process_result r = run({EDGETRACE_TEST_CLI, "top", cut});
+  CHECK(r.exit_code == 3);
+  CHECK(last_table(r.out).count("conv1") == 1);
+  CHECK(contains(r.err, "damaged or incomplete"));
+  const process_result help = run({EDGETRACE_TEST_CLI, "help", "top"});
+  CHECK(help.exit_code == 0);
+  CHECK(contains(help.out, "usage: edgetrace top DUMP [--follow]"));
+  CHECK(contains(help.out, "--window SECONDS"));
+  const process_result list = run({EDGETRACE_TEST_CLI, "--help"});
+  CHECK(contains(list.out, "  top DUMP"));
+}
