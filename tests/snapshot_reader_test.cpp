@@ -51,6 +51,25 @@ bytes snapshot_chunk(std::uint32_t writer, const fmt::snapshot_info& info, const
   return chunk;
 }
 
+/// A snapshot of the sample dump's ticks (sample_dump: 2000 to 3200).
+fmt::snapshot_info sample_snapshot(std::uint64_t sequence, fmt::snapshot_trigger trigger, std::uint64_t trigger_tick) {
+  fmt::snapshot_info info;
+  info.sequence = sequence;
+  info.trigger = trigger;
+  info.window_first_tick = 2000;
+  info.window_last_tick = 3200;
+  info.trigger_tick = trigger_tick;
+  return info;
+}
+
+/// The sample dump with `chunk` right after its process chunk.
+bytes sample_with(const bytes& chunk) {
+  dump_builder d = sample_dump();
+  bytes b = d.build();
+  b.insert(b.begin() + static_cast<std::ptrdiff_t>(d.offset_of(1)), chunk.begin(), chunk.end());
+  return b;
+}
+
 /// A real dump rebuilt chunk by chunk: `extra` (when not empty) right after
 /// the process chunk, and the first `drop_events` events chunks left out,
 /// as a flight recorder's ring would have overwritten them.
@@ -228,42 +247,22 @@ TEST_CASE("a snapshot-like dump of a real run: info shows the snapshot and repor
 }
 
 TEST_CASE("a snapshot whose writer dropped records still reports the drops") {
-  dump_builder d = sample_dump();  // thread 2 dropped 5 records (loss record and stats)
-  fmt::snapshot_info info;
-  info.sequence = 1;
-  info.trigger = fmt::snapshot_trigger::call;
-  info.window_first_tick = 2000;
-  info.window_last_tick = 3200;
-  info.trigger_tick = 3000;
-  bytes b = d.build();
-  const bytes chunk = snapshot_chunk(0xA1B2C3D4u, info, "operator asked");
-  b.insert(b.begin() + static_cast<std::ptrdiff_t>(d.offset_of(1)), chunk.begin(), chunk.end());
-  const std::string path = write_dump("snapshot_drops.etr", b);
+  // sample_dump's thread 2 dropped 5 records (a loss record and its stats).
+  const fmt::snapshot_info info = sample_snapshot(1, fmt::snapshot_trigger::call, 3000);
+  const std::string path = write_dump("snapshot_drops.etr", sample_with(snapshot_chunk(0xA1B2C3D4u, info, "operator asked")));
   const process_result p = run({EDGETRACE_TEST_CLI, "summary", path});
   INFO(p.out << p.err);
   CHECK(p.exit_code == 0);
   CHECK(contains(p.out, "5 records were dropped by the tracer"));
   CHECK(contains(p.out, "flight-recorder snapshot (#1, call: operator asked)"));
-  // No calibration pair here has a real time? It has: the window is on the wall clock.
-  CHECK(contains(p.out, "UTC"));
+  CHECK(contains(p.out, "UTC"));  // the window on the wall clock (its calibration has real times)
   const process_result i = run({EDGETRACE_TEST_CLI, "info", path});
   CHECK(contains(line_of(i.out, "totals"), "5 dropped"));
 }
 
 TEST_CASE("a damaged snapshot chunk is reported, never a crash") {
-  fmt::snapshot_info info;
-  info.sequence = 2;
-  info.trigger = fmt::snapshot_trigger::signal;
-  info.window_first_tick = 2000;
-  info.window_last_tick = 3200;
-  info.trigger_tick = 2500;
+  const fmt::snapshot_info info = sample_snapshot(2, fmt::snapshot_trigger::signal, 2500);
   const std::uint32_t writer = 0xA1B2C3D4u;
-  auto with_chunk = [&](const bytes& chunk) {
-    dump_builder d = sample_dump();
-    bytes b = d.build();
-    b.insert(b.begin() + static_cast<std::ptrdiff_t>(d.offset_of(1)), chunk.begin(), chunk.end());
-    return b;
-  };
   auto payload_chunk = [&](const bytes& payload) {
     dump_builder d;
     d.chunk(static_cast<std::uint8_t>(fmt::chunk_type::snapshot), writer, payload);
@@ -301,7 +300,7 @@ TEST_CASE("a damaged snapshot chunk is reported, never a crash") {
   }
   for (const damaged_case& c : cases) {
     CAPTURE(c.name);
-    const std::string path = write_dump("snapshot_damaged.etr", with_chunk(c.chunk));
+    const std::string path = write_dump("snapshot_damaged.etr", sample_with(c.chunk));
     const process_result p = run({EDGETRACE_TEST_CLI, "info", path});
     INFO(p.out << p.err);
     CHECK(p.exit_code == 3);
@@ -315,7 +314,7 @@ TEST_CASE("a damaged snapshot chunk is reported, never a crash") {
   SUBCASE("a trigger value of a later minor is named by its number") {
     bytes later = good_payload;
     later[1] = 9;  // the trigger byte (after a one-byte sequence)
-    const std::string path = write_dump("snapshot_later.etr", with_chunk(payload_chunk(later)));
+    const std::string path = write_dump("snapshot_later.etr", sample_with(payload_chunk(later)));
     const process_result p = run({EDGETRACE_TEST_CLI, "info", path});
     CHECK(p.exit_code == 0);
     CHECK(contains(line_of(p.out, "snapshot"), "#2, trigger trigger 9"));

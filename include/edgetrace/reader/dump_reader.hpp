@@ -521,9 +521,55 @@ class file_handle {
   }
   int get() const noexcept { return fd_; }
 
+  /// Opens `path` read-only and checks it is a regular (seekable) file.
+  /// Returns "" and its size in `size`, or why not in words fit for
+  /// "edgetrace: error: <file>: <what>".
+  std::string open_regular(const std::string& path, std::uint64_t& size) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::strerror(errno);
+    reset(fd);
+    struct stat st;
+    if (::fstat(fd, &st) != 0) return std::strerror(errno);
+    if (S_ISDIR(st.st_mode)) return "is a directory";
+    if (!S_ISREG(st.st_mode)) return "not a regular file (the reader needs a seekable dump)";
+    size = static_cast<std::uint64_t>(st.st_size);
+    return {};
+  }
+
+  /// pread until `size` bytes or end of file; returns the bytes read. On
+  /// an I/O error sets `error` and returns what was read before it.
+  std::size_t read_at(std::uint64_t offset, void* dst, std::size_t size, std::string& error) const {
+    std::size_t done = 0;
+    while (done < size) {
+      const ssize_t n =
+          ::pread(fd_, static_cast<unsigned char*>(dst) + done, size - done, static_cast<off_t>(offset + done));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        error = std::string("read error: ") + std::strerror(errno);
+        return done;
+      }
+      if (n == 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    return done;
+  }
+
  private:
   int fd_ = -1;
 };
+
+/// The (tick, CLOCK_MONOTONIC, CLOCK_REALTIME) pairs of a calibration
+/// chunk, appended to `out`; trailing bytes (a future field, or < 24
+/// bytes) are ignored.
+inline void read_calibration(payload_cursor& in, std::vector<calibration_pair>& out) {
+  while (in.left() >= 24) {
+    calibration_pair p;
+    in.u64(p.tick);
+    in.u64(p.monotonic_ns);
+    in.u64(p.realtime_ns);
+    out.push_back(p);
+  }
+}
 
 }  // namespace detail
 
@@ -554,15 +600,9 @@ class dump_reader {
     annotations_kept_ = 0;
     annotations_dropped_ = 0;
     diagnostics_.clear();
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fail(std::strerror(errno));
-    file_.reset(fd);
-    struct stat st;
-    if (::fstat(fd, &st) != 0) return fail(std::strerror(errno));
-    if (S_ISDIR(st.st_mode)) return fail("is a directory");
-    if (!S_ISREG(st.st_mode)) return fail("not a regular file (the reader needs a seekable dump)");
     stats_ = read_stats{};
-    stats_.file_size = static_cast<std::uint64_t>(st.st_size);
+    const std::string why = file_.open_regular(path, stats_.file_size);
+    if (!why.empty()) return fail(why.c_str());
     if (stats_.file_size == 0) return fail("empty file (0 bytes)");
     unsigned char header[format::file_header_size];
     const std::size_t got = read_at(0, header, sizeof header);
@@ -611,16 +651,7 @@ class dump_reader {
       detail::payload_cursor in{c.payload, c.payload + c.size};
       switch (c.type) {
         case format::chunk_type::process: read_process(w, in, c.offset); break;
-        case format::chunk_type::calibration:
-          // Trailing bytes (a future field, or < 24 bytes) are ignored.
-          while (in.left() >= 24) {
-            calibration_pair p;
-            in.u64(p.tick);
-            in.u64(p.monotonic_ns);
-            in.u64(p.realtime_ns);
-            w.calibration.push_back(p);
-          }
-          break;
+        case format::chunk_type::calibration: detail::read_calibration(in, w.calibration); break;
         case format::chunk_type::definitions: read_definitions(w, in, c.offset); break;
         case format::chunk_type::thread: read_thread(w, in, c.offset); break;
         case format::chunk_type::events:
@@ -1026,19 +1057,7 @@ class dump_reader {
   /// pread until `size` bytes or end of file; returns the bytes read. Sets
   /// error_ on an I/O error.
   std::size_t read_at(std::uint64_t offset, void* dst, std::size_t size) {
-    std::size_t done = 0;
-    while (done < size) {
-      const ssize_t n = ::pread(file_.get(), static_cast<unsigned char*>(dst) + done, size - done,
-                                static_cast<off_t>(offset + done));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        error_ = std::string("read error: ") + std::strerror(errno);
-        return done;
-      }
-      if (n == 0) break;
-      done += static_cast<std::size_t>(n);
-    }
-    return done;
+    return file_.read_at(offset, dst, size, error_);
   }
 
   /// Checks for a whole valid chunk at `pos`; on success `c` points into

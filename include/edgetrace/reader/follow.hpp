@@ -2,7 +2,6 @@
 // Incremental reader of a dump that is still being written (`edgetrace top --follow`): whole new chunks only, spans as they arrive.
 #pragma once
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -54,13 +53,8 @@ class dump_follower {
   /// file that is not a dump (bad magic), or a newer format.
   bool open(const std::string& path) {
     error_.clear();
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fail(std::strerror(errno));
-    file_.reset(fd);
-    struct stat st;
-    if (::fstat(fd, &st) != 0) return fail(std::strerror(errno));
-    if (S_ISDIR(st.st_mode)) return fail("is a directory");
-    if (!S_ISREG(st.st_mode)) return fail("not a regular file (the reader needs a seekable dump)");
+    const std::string why = file_.open_regular(path, size_);
+    if (!why.empty()) return fail(why.c_str());
     pos_ = 0;
     return check_start();
   }
@@ -126,19 +120,7 @@ class dump_follower {
   }
 
   std::size_t read_at(std::uint64_t offset, void* dst, std::size_t size) {
-    std::size_t done = 0;
-    while (done < size) {
-      const ssize_t n =
-          ::pread(file_.get(), static_cast<unsigned char*>(dst) + done, size - done, static_cast<off_t>(offset + done));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        error_ = std::string("read error: ") + std::strerror(errno);
-        return done;
-      }
-      if (n == 0) break;
-      done += static_cast<std::size_t>(n);
-    }
-    return done;
+    return file_.read_at(offset, dst, size, error_);
   }
 
   /// At offset 0: a file header (checked), the first chunk of a file
@@ -241,13 +223,7 @@ class dump_follower {
         break;
       }
       case format::chunk_type::calibration:
-        while (in.left() >= 24) {
-          calibration_pair p;
-          in.u64(p.tick);
-          in.u64(p.monotonic_ns);
-          in.u64(p.realtime_ns);
-          w.calibration.push_back(p);
-        }
+        detail::read_calibration(in, w.calibration);
         w.clock_current = false;
         break;
       case format::chunk_type::definitions: read_sites(w, in); break;
