@@ -6,6 +6,9 @@
 #include <edgetrace/reader/summary_format.hpp>
 
 #include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -261,6 +264,51 @@ TEST_CASE("top --follow waits for a chunk being written and reads a file truncat
   // 3 of the first sample, 20 more, 3 of the second: spans read before the
   // truncation stay in the window (the same writer goes on).
   CHECK(rows.at("conv1").calls == "26");
+}
+
+TEST_CASE("top --follow on a terminal redraws the table in place") {
+  const std::string path = write_dump("top_tty.etr", sample_dump().build());
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+  REQUIRE(master >= 0);
+  REQUIRE(::grantpt(master) == 0);
+  REQUIRE(::unlockpt(master) == 0);
+  const std::string terminal = ::ptsname(master);
+  const std::string cli = EDGETRACE_TEST_CLI;
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::setsid();
+    const int slave = ::open(terminal.c_str(), O_RDWR);
+    if (slave < 0) ::_exit(126);
+    ::dup2(slave, 1);
+    ::execl(cli.c_str(), cli.c_str(), "top", path.c_str(), "--follow", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  std::string shown;
+  char buffer[4096];
+  for (;;) {
+    pollfd p{master, POLLIN, 0};
+    if (::poll(&p, 1, 20000) <= 0) break;  // the guard: a top that never ends stops the read
+    const ssize_t n = ::read(master, buffer, sizeof buffer);
+    if (n <= 0) break;  // EIO once the child closed the terminal
+    shown.append(buffer, static_cast<std::size_t>(n));
+  }
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (::waitpid(pid, &status, WNOHANG) != pid) {
+    if (std::chrono::steady_clock::now() > deadline) {  // the guard: never hang
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::close(master);
+  INFO(shown);
+  CHECK(exit_code_of(status) == 0);
+  CHECK(shown.rfind("\033[H\033[2J== ", 0) == 0);  // home and clear, then the header
+  CHECK(contains(shown, "writer finished"));
+  CHECK(last_table(shown).count("conv1") == 1);
 }
 
 TEST_CASE("top: errors and help") {
