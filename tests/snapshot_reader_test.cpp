@@ -243,6 +243,7 @@ TEST_CASE("a snapshot-like dump of a real run: info shows the snapshot and repor
     std::uint64_t spans = 0;
     for (const auto& e : trace["traceEvents"].items) spans += e["ph"].str() == "X";
     CHECK(spans == span_count(path));
+    CHECK(contains(trace["otherData"]["snapshot"].str(), "a flight-recorder snapshot (#3, latency: " + reason));
   }
 }
 

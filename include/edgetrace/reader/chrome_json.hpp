@@ -570,6 +570,10 @@ class chrome_json_document {
     o_.write(complete ? "true" : "false");
     o_.write(",\"diagnostics\":");
     o_.write_string(diagnostics);
+    if (const snapshot_record* snapshot = r.snapshot()) {  // a flight recorder's window of the run
+      o_.write(",\"snapshot\":");
+      o_.write_string(snapshot_text(*snapshot));
+    }
     o_.write(extra_other_data);
     o_.write("}}\n");
     return o_.flush();
