@@ -4,6 +4,7 @@
 
 #include <edgetrace/reader/latency.hpp>
 #include <edgetrace/reader/summary_format.hpp>
+#include <edgetrace/reader/top.hpp>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -309,6 +310,39 @@ TEST_CASE("top --follow on a terminal redraws the table in place") {
   CHECK(shown.rfind("\033[H\033[2J== ", 0) == 0);  // home and clear, then the header
   CHECK(contains(shown, "writer finished"));
   CHECK(last_table(shown).count("conv1") == 1);
+}
+
+TEST_CASE("top_window keeps only the window's spans, and at most max_samples of them") {
+  et::top_options options;
+  options.window_ns = 1000;
+  options.max_samples = 50;
+  et::top_window window(options);
+  const std::string a = "a", b = "b";
+  // 1 span of "a" every 10 ns up to 2000 ns, and 1 of "b" every 100 ns.
+  for (std::int64_t end = 10; end <= 2000; end += 10) {
+    window.add(&a, a, end, 5);
+    if (end % 100 == 0) window.add(&b, b, end, 50);
+  }
+  const et::top_result t = window.table();
+  REQUIRE(t.has_spans);
+  CHECK(t.latest_ns == 2000);
+  CHECK(t.capped);  // 101 "a" and 11 "b" ended in [1000, 2000]: more than 50
+  CHECK(t.spans <= 50);
+  CHECK(t.window_ns < 1000);
+  std::uint64_t calls = 0;
+  for (const auto& r : t.rows) calls += r.calls;
+  CHECK(calls == t.spans);
+  CHECK(contains(et::top_table(t, options), "the window holds the latest spans only"));
+
+  options.max_samples = 1000;
+  et::top_window roomy(options);
+  for (std::int64_t end = 10; end <= 2000; end += 10) roomy.add(&a, a, end, 5);
+  const et::top_result all = roomy.table();
+  CHECK(!all.capped);
+  REQUIRE(all.rows.size() == 1);
+  CHECK(all.rows[0].calls == 101);  // ends 1000, 1010, ..., 2000
+  CHECK(all.window_ns == 1000);
+  CHECK(all.rows[0].per_second == doctest::Approx(101e9 / 1000));
 }
 
 TEST_CASE("top: errors and help") {
