@@ -160,7 +160,7 @@ TEST_CASE("typed args: floats and bools read back exactly; integers and names as
   REQUIRE(r.open(typed_dump()));
   REQUIRE(r.read_metadata());
   REQUIRE(r.read_events([](const reader::event&) {}));  // spans count in thread stats too
-  CHECK(r.version_minor() == 5);
+  CHECK(r.version_minor() >= 5);  // typed arguments came in 1.5
   REQUIRE(r.writers().size() == 1);
   const reader::writer_info& w = r.writers().begin()->second;
   const auto dump = edgetrace_test::load_dump(typed_dump());
