@@ -360,6 +360,35 @@ TEST_CASE("flight: a crash writes a snapshot that converts, and the process stil
   }
 }
 
+TEST_CASE("flight: when the flusher cannot answer a crash, the handler writes the window itself" *
+          doctest::skip(edgetrace_test::sanitized_build)) {
+  // Skipped under ASan/TSan, as the crash test above.
+  const std::string output = fresh_outputs("flight-crash-locked");
+  const auto r = run({"/bin/sh", "-c", "ulimit -c 0; exec \"$0\" flight-crash-locked 500", app}, flight_env(output));
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 128 + SIGSEGV);
+  CHECK_FALSE(file_exists(output));
+  REQUIRE(file_exists(snapshot_file("flight-crash-locked", 1)));
+  CHECK_FALSE(file_exists(snapshot_file("flight-crash-locked", 2)));
+  const std::string path = snapshot_file("flight-crash-locked", 1);
+  const chunk_walk w = walk(path);
+  CHECK(w.all_good);
+  REQUIRE(w.types.size() >= 3);
+  CHECK(w.types[0] == format::chunk_type::process);
+  CHECK(w.types[1] == format::chunk_type::snapshot);
+  CHECK(w.types.back() != format::chunk_type::end);  // no tail from a handler
+  CHECK(w.info.trigger == format::snapshot_trigger::crash);
+  CHECK(w.reason == "SIGSEGV");
+  const auto dump = load_dump(path);
+  CHECK_FALSE(dump.complete);
+  CHECK(dump.named("before_trigger").size() == 500);  // encoded before the crash
+  // Converted, with exit code 3: a writer without an end record (as after a crash in normal mode).
+  const auto summary = run({cli, "summary", path});
+  CAPTURE(summary.err);
+  CHECK(summary.exit_code == 3);
+  CHECK(contains(summary.out, "before_trigger"));
+}
+
 TEST_CASE("flight: the rate limit holds under a storm of requests, and every request is accounted for") {
   SUBCASE("EDGETRACE_FLIGHT_MAX=3, no gap: three snapshots") {
     const std::string output = fresh_outputs("flight-storm");
