@@ -314,6 +314,17 @@ TEST_CASE("flight: EDGETRACE_FLIGHT_AT_EXIT=1 writes one snapshot at exit") {
   CHECK(load_dump(path).named("before_trigger").size() == 500);
 }
 
+TEST_CASE("flight: with EDGETRACE_SIGNAL_FLUSH=1, SIGTERM ends the run as exit does: the exit snapshot is written") {
+  const std::string output = fresh_outputs("flight-term");
+  const auto r = run({app, "signal-term"},
+                     flight_env(output, {"EDGETRACE_FLIGHT_AT_EXIT=1", "EDGETRACE_SIGNAL_FLUSH=1"}));
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 128 + SIGTERM);
+  const chunk_walk w = only_snapshot("flight-term");
+  CHECK(w.info.trigger == format::snapshot_trigger::exit);
+  CHECK(load_dump(snapshot_file("flight-term", 1)).named("app_span").size() == 1000);
+}
+
 TEST_CASE("flight: EDGETRACE_SNAPSHOT_SIGNAL=USR2 writes a snapshot and the app runs on") {
   const std::string output = fresh_outputs("flight-signal");
   const auto r = run({app, "flight-signal", "1000"},

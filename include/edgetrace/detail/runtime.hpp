@@ -1743,6 +1743,7 @@ class runtime {
   void serve_signal() {
     if (!ended_) {
       if (signal_terminates_.load(std::memory_order_relaxed)) {
+        if (config_.flight) finish_flight();  // the process ends here: as at exit
         end_stream();
       } else {
         drain_all(false);
