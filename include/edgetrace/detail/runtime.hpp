@@ -1775,13 +1775,15 @@ class runtime {
     schedule_.max = config_.flight_max;
     schedule_.gap_ns = std::uint64_t{config_.flight_gap_ms} * 1000000u;
     schedule_.after_ns = std::uint64_t{config_.flight_after_ms} * 1000000u;
+    // The app's start goes on now: it does not wait for the ring's page
+    // faults (its records wait in the threads' rings meanwhile).
+    set_open_state(open_done);
     if (!flight_.start(static_cast<std::size_t>(config_.flight_bytes), path_, writer_id_)) {
       char message[200];
       std::snprintf(message, sizeof message,
                     "EDGETRACE_MODE=flight: cannot map a %llu MiB ring (EDGETRACE_FLIGHT_MB); tracing is off",
                     static_cast<unsigned long long>(config_.flight_bytes >> 20));
       fail_with(message);
-      set_open_state(open_failed);
       return;
     }
     // This thread blocks every signal (open_and_launch); a fault of its
@@ -1791,7 +1793,6 @@ class runtime {
     for (int signo : {SIGSEGV, SIGBUS, SIGFPE, SIGABRT}) sigaddset(&crash, signo);
     pthread_sigmask(SIG_UNBLOCK, &crash, nullptr);
     flush_output();  // the process chunk and first calibration: the first sticky chunks
-    set_open_state(open_done);
   }
 
   /// Schedules a snapshot (flusher only): applies the rate limit
@@ -1929,13 +1930,20 @@ class runtime {
   /// window from here: what the ring holds, without the records not yet
   /// encoded, thread stats or end chunk.
   void snapshot_on_crash(int signo) noexcept {
-    if (!config_.flight || !flight_.ready()) return;
+    if (!config_.flight) return;
+    // A crash in the run's first milliseconds may come while the flusher
+    // still maps the ring: give it up to 1 s (it cannot be the flusher).
+    const timespec pause{0, 1000000};
+    for (int waited_ms = 0; waited_ms < 1000 && !flight_.ready() && !failed_.load(std::memory_order_relaxed) &&
+                            !pthread_equal(pthread_self(), flusher_);
+         ++waited_ms)
+      nanosleep(&pause, nullptr);
+    if (!flight_.ready()) return;
     crash_tick_.store(ticks(config_.clock), std::memory_order_relaxed);
     int none = 0;
     crash_signal_.compare_exchange_strong(none, signo, std::memory_order_acq_rel);
     if (!pthread_equal(pthread_self(), flusher_)) {
       wake_flusher();
-      const timespec pause{0, 1000000};
       for (int waited_ms = 0; waited_ms < 1000 && crash_state_.load(std::memory_order_acquire) == 0; ++waited_ms)
         nanosleep(&pause, nullptr);
       for (int waited_ms = 0; waited_ms < 5000 && crash_state_.load(std::memory_order_acquire) == 1; ++waited_ms)
