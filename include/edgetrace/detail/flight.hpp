@@ -140,8 +140,13 @@ class flight_recorder {
   std::size_t capacity() const noexcept { return capacity_; }
   /// Events and annotations chunks overwritten so far (any thread).
   std::uint64_t overwritten() const noexcept { return overwritten_.load(std::memory_order_relaxed); }
-  /// Sticky chunks that did not fit (reported once by the runtime).
-  bool sticky_full() const noexcept { return sticky_full_; }
+  /// True once, when the sticky store first had no room for a chunk (the
+  /// runtime reports it). Flusher only.
+  bool sticky_just_filled() noexcept {
+    if (!sticky_full_ || sticky_full_told_) return false;
+    sticky_full_told_ = true;
+    return true;
+  }
 
   /// The next snapshot's sequence number (1, 2, ...). Any thread,
   /// async-signal-safe.
@@ -240,16 +245,16 @@ class flight_recorder {
     return format::chunk_header_size + format::get_u32(chunk + 4) + format::chunk_trailer_size;
   }
 
-  /// Kept for the whole run. Thread stats too: a retired thread's totals
-  /// are written once, when its ring is recycled. The first two
-  /// calibration pairs give the reader a rate; later ones ride in the ring.
+  /// Kept for the whole run. The first two calibration pairs give the
+  /// reader a rate; later ones ride in the ring. An ended thread's totals
+  /// ride in the ring too: they come after its last events, so they are
+  /// in any window that holds some of them.
   bool sticky_type(format::chunk_type type) noexcept {
     switch (type) {
       case format::chunk_type::process:
       case format::chunk_type::definitions:
       case format::chunk_type::thread:
       case format::chunk_type::capture:
-      case format::chunk_type::thread_stats:
         return true;
       case format::chunk_type::calibration:
         if (calibrations_kept_ >= 2) return false;
@@ -437,6 +442,7 @@ class flight_recorder {
   int calibrations_kept_ = 0;  ///< flusher only
   std::vector<unsigned char> definitions_, timed_;  ///< flusher only: a gpu chunk's two parts
   bool sticky_full_ = false;   ///< flusher only
+  bool sticky_full_told_ = false;
   char stem_[4096] = {};
   char extension_[64] = {};
 };

@@ -812,6 +812,10 @@ class runtime {
       if (collecting_tail_) return;
       flight_.take(out_.data(), out_.size());
       out_.clear();
+      if (flight_.sticky_just_filled())
+        report("EDGETRACE_MODE=flight: the definitions and threads of this run passed %zu MiB; snapshots lack the "
+               "later ones",
+               flight_recorder::sticky_reserve >> 20);
       return;
     }
     if (!out_.empty() && !failed_.load(std::memory_order_relaxed) && output_is_ours())
@@ -1902,9 +1906,6 @@ class runtime {
              "EDGETRACE_FLIGHT_GAP_MS=%u), %llu of them after the last snapshot written",
              static_cast<unsigned long long>(schedule_.skipped_total), config_.flight_max, config_.flight_gap_ms,
              static_cast<unsigned long long>(schedule_.skipped));
-    if (flight_.sticky_full())
-      report("EDGETRACE_MODE=flight: more than %zu MiB of definitions; snapshots lack the later ones",
-             flight_recorder::sticky_reserve >> 20);
   }
 
   /// edgetrace::snapshot() on any thread: hands the request to the
