@@ -225,6 +225,68 @@ TEST_CASE("flight: the ring keeps the newest chunks whole and the sticky ones al
   ::unlink(snapshot_file("flight-ring", 1).c_str());
 }
 
+TEST_CASE("flight: chunks of random sizes: the ring always holds the newest ones, in order, whole") {
+  const std::string output = fresh_outputs("flight-random");
+  edgetrace::detail::flight_recorder recorder;
+  const std::size_t capacity = 1u << 20;
+  REQUIRE(recorder.start(capacity, output.c_str(), 42));
+  std::uint64_t state = 0x9E3779B97F4A7C15ull;
+  const auto next_random = [&] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  std::vector<unsigned char> b;
+  std::size_t bad = 0;
+  for (std::uint64_t i = 1; i <= 3000; ++i) {
+    // 16 bytes to 256 KiB (the largest chunk the ring takes: a quarter of it)
+    const std::size_t payload = 16 + next_random() % (capacity / 4 - 16 - format::chunk_header_size - format::chunk_trailer_size);
+    b.assign(format::chunk_header_size + payload + format::chunk_trailer_size, static_cast<unsigned char>(i));
+    unsigned char* p = format::put_varint(b.data() + format::chunk_header_size, 1);
+    format::put_varint(p, i);  // the base tick is the chunk's number
+    format::seal_chunk(b.data(), format::chunk_type::events, 42, static_cast<std::uint32_t>(payload));
+    recorder.take(b.data(), b.size());
+    if (i % 100 != 0) continue;
+    format::snapshot_info info;
+    info.sequence = 1;
+    info.trigger_tick = i;
+    info.window_last_tick = i;
+    REQUIRE(recorder.write(info, "", 0, nullptr, 0) == 0);
+    const chunk_walk w = walk(snapshot_file("flight-random", 1));
+    const std::string bytes = read_file(snapshot_file("flight-random", 1));
+    // The ring's chunks: every one after the snapshot chunk. Their base
+    // ticks must run without a gap up to i (the newest is always kept),
+    // and together they fit in the ring.
+    std::size_t at = format::file_header_size;
+    std::uint64_t expected = 0, ring_bytes = 0, events = 0;
+    bool in_order = w.all_good;
+    for (std::size_t k = 0; k < w.types.size() && in_order; ++k) {
+      const auto* chunk = reinterpret_cast<const unsigned char*>(bytes.data()) + at;
+      const std::size_t size = format::chunk_header_size + format::get_u32(chunk + 4) + format::chunk_trailer_size;
+      if (w.types[k] == format::chunk_type::events) {
+        const unsigned char* q = chunk + format::chunk_header_size;
+        std::uint64_t thread = 0, base = 0;
+        in_order = format::get_varint(q, chunk + size, thread) && format::get_varint(q, chunk + size, base) &&
+                   (expected == 0 || base == expected);
+        expected = base + 1;
+        ring_bytes += size;
+        ++events;
+      }
+      at += size;
+    }
+    // At most one chunk's room is lost at the end before the wrap, and
+    // one to the gap in front of the oldest: at least half stays in use.
+    const bool used = ring_bytes + 2 * (capacity / 4) >= capacity;
+    bad += in_order && expected == i + 1 && ring_bytes <= capacity && used && w.info.window_first_tick + events == i + 1
+               ? 0
+               : 1;
+  }
+  CHECK(bad == 0);
+  CHECK(recorder.overwritten() > 2000);
+  ::unlink(snapshot_file("flight-random", 1).c_str());
+}
+
 TEST_CASE("flight: a gpu chunk's stream records outlive its spans in the ring") {
   const std::string output = fresh_outputs("flight-gpu-split");
   edgetrace::detail::flight_recorder recorder;
