@@ -3,9 +3,17 @@
 #include <doctest/doctest.h>
 
 #include <edgetrace/detail/flight_triggers.hpp>
+#include <support/files.hpp>
+#include <support/process.hpp>
+#include <support/read_dump.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <dirent.h>
 #include <string>
+#include <sys/stat.h>
+#include <vector>
 
 namespace et = edgetrace::detail;
 using edgetrace::format::site_kind;
@@ -185,4 +193,188 @@ TEST_CASE("No trigger set: nothing is watched, whatever is defined") {
   CHECK_FALSE(t.watches(2));
   et::flight_triggers::firing f{};
   CHECK_FALSE(t.evaluate(2, 1, 0, ~std::uint64_t{0}, f));
+}
+
+// ---------------------------------------------------------------- real runs
+// trace_app's flight-iterations mode in EDGETRACE_MODE=flight: ~1 ms
+// iterations (a "frame" mark, then an "infer" span), some of them slow.
+
+namespace {
+
+/// An empty directory of its own for one run's dump and snapshots.
+std::string fresh_dir(const std::string& name) {
+  const std::string dir = std::string(EDGETRACE_TEST_TMPDIR) + "/" + name;
+  ::mkdir(dir.c_str(), 0755);
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d))
+      if (e->d_name[0] != '.') ::unlink((dir + "/" + e->d_name).c_str());
+    ::closedir(d);
+  }
+  return dir;
+}
+
+/// The files in `dir`, sorted.
+std::vector<std::string> files_in(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d))
+      if (e->d_name[0] != '.') names.emplace_back(e->d_name);
+    ::closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+/// The snapshot chunk (11) of a dump, found by walking its chunks.
+struct snapshot_chunk {
+  bool found = false;
+  edgetrace::format::snapshot_info info;
+  std::string reason;
+};
+
+snapshot_chunk read_snapshot_chunk(const std::string& path) {
+  namespace fmt = edgetrace::format;
+  snapshot_chunk out;
+  const std::string bytes = edgetrace_test::read_file(path);
+  const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
+  std::size_t at = fmt::file_header_size;
+  while (at + fmt::chunk_header_size + fmt::chunk_trailer_size <= bytes.size()) {
+    const std::uint32_t payload = fmt::get_u32(data + at + 4);
+    if (data[at] != fmt::chunk_sync0 || at + fmt::chunk_header_size + payload + fmt::chunk_trailer_size > bytes.size())
+      break;
+    if (data[at + 2] == static_cast<unsigned char>(fmt::chunk_type::snapshot)) {
+      const unsigned char* reason = nullptr;
+      std::size_t reason_size = 0;
+      const unsigned char* begin = data + at + fmt::chunk_header_size;
+      out.found = fmt::get_snapshot_payload(begin, begin + payload, out.info, reason, reason_size);
+      if (out.found) out.reason.assign(reinterpret_cast<const char*>(reason), reason_size);
+      return out;
+    }
+    at += fmt::chunk_header_size + payload + fmt::chunk_trailer_size;
+  }
+  return out;
+}
+
+/// Runs trace_app flight-iterations with `args` in flight mode, output
+/// `dir`/run.etr, plus `env`.
+edgetrace_test::process_result run_flight(const std::string& dir, std::vector<std::string> args,
+                                          std::vector<std::string> env) {
+  args.insert(args.begin(), {EDGETRACE_TEST_TRACE_APP, "flight-iterations"});
+  env.push_back("EDGETRACE_OUTPUT=" + dir + "/run.etr");
+  env.push_back("EDGETRACE_MODE=flight");
+  return edgetrace_test::run(args, env);
+}
+
+std::vector<edgetrace_test::loaded_event> spans_named(const edgetrace_test::loaded_dump& dump, const char* name) {
+  std::vector<edgetrace_test::loaded_event> out;
+  for (const auto& e : dump.named(name))
+    if (e.kind == edgetrace::reader::event_kind::span) out.push_back(e);
+  return out;
+}
+
+/// The ms figure in a reason such as "infer>20ms: infer took 31.2 ms".
+double reason_ms(const std::string& reason) {
+  const std::size_t took = reason.rfind("took ");
+  return took == std::string::npos ? -1 : std::atof(reason.c_str() + took + 5);
+}
+
+}  // namespace
+
+TEST_CASE("flight: one 30 ms infer among 1 ms ones fires infer>20ms once; the snapshot holds it and what came before") {
+  const std::string dir = fresh_dir("flight_trigger_span");
+  const auto result = run_flight(dir, {"80", "40", "0", "30"}, {"EDGETRACE_TRIGGER=infer>20ms"});
+  CHECK(result.exit_code == 0);
+  CHECK(result.err == "");
+  REQUIRE(files_in(dir) == std::vector<std::string>{"run.1.etr"});
+  const auto dump = edgetrace_test::load_dump(dir + "/run.1.etr");
+  REQUIRE(dump.opened);
+  CHECK(dump.error == "");
+  const auto infer = spans_named(dump, "infer");
+  std::vector<edgetrace_test::loaded_event> slow;
+  for (const auto& e : infer)
+    if (e.end_ns - e.begin_ns > 20000000) slow.push_back(e);
+  REQUIRE(slow.size() == 1);
+  const std::int64_t slow_ns = slow[0].end_ns - slow[0].begin_ns;
+  CHECK(slow_ns >= 30000000);
+  // Every iteration before the slow one is in the window (16 MiB holds the
+  // whole run), and the after-window brings some of the later ones.
+  const auto before = std::count_if(infer.begin(), infer.end(), [&](const auto& e) { return e.end_ns <= slow[0].begin_ns; });
+  const auto after = std::count_if(infer.begin(), infer.end(), [&](const auto& e) { return e.begin_ns >= slow[0].end_ns; });
+  CHECK(before == 40);
+  CHECK(after >= 1);
+  const snapshot_chunk snapshot = read_snapshot_chunk(dir + "/run.1.etr");
+  REQUIRE(snapshot.found);
+  CHECK(snapshot.info.sequence == 1);
+  CHECK(snapshot.info.trigger == edgetrace::format::snapshot_trigger::latency);
+  CHECK(snapshot.reason.rfind("infer>20ms: infer took ", 0) == 0);
+  CHECK(snapshot.reason.size() > 26);
+  CHECK(snapshot.reason.substr(snapshot.reason.size() - 3) == " ms");
+  // The flusher's measured rate and the reader's fit agree far better than that.
+  CHECK(reason_ms(snapshot.reason) == doctest::Approx(static_cast<double>(slow_ns) / 1e6).epsilon(0.02));
+}
+
+TEST_CASE("flight: the same run without the slow iteration writes no file at all") {
+  const std::string dir = fresh_dir("flight_trigger_quiet");
+  const auto result = run_flight(dir, {"80", "-1"}, {"EDGETRACE_TRIGGER=infer>20ms,frame>20ms"});
+  CHECK(result.exit_code == 0);
+  CHECK(result.err == "");
+  CHECK(files_in(dir).empty());
+}
+
+TEST_CASE("flight: a mark trigger fires on the iteration between two marks that took too long") {
+  const std::string dir = fresh_dir("flight_trigger_mark");
+  const auto result = run_flight(dir, {"80", "40", "0", "30"}, {"EDGETRACE_TRIGGER=frame>20ms"});
+  CHECK(result.exit_code == 0);
+  CHECK(result.err == "");
+  REQUIRE(files_in(dir) == std::vector<std::string>{"run.1.etr"});
+  const auto dump = edgetrace_test::load_dump(dir + "/run.1.etr");
+  REQUIRE(dump.opened);
+  std::vector<std::int64_t> marks;
+  for (const auto& e : dump.named("frame")) marks.push_back(e.begin_ns);
+  std::sort(marks.begin(), marks.end());
+  std::vector<std::int64_t> long_iterations;
+  for (std::size_t i = 1; i < marks.size(); ++i)
+    if (marks[i] - marks[i - 1] > 20000000) long_iterations.push_back(marks[i] - marks[i - 1]);
+  REQUIRE(long_iterations.size() == 1);
+  CHECK(long_iterations[0] >= 30000000);
+  const snapshot_chunk snapshot = read_snapshot_chunk(dir + "/run.1.etr");
+  REQUIRE(snapshot.found);
+  CHECK(snapshot.info.trigger == edgetrace::format::snapshot_trigger::latency);
+  CHECK(snapshot.reason.rfind("frame>20ms: a frame iteration took ", 0) == 0);
+  CHECK(reason_ms(snapshot.reason) == doctest::Approx(static_cast<double>(long_iterations[0]) / 1e6).epsilon(0.02));
+  // The slow iteration's span is there, with the ones before it.
+  const auto infer = spans_named(dump, "infer");
+  CHECK(std::count_if(infer.begin(), infer.end(), [](const auto& e) { return e.end_ns - e.begin_ns >= 30000000; }) == 1);
+  CHECK(infer.size() > 40);
+}
+
+TEST_CASE("flight: a storm of slow iterations writes at most EDGETRACE_FLIGHT_MAX snapshots and counts the rest") {
+  const std::string dir = fresh_dir("flight_trigger_storm");
+  // 55 iterations of 30 ms from the 6th on: ~1.7 s of a trigger every 31 ms.
+  const auto result = run_flight(dir, {"60", "5", "1", "30"},
+                                 {"EDGETRACE_TRIGGER=infer>20ms", "EDGETRACE_FLIGHT_MAX=3", "EDGETRACE_FLIGHT_GAP_MS=200"});
+  CHECK(result.exit_code == 0);
+  REQUIRE(files_in(dir) == std::vector<std::string>{"run.1.etr", "run.2.etr", "run.3.etr"});
+  std::uint64_t skipped = 0;
+  for (int n = 1; n <= 3; ++n) {
+    const std::string path = dir + "/run." + std::to_string(n) + ".etr";
+    const snapshot_chunk snapshot = read_snapshot_chunk(path);
+    REQUIRE(snapshot.found);
+    CHECK(snapshot.info.sequence == static_cast<std::uint64_t>(n));
+    CHECK(snapshot.info.trigger == edgetrace::format::snapshot_trigger::latency);
+    CHECK(snapshot.reason.rfind("infer>20ms: infer took ", 0) == 0);
+    if (n > 1) CHECK(snapshot.info.skipped >= 1);  // the slow iterations inside the gap
+    skipped += snapshot.info.skipped;
+    const auto dump = edgetrace_test::load_dump(path);
+    CHECK(dump.error == "");
+  }
+  CHECK(skipped >= 2);
+}
+
+TEST_CASE("flight: a bad EDGETRACE_TRIGGER is one stderr line; the app runs on and no trigger fires") {
+  const std::string dir = fresh_dir("flight_trigger_bad");
+  const auto result = run_flight(dir, {"20", "10", "0", "30", "200"}, {"EDGETRACE_TRIGGER=infer>20"});
+  CHECK(result.exit_code == 0);
+  CHECK(result.err == "edgetrace: EDGETRACE_TRIGGER: 'infer>20' has no unit (ns, us, ms, s); no trigger set\n");
+  CHECK(files_in(dir).empty());
 }

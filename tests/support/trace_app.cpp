@@ -884,6 +884,31 @@ int main(int argc, char** argv) {
     std::printf("absurd %zu\n", 2 * (sizeof bad / sizeof bad[0]) + 1);
     return 0;
   }
+  // ---- Latency triggers in flight mode (tests/flight_triggers_test.cpp).
+  if (std::strcmp(mode, "flight-iterations") == 0) {
+    // argv: COUNT SLOW_FIRST SLOW_EVERY SLOW_MS [TAIL_MS]. COUNT iterations,
+    // each a "frame" mark then an "infer" span of ~1 ms; iteration
+    // SLOW_FIRST (and every SLOW_EVERY-th after it, 0 = none more) lasts
+    // SLOW_MS instead; SLOW_FIRST < 0: none. A last mark closes the last
+    // iteration, then the app idles TAIL_MS (default 400) so that a
+    // snapshot's after-window ends before exit.
+    const int count = argc > 2 ? std::atoi(argv[2]) : 80;
+    const int slow_first = argc > 3 ? std::atoi(argv[3]) : -1;
+    const int slow_every = argc > 4 ? std::atoi(argv[4]) : 0;
+    const int slow_ms = argc > 5 ? std::atoi(argv[5]) : 30;
+    const int tail_ms = argc > 6 ? std::atoi(argv[6]) : 400;
+    for (int i = 0; i < count; ++i) {
+      const bool slow = slow_first >= 0 && (i == slow_first || (slow_every > 0 && i > slow_first &&
+                                                                (i - slow_first) % slow_every == 0));
+      EDGETRACE_MARK(app, "frame");
+      EDGETRACE_SCOPE(app, "infer");
+      std::this_thread::sleep_for(std::chrono::milliseconds(slow ? slow_ms : 1));
+    }
+    EDGETRACE_MARK(app, "frame");
+    std::this_thread::sleep_for(std::chrono::milliseconds(tail_ms));
+    return 0;
+  }
+  // ---- end of the latency trigger modes
   std::fprintf(stderr, "trace_app: unknown mode %s\n", mode);
   return 2;
 }
