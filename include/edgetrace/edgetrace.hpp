@@ -17,6 +17,7 @@
 //   EDGETRACE_ALLOC(infer, p, bytes, "pool"); EDGETRACE_FREE(infer, p);
 //   EDGETRACE_THREAD_NAME("preprocess");
 //   edgetrace::flush();                        // optional
+//   edgetrace::snapshot("reason");             // flight mode: persist the window
 //   edgetrace::pause(); edgetrace::resume();   // capture control (also by env)
 //   edgetrace::phase("measure");               // labelled phase (summary --phase)
 //
@@ -65,6 +66,8 @@ EDGETRACE_DETAIL_API name_handle intern(const char* name, std::size_t size);
 EDGETRACE_DETAIL_API void flush() noexcept;
 EDGETRACE_DETAIL_API void set_thread_name(const char* name) noexcept;
 EDGETRACE_DETAIL_API bool active() noexcept;
+/// edgetrace::snapshot(): hands the request to the flusher (flight mode).
+EDGETRACE_DETAIL_API void snapshot_call(const char* reason, std::size_t size) noexcept;
 /// Capture control (detail/runtime.hpp, "capture control"): pause/resume,
 /// a mark counted while EDGETRACE_START_AFTER waits for N marks (returns
 /// the clock to record that mark with, 0 for none), a labelled phase.
@@ -380,6 +383,18 @@ auto intern(const String& name) -> decltype(static_cast<const char*>(name.data()
 /// correctness: exit and thread exit flush too.
 inline void flush() noexcept { detail::flush(); }
 
+/// Flight mode (EDGETRACE_MODE=flight): asks for a snapshot, a dump of
+/// the seconds kept in memory plus EDGETRACE_FLIGHT_AFTER_MS after the
+/// call, written by the flusher to EDGETRACE_OUTPUT with ".N" before its
+/// extension; `reason` (up to 255 bytes) is recorded in it. Subject to the
+/// rate limit (EDGETRACE_FLIGHT_MAX, EDGETRACE_FLIGHT_GAP_MS). Returns at
+/// once: a few atomic operations, no lock, no allocation, so it may be
+/// called from a signal handler. A no-op when tracing is off or not in
+/// flight mode.
+inline void snapshot(const char* reason) noexcept {
+  detail::snapshot_call(reason, reason == nullptr ? 0 : __builtin_strlen(reason));
+}
+
 /// Names the calling thread in the trace (up to 63 bytes are kept).
 inline void set_thread_name(const char* name) noexcept { detail::set_thread_name(name); }
 
@@ -415,6 +430,7 @@ auto intern(const String& name) noexcept -> decltype(static_cast<const char*>(na
   return {};
 }
 inline void flush() noexcept {}
+inline void snapshot(const char*) noexcept {}
 inline void set_thread_name(const char*) noexcept {}
 inline bool tracing_active() noexcept { return false; }
 inline void pause() noexcept {}

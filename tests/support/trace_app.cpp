@@ -37,6 +37,7 @@ const bool app_handler_installed = std::getenv("TRACE_APP_HANDLER") != nullptr &
 EDGETRACE_CATEGORY(app);
 
 #include <support/writer_trust_modes.hpp>
+#include <support/flight_modes.hpp>
 
 using edgetrace_test::thread_count;
 
@@ -489,6 +490,7 @@ extern "C" __attribute__((used)) int __lsan_is_turned_off() { return getpid() !=
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "idle";
   if (const int code = writer_trust::run_mode(mode, argc, argv); code >= 0) return code;
+  if (const int code = flight_modes::run_mode(mode, argc, argv); code >= 0) return code;
   if (std::strcmp(mode, "idle") == 0) {
     // Scopes, instants, counters, names: with tracing off nothing may
     // allocate or start a thread.

@@ -42,7 +42,10 @@ inline constexpr const char* known_variables[] = {
     "EDGETRACE_OUTPUT", "EDGETRACE_CATEGORIES", "EDGETRACE_BUFFER_KB", "EDGETRACE_FLUSH_MS",
     "EDGETRACE_SIGNAL_FLUSH", "EDGETRACE_FORK", "EDGETRACE_CLOCK", "EDGETRACE_ASSUME_UNSTABLE_COUNTER",
     "EDGETRACE_NVTX", "EDGETRACE_START_AFTER", "EDGETRACE_DURATION", "EDGETRACE_TOGGLE_SIGNAL",
-    "EDGETRACE_CUDA", "EDGETRACE_ON_FULL", "EDGETRACE_TRIGGER",
+    "EDGETRACE_CUDA", "EDGETRACE_ON_FULL",
+    // Flight recorder (detail/flight.hpp); EDGETRACE_TRIGGER is parsed by detail/flight_triggers.hpp.
+    "EDGETRACE_MODE", "EDGETRACE_FLIGHT_MB", "EDGETRACE_FLIGHT_AFTER_MS", "EDGETRACE_FLIGHT_MAX",
+    "EDGETRACE_FLIGHT_GAP_MS", "EDGETRACE_FLIGHT_AT_EXIT", "EDGETRACE_SNAPSHOT_SIGNAL", "EDGETRACE_TRIGGER",
 };
 
 struct settings {
@@ -71,6 +74,15 @@ struct settings {
   std::uint64_t duration_ns = 0;
   /// EDGETRACE_TOGGLE_SIGNAL: SIGUSR1 or SIGUSR2 toggles recording (0 = none).
   int toggle_signal = 0;
+  /// EDGETRACE_MODE=flight: chunks go to an in-memory ring and are written
+  /// only as snapshots (detail/flight.hpp); normal (default): to the dump.
+  bool flight = false;
+  std::uint64_t flight_bytes = 16u << 20;   ///< EDGETRACE_FLIGHT_MB, in bytes
+  std::uint32_t flight_after_ms = 100;      ///< EDGETRACE_FLIGHT_AFTER_MS: post-trigger window
+  std::uint32_t flight_max = 10;            ///< EDGETRACE_FLIGHT_MAX: snapshots per run (rate limit)
+  std::uint32_t flight_gap_ms = 1000;       ///< EDGETRACE_FLIGHT_GAP_MS: least time between two triggers written
+  bool flight_at_exit = false;              ///< EDGETRACE_FLIGHT_AT_EXIT=1: one snapshot at exit
+  int snapshot_signal = 0;                  ///< EDGETRACE_SNAPSHOT_SIGNAL: SIGUSR1 or SIGUSR2 (0 = none)
   std::uint8_t clock = 1;          ///< chosen clock_mode (runtime.hpp: choose_clock)
   bool clock_fell_back = false;    ///< auto found the counter unreliable
 };
@@ -82,6 +94,16 @@ inline constexpr std::uint64_t min_buffer_kb = 4;
 inline constexpr std::uint64_t max_buffer_kb = 64u << 10;
 inline constexpr std::uint32_t default_flush_ms = 10;
 inline constexpr std::uint32_t max_flush_ms = 60000;
+/// EDGETRACE_FLIGHT_MB bounds: the ring is mapped and pre-faulted once, so
+/// its size is committed memory for the whole run.
+inline constexpr std::uint64_t min_flight_mb = 1;
+inline constexpr std::uint64_t max_flight_mb = 4096;
+inline constexpr std::uint64_t default_flight_mb = 16;
+inline constexpr std::uint32_t default_flight_after_ms = 100;
+inline constexpr std::uint32_t default_flight_max = 10;
+/// One second: a storm of slow frames writes at most one snapshot a second
+/// (each holds the seconds before it anyway).
+inline constexpr std::uint32_t default_flight_gap_ms = 1000;
 
 /// Parses an unsigned decimal in [lo, hi]; on anything else reports one line
 /// naming the variable and the default, and returns the default.
@@ -204,7 +226,7 @@ inline void check_unknown_variables() noexcept {
     else
       report("unknown variable %s; ignored (known: EDGETRACE_OUTPUT, EDGETRACE_CATEGORIES, "
              "EDGETRACE_BUFFER_KB, EDGETRACE_FLUSH_MS, EDGETRACE_ON_FULL, EDGETRACE_SIGNAL_FLUSH, EDGETRACE_FORK, "
-             "EDGETRACE_CLOCK, EDGETRACE_CUDA)", name);
+             "EDGETRACE_CLOCK, EDGETRACE_CUDA, EDGETRACE_MODE)", name);
   }
 }
 
@@ -249,6 +271,22 @@ inline settings read_settings() noexcept {
     case 2: s.toggle_signal = SIGUSR2; break;
     default: break;
   }
+  s.flight = env_choice("EDGETRACE_MODE", {"normal", "flight"}) == 1;
+  s.flight_bytes = env_unsigned("EDGETRACE_FLIGHT_MB", min_flight_mb, max_flight_mb, default_flight_mb) << 20;
+  s.flight_after_ms = static_cast<std::uint32_t>(
+      env_unsigned("EDGETRACE_FLIGHT_AFTER_MS", 0, max_flush_ms, default_flight_after_ms));
+  s.flight_max = static_cast<std::uint32_t>(env_unsigned("EDGETRACE_FLIGHT_MAX", 0, 1000000, default_flight_max));
+  s.flight_gap_ms = static_cast<std::uint32_t>(
+      env_unsigned("EDGETRACE_FLIGHT_GAP_MS", 0, 24u * 3600 * 1000, default_flight_gap_ms));
+  s.flight_at_exit = env_choice("EDGETRACE_FLIGHT_AT_EXIT", {"0", "1"}) == 1;
+  switch (env_choice("EDGETRACE_SNAPSHOT_SIGNAL", {"off", "USR1", "USR2", "SIGUSR1", "SIGUSR2"})) {
+    case 1: case 3: s.snapshot_signal = SIGUSR1; break;
+    case 2: case 4: s.snapshot_signal = SIGUSR2; break;
+    default: break;
+  }
+  if (!s.flight && (std::getenv("EDGETRACE_FLIGHT_MB") != nullptr || std::getenv("EDGETRACE_SNAPSHOT_SIGNAL") != nullptr ||
+                    std::getenv("EDGETRACE_FLIGHT_AT_EXIT") != nullptr))
+    report("EDGETRACE_FLIGHT_* and EDGETRACE_SNAPSHOT_SIGNAL apply only with EDGETRACE_MODE=flight; ignored");
   return s;
 }
 
