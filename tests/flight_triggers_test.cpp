@@ -378,3 +378,14 @@ TEST_CASE("flight: a bad EDGETRACE_TRIGGER is one stderr line; the app runs on a
   CHECK(result.err == "edgetrace: EDGETRACE_TRIGGER: 'infer>20' has no unit (ns, us, ms, s); no trigger set\n");
   CHECK(files_in(dir).empty());
 }
+
+TEST_CASE("EDGETRACE_TRIGGER outside flight mode: one stderr line, and the dump is written as usual") {
+  const std::string dir = fresh_dir("flight_trigger_normal");
+  const auto result = edgetrace_test::run({EDGETRACE_TEST_TRACE_APP, "flight-iterations", "20", "10", "0", "30", "0"},
+                                          {"EDGETRACE_OUTPUT=" + dir + "/run.etr", "EDGETRACE_TRIGGER=infer>20ms"});
+  CHECK(result.exit_code == 0);
+  CHECK(result.err == "edgetrace: EDGETRACE_TRIGGER needs EDGETRACE_MODE=flight (a trigger writes a snapshot of the "
+                      "flight recorder); no trigger set\n");
+  CHECK(files_in(dir) == std::vector<std::string>{"run.etr"});
+  CHECK(spans_named(edgetrace_test::load_dump(dir + "/run.etr"), "infer").size() == 20);
+}
