@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: MIT
+// The flight recorder (EDGETRACE_MODE=flight, detail/flight.hpp): its ring
+// and rate limit on their own, then real traced runs through
+// tests/support/flight_modes.hpp: a snapshot by call, by signal, by crash
+// and at exit, no file at all without a trigger, a storm of requests, and
+// a ring small enough to be overwritten. Snapshots are read back with the
+// real reader and converted with the real `edgetrace` tool.
+#include <doctest/doctest.h>
+
+#include <support/files.hpp>
+#include <support/process.hpp>
+#include <support/read_dump.hpp>
+#include <support/sanitizers.hpp>
+
+#include <edgetrace/detail/flight.hpp>
+#include <edgetrace/format.hpp>
+
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using edgetrace_test::file_exists;
+using edgetrace_test::load_dump;
+using edgetrace_test::read_file;
+using edgetrace_test::run;
+namespace format = edgetrace::format;
+
+namespace {
+const std::string app = EDGETRACE_TEST_TRACE_APP;
+const std::string cli = EDGETRACE_TEST_CLI;
+const std::string tmp = EDGETRACE_TEST_TMPDIR;
+
+bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+/// Removes `stem`.etr and `stem`.N.etr (N up to 20): a test starts from nothing.
+std::string fresh_outputs(const std::string& stem) {
+  ::unlink((tmp + "/" + stem + ".etr").c_str());
+  for (int n = 1; n <= 20; ++n) ::unlink((tmp + "/" + stem + "." + std::to_string(n) + ".etr").c_str());
+  return tmp + "/" + stem + ".etr";
+}
+std::string snapshot_file(const std::string& stem, int n) { return tmp + "/" + stem + "." + std::to_string(n) + ".etr"; }
+
+/// What walking a dump's chunks finds: the types in order, whether every
+/// chunk was whole with a good CRC, and the snapshot chunk's fields.
+struct chunk_walk {
+  bool header_ok = false;
+  bool all_good = true;
+  std::vector<format::chunk_type> types;
+  int snapshots = 0;
+  format::snapshot_info info;
+  std::string reason;
+};
+
+chunk_walk walk(const std::string& path) {
+  chunk_walk w;
+  const std::string bytes = read_file(path);
+  const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
+  if (bytes.size() < format::file_header_size || std::memcmp(data, format::file_magic, 8) != 0) return w;
+  w.header_ok = true;
+  std::size_t at = format::file_header_size;
+  while (at < bytes.size()) {
+    const std::size_t left = bytes.size() - at;
+    const unsigned char* chunk = data + at;
+    if (left < format::chunk_header_size + format::chunk_trailer_size || chunk[0] != format::chunk_sync0 ||
+        chunk[1] != format::chunk_sync1) {
+      w.all_good = false;
+      return w;
+    }
+    const std::size_t payload = format::get_u32(chunk + 4);
+    const std::size_t size = format::chunk_header_size + payload + format::chunk_trailer_size;
+    if (size > left ||
+        format::crc32(chunk, format::chunk_header_size + payload) != format::get_u32(chunk + format::chunk_header_size + payload)) {
+      w.all_good = false;
+      return w;
+    }
+    const auto type = static_cast<format::chunk_type>(chunk[2]);
+    w.types.push_back(type);
+    if (type == format::chunk_type::snapshot) {
+      ++w.snapshots;
+      const unsigned char* reason = nullptr;
+      std::size_t reason_size = 0;
+      if (format::get_snapshot_payload(chunk + format::chunk_header_size, chunk + format::chunk_header_size + payload,
+                                       w.info, reason, reason_size))
+        w.reason.assign(reinterpret_cast<const char*>(reason), reason_size);
+      else
+        w.all_good = false;
+    }
+    at += size;
+  }
+  return w;
+}
+
+/// The checks every snapshot passes: whole chunks, the snapshot chunk
+/// right after the process chunk, an end chunk last, and the reader and
+/// the converter take it.
+void check_snapshot_shape(const std::string& path, bool with_end = true) {
+  CAPTURE(path);
+  const chunk_walk w = walk(path);
+  REQUIRE(w.header_ok);
+  CHECK(w.all_good);
+  REQUIRE(w.types.size() >= 3);
+  CHECK(w.types[0] == format::chunk_type::process);
+  CHECK(w.types[1] == format::chunk_type::snapshot);
+  CHECK(w.snapshots == 1);
+  if (with_end) CHECK(w.types.back() == format::chunk_type::end);
+  CHECK(w.info.window_first_tick <= w.info.trigger_tick);
+  CHECK(w.info.trigger_tick <= w.info.window_last_tick);
+  const auto json = run({cli, "json", path, "-o", path + ".json"});
+  CAPTURE(json.err);
+  CHECK(json.exit_code == 0);
+  CHECK(read_file(path + ".json").size() > 100);
+  ::unlink((path + ".json").c_str());
+  const auto summary = run({cli, "summary", path});
+  CAPTURE(summary.err);
+  CHECK(summary.exit_code == 0);
+}
+
+std::vector<std::string> flight_env(const std::string& output, std::vector<std::string> more = {}) {
+  more.push_back("EDGETRACE_MODE=flight");
+  more.push_back("EDGETRACE_OUTPUT=" + output);
+  return more;
+}
+}  // namespace
+
+// ------------------------------------------------------------ the parts alone
+
+TEST_CASE("flight: a snapshot's name puts .N before the extension") {
+  char path[4096 + 64 + 24];
+  edgetrace::detail::flight_recorder a, b, c, d, e;
+  const auto named = [&](edgetrace::detail::flight_recorder& r, const char* output, std::uint64_t n) {
+    REQUIRE(r.start(1u << 20, output, 1));
+    r.snapshot_path(n, path);
+    return std::string(path);
+  };
+  CHECK(named(e, "run.etr", 1) == "run.1.etr");
+  CHECK(named(a, "/tmp/a.dir/run", 12) == "/tmp/a.dir/run.12");
+  CHECK(named(b, "out/.hidden", 3) == "out/.hidden.3");
+  CHECK(named(c, "trace.2026.etr", 10) == "trace.2026.10.etr");
+  CHECK(named(d, "plain", 7) == "plain.7");
+}
+
+TEST_CASE("flight: the rate limit counts what it skips, and a crash or exit goes past it") {
+  edgetrace::detail::flight_schedule s;
+  s.max = 2;
+  s.gap_ns = 1000;
+  s.after_ns = 50;
+  const auto call = format::snapshot_trigger::call;
+  CHECK(s.request(call, "a", 1, 7, 10000, false));
+  CHECK(s.due_ns == 10050);
+  CHECK_FALSE(s.request(call, "b", 1, 8, 10010, false));  // covered by the pending one
+  s.wrote(true);
+  CHECK(s.skipped == 0);
+  CHECK_FALSE(s.request(call, "c", 1, 9, 10500, false));  // inside the gap
+  CHECK(s.request(call, "d", 1, 9, 11000, false));
+  CHECK(s.skipped == 1);  // goes into this snapshot
+  s.wrote(true);
+  CHECK_FALSE(s.request(call, "e", 1, 9, 50000, false));  // max reached
+  CHECK(s.request(format::snapshot_trigger::crash, "SIGSEGV", 7, 10, 50001, true));
+  CHECK(s.due_ns == 50001);
+  CHECK(s.skipped == 1);
+  CHECK(s.skipped_total == 3);
+  CHECK(std::string(s.reason, s.reason_size) == "SIGSEGV");
+}
+
+TEST_CASE("flight: the ring keeps the newest chunks whole and the sticky ones always") {
+  const std::string output = fresh_outputs("flight-ring");
+  edgetrace::detail::flight_recorder recorder;
+  REQUIRE(recorder.start(1u << 20, output.c_str(), 42));
+  const auto chunk = [](format::chunk_type type, std::uint64_t thread, std::uint64_t base, std::size_t size) {
+    std::vector<unsigned char> b(format::chunk_header_size + size + format::chunk_trailer_size, 0);
+    unsigned char* p = format::put_varint(b.data() + format::chunk_header_size, thread);
+    format::put_varint(p, base);
+    format::seal_chunk(b.data(), type, 42, static_cast<std::uint32_t>(size));
+    return b;
+  };
+  const auto process = chunk(format::chunk_type::process, 1, 1, 20);
+  recorder.take(process.data(), process.size());
+  const auto thread = chunk(format::chunk_type::thread, 1, 1, 20);
+  recorder.take(thread.data(), thread.size());
+  // 100 events chunks of ~60 KB: 6 MB through a 1 MiB ring.
+  for (std::uint64_t i = 1; i <= 100; ++i) {
+    const auto events = chunk(format::chunk_type::events, 1, 1000 * i, 60000);
+    recorder.take(events.data(), events.size());
+    if (i == 50) {
+      const auto defs = chunk(format::chunk_type::definitions, 1, 1, 100);
+      recorder.take(defs.data(), defs.size());
+    }
+  }
+  CHECK(recorder.overwritten() > 80);
+  format::snapshot_info info;
+  info.sequence = 1;
+  info.trigger_tick = 100000;
+  info.window_last_tick = 100001;
+  REQUIRE(recorder.write(info, "test", 4, nullptr, 0) == 0);
+  const chunk_walk w = walk(snapshot_file("flight-ring", 1));
+  CHECK(w.all_good);
+  REQUIRE(w.types.size() >= 5);
+  CHECK(w.types[0] == format::chunk_type::process);
+  CHECK(w.types[1] == format::chunk_type::snapshot);
+  CHECK(w.types[2] == format::chunk_type::thread);
+  CHECK(w.types[3] == format::chunk_type::definitions);
+  const std::size_t events = w.types.size() - 4;
+  CHECK(events + recorder.overwritten() == 100);
+  CHECK(events >= 15);  // ~1 MiB of 60 KB chunks
+  CHECK(w.info.chunks_overwritten == recorder.overwritten());
+  CHECK(w.info.ring_bytes == (1u << 20));
+  CHECK(w.info.window_first_tick == 1000 * (100 - events + 1));  // the oldest kept chunk's base
+  CHECK(w.reason == "test");
+  ::unlink(snapshot_file("flight-ring", 1).c_str());
+}
+
+// ------------------------------------------------------------ real runs
+
+TEST_CASE("flight: snapshot() writes exactly OUTPUT.1, which holds the spans before and after the call") {
+  const std::string output = fresh_outputs("flight-call");
+  const auto r = run({app, "flight-call", "1000"}, flight_env(output, {"EDGETRACE_FLIGHT_AFTER_MS=300"}));
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.empty());
+  CHECK_FALSE(file_exists(output));  // nothing but the snapshot
+  REQUIRE(file_exists(snapshot_file("flight-call", 1)));
+  CHECK_FALSE(file_exists(snapshot_file("flight-call", 2)));
+  const std::string path = snapshot_file("flight-call", 1);
+  check_snapshot_shape(path);
+  const chunk_walk w = walk(path);
+  CHECK(w.info.sequence == 1);
+  CHECK(w.info.trigger == format::snapshot_trigger::call);
+  CHECK(w.reason == "checkpoint");
+  CHECK(w.info.skipped == 0);
+  CHECK(w.info.after_ms == 300);
+  CHECK(w.info.ring_bytes == (16u << 20));
+  CHECK(w.info.chunks_overwritten == 0);
+  const auto dump = load_dump(path);
+  CHECK(dump.complete);
+  CHECK_FALSE(dump.damaged);
+  CHECK(dump.named("before_trigger").size() == 1000);
+  CHECK(dump.named("after_trigger").size() == 1000);  // in the 300 ms after the call
+}
+
+TEST_CASE("flight: a run with no trigger writes no file at all") {
+  const std::string output = fresh_outputs("flight-idle");
+  const auto r = run({app, "flight-idle", "20000"}, flight_env(output));
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.empty());
+  CHECK_FALSE(file_exists(output));
+  CHECK_FALSE(file_exists(snapshot_file("flight-idle", 1)));
+}
+
+TEST_CASE("flight: EDGETRACE_FLIGHT_AT_EXIT=1 writes one snapshot at exit") {
+  const std::string output = fresh_outputs("flight-exit");
+  const auto r = run({app, "flight-idle", "500"}, flight_env(output, {"EDGETRACE_FLIGHT_AT_EXIT=1"}));
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_FALSE(file_exists(output));
+  const std::string path = snapshot_file("flight-exit", 1);
+  REQUIRE(file_exists(path));
+  CHECK_FALSE(file_exists(snapshot_file("flight-exit", 2)));
+  check_snapshot_shape(path);
+  const chunk_walk w = walk(path);
+  CHECK(w.info.trigger == format::snapshot_trigger::exit);
+  CHECK(w.reason == "exit");
+  CHECK(w.info.after_ms == 0);
+  CHECK(load_dump(path).named("before_trigger").size() == 500);
+}
+
+TEST_CASE("flight: EDGETRACE_SNAPSHOT_SIGNAL=USR2 writes a snapshot and the app runs on") {
+  const std::string output = fresh_outputs("flight-signal");
+  const auto r = run({app, "flight-signal", "1000"},
+                     flight_env(output, {"EDGETRACE_SNAPSHOT_SIGNAL=USR2", "EDGETRACE_FLIGHT_AFTER_MS=300"}));
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 0);  // the handler took the signal: no default action
+  const std::string path = snapshot_file("flight-signal", 1);
+  REQUIRE(file_exists(path));
+  CHECK_FALSE(file_exists(snapshot_file("flight-signal", 2)));
+  check_snapshot_shape(path);
+  const chunk_walk w = walk(path);
+  CHECK(w.info.trigger == format::snapshot_trigger::signal);
+  CHECK(w.reason == "SIGUSR2");
+  const auto dump = load_dump(path);
+  CHECK(dump.named("before_trigger").size() == 1000);
+  CHECK(dump.named("after_trigger").size() == 1000);
+}
+
+TEST_CASE("flight: a crash writes a snapshot that converts, and the process still dies of its signal" *
+          doctest::skip(edgetrace_test::sanitized_build)) {
+  // Skipped under ASan/TSan: their own fault handlers turn the death into
+  // a report and an exit status, so "dies of its signal" cannot hold.
+  struct crash_case {
+    const char* kind;
+    int signo;
+    const char* name;
+  };
+  for (const crash_case c : {crash_case{"segv", SIGSEGV, "SIGSEGV"}, crash_case{"abort", SIGABRT, "SIGABRT"},
+                             crash_case{"fpe", SIGFPE, "SIGFPE"}}) {
+    CAPTURE(c.kind);
+    const std::string stem = std::string("flight-crash-") + c.kind;
+    const std::string output = fresh_outputs(stem);
+    // No core file from the child (the test machine's core pattern may be a pipe).
+    const auto r = run({"/bin/sh", "-c", "ulimit -c 0; exec \"$0\" flight-crash 500 \"$1\"", app, c.kind},
+                       flight_env(output));
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 128 + c.signo);
+    const std::string path = snapshot_file(stem, 1);
+    REQUIRE(file_exists(path));
+    CHECK_FALSE(file_exists(snapshot_file(stem, 2)));
+    check_snapshot_shape(path);
+    const chunk_walk w = walk(path);
+    CHECK(w.info.trigger == format::snapshot_trigger::crash);
+    CHECK(w.reason == c.name);
+    CHECK(w.info.after_ms == 0);
+    const auto dump = load_dump(path);
+    CHECK_FALSE(dump.damaged);
+    CHECK(dump.named("before_trigger").size() == 500);  // a thread that ended before the crash
+    CHECK(dump.named("last_span").size() == 1);         // the crashing thread's last span
+  }
+}
+
+TEST_CASE("flight: the rate limit holds under a storm of requests, and every request is accounted for") {
+  SUBCASE("EDGETRACE_FLIGHT_MAX=3, no gap: three snapshots") {
+    const std::string output = fresh_outputs("flight-storm");
+    const auto r = run({app, "flight-storm", "1000", "200"},
+                       flight_env(output, {"EDGETRACE_FLIGHT_MAX=3", "EDGETRACE_FLIGHT_GAP_MS=0",
+                                           "EDGETRACE_FLIGHT_AFTER_MS=0"}));
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_FALSE(file_exists(output));
+    std::uint64_t skipped_in_files = 0;
+    for (int n = 1; n <= 3; ++n) {
+      const std::string path = snapshot_file("flight-storm", n);
+      REQUIRE(file_exists(path));
+      check_snapshot_shape(path);
+      const chunk_walk w = walk(path);
+      CHECK(w.info.sequence == static_cast<std::uint64_t>(n));
+      CHECK(w.reason == "storm");
+      skipped_in_files += w.info.skipped;
+    }
+    CHECK_FALSE(file_exists(snapshot_file("flight-storm", 4)));
+    // "N snapshot requests were skipped ..., M of them after the last snapshot written"
+    unsigned long long total = 0, after_last = 0;
+    const std::size_t at = r.err.find("edgetrace: ");
+    REQUIRE(at != std::string::npos);
+    REQUIRE(std::sscanf(r.err.c_str() + at, "edgetrace: %llu snapshot requests were skipped", &total) == 1);
+    const std::size_t of_them = r.err.find("), ");
+    REQUIRE(of_them != std::string::npos);
+    REQUIRE(std::sscanf(r.err.c_str() + of_them, "), %llu of them", &after_last) == 1);
+    CHECK(total + 3 == 1000);
+    CHECK(skipped_in_files + after_last == total);
+  }
+  SUBCASE("a gap longer than the run: one snapshot, holding the count of the others") {
+    const std::string output = fresh_outputs("flight-storm-gap");
+    const auto r = run({app, "flight-storm", "1000", "0"},
+                       flight_env(output, {"EDGETRACE_FLIGHT_GAP_MS=600000", "EDGETRACE_FLIGHT_AFTER_MS=200"}));
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 0);
+    REQUIRE(file_exists(snapshot_file("flight-storm-gap", 1)));
+    CHECK_FALSE(file_exists(snapshot_file("flight-storm-gap", 2)));
+    check_snapshot_shape(snapshot_file("flight-storm-gap", 1));
+    const chunk_walk w = walk(snapshot_file("flight-storm-gap", 1));
+    CHECK(w.info.skipped <= 999);
+    CHECK(contains(r.err, "999 snapshot requests were skipped"));
+  }
+}
+
+TEST_CASE("flight: a small ring keeps only the newest window, which still reads back with its definitions") {
+  const std::string output = fresh_outputs("flight-overwrite");
+  const int spans = 300000;  // ~3 MB encoded through a 1 MiB ring
+  const auto r = run({app, "flight-overwrite", std::to_string(spans)},
+                     flight_env(output, {"EDGETRACE_FLIGHT_MB=1", "EDGETRACE_FLIGHT_AFTER_MS=0"}));
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 0);
+  const std::string path = snapshot_file("flight-overwrite", 1);
+  REQUIRE(file_exists(path));
+  check_snapshot_shape(path);
+  const chunk_walk w = walk(path);
+  CHECK(w.info.ring_bytes == (1u << 20));
+  CHECK(w.info.chunks_overwritten > 0);
+  CHECK(read_file(path).size() <= (1u << 20) + (64u << 10));  // the ring plus a little sticky
+  const auto dump = load_dump(path);
+  CHECK(dump.complete);
+  CHECK_FALSE(dump.damaged);
+  CHECK(dump.named("first_span").empty());  // overwritten
+  CHECK(dump.named("last_span").size() == 1);
+  // The newest counters, without a hole: seq = k .. spans - 1.
+  std::vector<bool> seen(spans, false);
+  std::int64_t lowest = spans;
+  std::size_t unnamed = 0;
+  for (const auto& e : dump.events) {
+    unnamed += e.name.empty() ? 1 : 0;
+    if (e.name != "seq") continue;
+    const auto v = static_cast<std::int64_t>(e.value);
+    REQUIRE(v >= 0);
+    REQUIRE(v < spans);
+    seen[static_cast<std::size_t>(v)] = true;
+    if (v < lowest) lowest = v;
+  }
+  CHECK(unnamed == 0);  // every site defined: the definitions were kept
+  CHECK(lowest > 0);
+  std::int64_t holes = 0;
+  for (std::int64_t v = lowest; v < spans; ++v) holes += seen[static_cast<std::size_t>(v)] ? 0 : 1;
+  CHECK(holes == 0);
+  // A span is pushed when it ends, after its counter: the window may begin
+  // between the two, with span lowest - 1 in it.
+  const auto kept = static_cast<std::int64_t>(dump.named("ring_span").size());
+  CHECK(kept - (spans - lowest) >= 0);
+  CHECK(kept - (spans - lowest) <= 1);
+}
+
+TEST_CASE("flight: bad values get one line each and the app runs on") {
+  const std::string output = fresh_outputs("flight-bad");
+  const auto r = run({app, "flight-call", "100"},
+                     {"EDGETRACE_OUTPUT=" + output, "EDGETRACE_MODE=flihgt", "EDGETRACE_FLIGHT_MB=0"});
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.err, "EDGETRACE_MODE='flihgt' is not one of normal, flight; using the default normal"));
+  CHECK(contains(r.err, "EDGETRACE_FLIGHT_MB='0' is not a whole number in 1..4096"));
+  CHECK(contains(r.err, "apply only with EDGETRACE_MODE=flight"));
+  CHECK(file_exists(output));  // normal mode: the dump as usual
+  CHECK(load_dump(output).named("before_trigger").size() == 100);
+  ::unlink(output.c_str());
+}
