@@ -25,13 +25,8 @@ while [ $# -gt 0 ]; do
 done
 case "$rounds" in '' | *[!0-9]* | 0) echo "bench/flight.sh: --rounds wants a positive number, not '$rounds'" >&2; exit 1 ;; esac
 
-need=()
-command -v cmake >/dev/null || need+=(cmake)
-command -v g++ >/dev/null || need+=(g++)
-[ -f /usr/include/benchmark/benchmark.h ] || need+=(libbenchmark-dev)
-if [ ${#need[@]} -gt 0 ]; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
+. bench/needs.sh
+bench_needs cmake g++ /usr/include/benchmark/benchmark.h=libbenchmark-dev
 
 build=build/bench
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DEDGETRACE_BUILD_BENCH=ON -DEDGETRACE_BUILD_TESTS=OFF >/dev/null

@@ -60,25 +60,26 @@ TEST_CASE("EDGETRACE_TRIGGER: a bad item is one line naming it, and sets no trig
   CHECK(parse_error(t, "frame>40ms,infer>20") ==
         "EDGETRACE_TRIGGER: 'infer>20' has no unit (ns, us, ms, s); no trigger set");
   CHECK(t.empty());  // all or nothing: frame>40ms is not kept either
-  CHECK(parse_error(t, "infer") ==
-        "EDGETRACE_TRIGGER: 'infer' has no limit (write NAME>LIMIT, e.g. infer>20ms); no trigger set");
-  CHECK(parse_error(t, ">20ms") == "EDGETRACE_TRIGGER: '>20ms' has no name before '>'; no trigger set");
-  CHECK(parse_error(t, "infer>ms") ==
-        "EDGETRACE_TRIGGER: 'infer>ms' has no number after '>' (e.g. infer>20ms); no trigger set");
-  CHECK(parse_error(t, "infer>-5ms") ==
-        "EDGETRACE_TRIGGER: 'infer>-5ms' has no number after '>' (e.g. infer>20ms); no trigger set");
-  CHECK(parse_error(t, "infer>20 msec") ==
-        "EDGETRACE_TRIGGER: 'infer>20 msec' has an unknown unit 'msec' (ns, us, ms, s); no trigger set");
-  CHECK(parse_error(t, "infer>20MS") ==
-        "EDGETRACE_TRIGGER: 'infer>20MS' has an unknown unit 'MS' (ns, us, ms, s); no trigger set");
-  CHECK(parse_error(t, "infer>0ms") ==
-        "EDGETRACE_TRIGGER: 'infer>0ms' is not a positive limit (at least 1 ns); no trigger set");
-  CHECK(parse_error(t, "infer>0.1ns") ==
-        "EDGETRACE_TRIGGER: 'infer>0.1ns' is not a positive limit (at least 1 ns); no trigger set");
-  CHECK(parse_error(t, "infer>99999999999s") ==
-        "EDGETRACE_TRIGGER: 'infer>99999999999s' has a limit over 10000000 s; no trigger set");
-  CHECK(parse_error(t, "infer>999999999999999999999999ns") ==
-        "EDGETRACE_TRIGGER: 'infer>999999999999999999999999ns' has a limit over 10000000 s; no trigger set");
+  // Each bad item and its line, after "EDGETRACE_TRIGGER: '<item>' ".
+  const struct {
+    const char* spec;
+    const char* complaint;
+  } bad[] = {
+      {"infer", "has no limit (write NAME>LIMIT, e.g. infer>20ms)"},
+      {">20ms", "has no name before '>'"},
+      {"infer>ms", "has no number after '>' (e.g. infer>20ms)"},
+      {"infer>-5ms", "has no number after '>' (e.g. infer>20ms)"},
+      {"infer>20 msec", "has an unknown unit 'msec' (ns, us, ms, s)"},
+      {"infer>20MS", "has an unknown unit 'MS' (ns, us, ms, s)"},
+      {"infer>0ms", "is not a positive limit (at least 1 ns)"},
+      {"infer>0.1ns", "is not a positive limit (at least 1 ns)"},
+      {"infer>99999999999s", "has a limit over 10000000 s"},
+      {"infer>999999999999999999999999ns", "has a limit over 10000000 s"},
+  };
+  for (const auto& b : bad) {
+    CAPTURE(b.spec);
+    CHECK(parse_error(t, b.spec) == std::string("EDGETRACE_TRIGGER: '") + b.spec + "' " + b.complaint + "; no trigger set");
+  }
   CHECK(parse_error(t, "infer>20ms,infer>30ms") ==
         "EDGETRACE_TRIGGER: 'infer>30ms' names infer a second time; no trigger set");
   CHECK(parse_error(t, "") == "EDGETRACE_TRIGGER is empty; no trigger set");
@@ -278,15 +279,23 @@ double reason_ms(const std::string& reason) {
   return took == std::string::npos ? -1 : std::atof(reason.c_str() + took + 5);
 }
 
+/// Runs 80 iterations of which the 41st takes 30 ms, in flight mode with
+/// EDGETRACE_TRIGGER=`trigger`, in a fresh directory `name`; checks that the
+/// run went quietly and wrote exactly one snapshot, and returns its path.
+std::string run_one_slow(const char* name, const char* trigger) {
+  const std::string dir = fresh_dir(name);
+  const auto result = run_flight(dir, {"80", "40", "0", "30"}, {std::string("EDGETRACE_TRIGGER=") + trigger});
+  CHECK(result.exit_code == 0);
+  CHECK(result.err == "");
+  CHECK(files_in(dir) == std::vector<std::string>{"run.1.etr"});
+  return dir + "/run.1.etr";
+}
+
 }  // namespace
 
 TEST_CASE("flight: one 30 ms infer among 1 ms ones fires infer>20ms once; the snapshot holds it and what came before") {
-  const std::string dir = fresh_dir("flight_trigger_span");
-  const auto result = run_flight(dir, {"80", "40", "0", "30"}, {"EDGETRACE_TRIGGER=infer>20ms"});
-  CHECK(result.exit_code == 0);
-  CHECK(result.err == "");
-  REQUIRE(files_in(dir) == std::vector<std::string>{"run.1.etr"});
-  const auto dump = edgetrace_test::load_dump(dir + "/run.1.etr");
+  const std::string path = run_one_slow("flight_trigger_span", "infer>20ms");
+  const auto dump = edgetrace_test::load_dump(path);
   REQUIRE(dump.opened);
   CHECK(dump.error == "");
   const auto infer = spans_named(dump, "infer");
@@ -302,7 +311,7 @@ TEST_CASE("flight: one 30 ms infer among 1 ms ones fires infer>20ms once; the sn
   const auto after = std::count_if(infer.begin(), infer.end(), [&](const auto& e) { return e.begin_ns >= slow[0].end_ns; });
   CHECK(before == 40);
   CHECK(after >= 1);
-  const snapshot_chunk snapshot = read_snapshot_chunk(dir + "/run.1.etr");
+  const snapshot_chunk snapshot = read_snapshot_chunk(path);
   REQUIRE(snapshot.found);
   CHECK(snapshot.info.sequence == 1);
   CHECK(snapshot.info.trigger == edgetrace::format::snapshot_trigger::latency);
@@ -322,12 +331,8 @@ TEST_CASE("flight: the same run without the slow iteration writes no file at all
 }
 
 TEST_CASE("flight: a mark trigger fires on the iteration between two marks that took too long") {
-  const std::string dir = fresh_dir("flight_trigger_mark");
-  const auto result = run_flight(dir, {"80", "40", "0", "30"}, {"EDGETRACE_TRIGGER=frame>20ms"});
-  CHECK(result.exit_code == 0);
-  CHECK(result.err == "");
-  REQUIRE(files_in(dir) == std::vector<std::string>{"run.1.etr"});
-  const auto dump = edgetrace_test::load_dump(dir + "/run.1.etr");
+  const std::string path = run_one_slow("flight_trigger_mark", "frame>20ms");
+  const auto dump = edgetrace_test::load_dump(path);
   REQUIRE(dump.opened);
   std::vector<std::int64_t> marks;
   for (const auto& e : dump.named("frame")) marks.push_back(e.begin_ns);
@@ -337,7 +342,7 @@ TEST_CASE("flight: a mark trigger fires on the iteration between two marks that 
     if (marks[i] - marks[i - 1] > 20000000) long_iterations.push_back(marks[i] - marks[i - 1]);
   REQUIRE(long_iterations.size() == 1);
   CHECK(long_iterations[0] >= 30000000);
-  const snapshot_chunk snapshot = read_snapshot_chunk(dir + "/run.1.etr");
+  const snapshot_chunk snapshot = read_snapshot_chunk(path);
   REQUIRE(snapshot.found);
   CHECK(snapshot.info.trigger == edgetrace::format::snapshot_trigger::latency);
   CHECK(snapshot.reason.rfind("frame>20ms: a frame iteration took ", 0) == 0);
