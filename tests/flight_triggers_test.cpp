@@ -279,22 +279,25 @@ double reason_ms(const std::string& reason) {
   return took == std::string::npos ? -1 : std::atof(reason.c_str() + took + 5);
 }
 
-/// Runs 80 iterations of which the 41st takes 30 ms, in flight mode with
+/// Runs 80 iterations of which the 41st takes 30 ms (its span's name
+/// interned at run time when `span_name` is "named"), in flight mode with
 /// EDGETRACE_TRIGGER=`trigger`, in a fresh directory `name`; checks that the
 /// run went quietly and wrote exactly one snapshot, and returns its path.
-std::string run_one_slow(const char* name, const char* trigger) {
+std::string run_one_slow(const char* name, const char* trigger, const char* span_name = "literal") {
   const std::string dir = fresh_dir(name);
-  const auto result = run_flight(dir, {"80", "40", "0", "30"}, {std::string("EDGETRACE_TRIGGER=") + trigger});
+  const auto result =
+      run_flight(dir, {"80", "40", "0", "30", "400", span_name}, {std::string("EDGETRACE_TRIGGER=") + trigger});
   CHECK(result.exit_code == 0);
   CHECK(result.err == "");
   CHECK(files_in(dir) == std::vector<std::string>{"run.1.etr"});
   return dir + "/run.1.etr";
 }
 
-}  // namespace
-
-TEST_CASE("flight: one 30 ms infer among 1 ms ones fires infer>20ms once; the snapshot holds it and what came before") {
-  const std::string path = run_one_slow("flight_trigger_span", "infer>20ms");
+/// One 30 ms infer among 1 ms ones: one snapshot holding it and what came
+/// before, its reason naming the trigger and the span's duration.
+void check_one_slow_span(bool named) {
+  const std::string path =
+      run_one_slow(named ? "flight_trigger_named" : "flight_trigger_span", "infer>20ms", named ? "named" : "literal");
   const auto dump = edgetrace_test::load_dump(path);
   REQUIRE(dump.opened);
   CHECK(dump.error == "");
@@ -320,6 +323,16 @@ TEST_CASE("flight: one 30 ms infer among 1 ms ones fires infer>20ms once; the sn
   CHECK(snapshot.reason.substr(snapshot.reason.size() - 3) == " ms");
   // The flusher's measured rate and the reader's fit agree far better than that.
   CHECK(reason_ms(snapshot.reason) == doctest::Approx(static_cast<double>(slow_ns) / 1e6).epsilon(0.02));
+}
+
+}  // namespace
+
+TEST_CASE("flight: one 30 ms infer among 1 ms ones fires infer>20ms once; the snapshot holds it and what came before") {
+  check_one_slow_span(false);
+}
+
+TEST_CASE("flight: the same with the span's name interned at run time (EDGETRACE_SCOPE_NAMED)") {
+  check_one_slow_span(true);
 }
 
 TEST_CASE("flight: the same run without the slow iteration writes no file at all") {

@@ -888,8 +888,9 @@ int main(int argc, char** argv) {
   }
   // ---- Latency triggers in flight mode (tests/flight_triggers_test.cpp).
   if (std::strcmp(mode, "flight-iterations") == 0) {
-    // argv: COUNT SLOW_FIRST SLOW_EVERY SLOW_MS [TAIL_MS]. COUNT iterations,
-    // each a "frame" mark then an "infer" span of ~1 ms; iteration
+    // argv: COUNT SLOW_FIRST SLOW_EVERY SLOW_MS [TAIL_MS [named]]. COUNT
+    // iterations, each a "frame" mark then an "infer" span of ~1 ms (its
+    // name interned at run time with "named"); iteration
     // SLOW_FIRST (and every SLOW_EVERY-th after it, 0 = none more) lasts
     // SLOW_MS instead; SLOW_FIRST < 0: none. A last mark closes the last
     // iteration, then the app idles TAIL_MS (default 400) so that a
@@ -899,12 +900,20 @@ int main(int argc, char** argv) {
     const int slow_every = argc > 4 ? std::atoi(argv[4]) : 0;
     const int slow_ms = argc > 5 ? std::atoi(argv[5]) : 30;
     const int tail_ms = argc > 6 ? std::atoi(argv[6]) : 400;
+    const bool named = argc > 7 && std::strcmp(argv[7], "named") == 0;
+    const edgetrace::name_handle infer = edgetrace::intern(std::string("infer"));
     for (int i = 0; i < count; ++i) {
       const bool slow = slow_first >= 0 && (i == slow_first || (slow_every > 0 && i > slow_first &&
                                                                 (i - slow_first) % slow_every == 0));
+      const auto work = [&] { std::this_thread::sleep_for(std::chrono::milliseconds(slow ? slow_ms : 1)); };
       EDGETRACE_MARK(app, "frame");
-      EDGETRACE_SCOPE(app, "infer");
-      std::this_thread::sleep_for(std::chrono::milliseconds(slow ? slow_ms : 1));
+      if (named) {
+        EDGETRACE_SCOPE_NAMED(app, infer);
+        work();
+      } else {
+        EDGETRACE_SCOPE(app, "infer");
+        work();
+      }
     }
     EDGETRACE_MARK(app, "frame");
     std::this_thread::sleep_for(std::chrono::milliseconds(tail_ms));
