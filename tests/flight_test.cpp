@@ -97,7 +97,7 @@ chunk_walk walk(const std::string& path) {
 /// The checks every snapshot passes: whole chunks, the snapshot chunk
 /// right after the process chunk, an end chunk last, and the reader and
 /// the converter take it.
-void check_snapshot_shape(const std::string& path, bool with_end = true) {
+void check_snapshot_shape(const std::string& path) {
   CAPTURE(path);
   const chunk_walk w = walk(path);
   REQUIRE(w.header_ok);
@@ -106,7 +106,7 @@ void check_snapshot_shape(const std::string& path, bool with_end = true) {
   CHECK(w.types[0] == format::chunk_type::process);
   CHECK(w.types[1] == format::chunk_type::snapshot);
   CHECK(w.snapshots == 1);
-  if (with_end) CHECK(w.types.back() == format::chunk_type::end);
+  CHECK(w.types.back() == format::chunk_type::end);
   CHECK(w.info.window_first_tick <= w.info.trigger_tick);
   CHECK(w.info.trigger_tick <= w.info.window_last_tick);
   const auto json = run({cli, "json", path, "-o", path + ".json"});
@@ -117,6 +117,17 @@ void check_snapshot_shape(const std::string& path, bool with_end = true) {
   const auto summary = run({cli, "summary", path});
   CAPTURE(summary.err);
   CHECK(summary.exit_code == 0);
+}
+
+/// The one snapshot a run was to write: OUTPUT.1, and neither OUTPUT.2
+/// nor OUTPUT itself; checked for shape, then walked.
+chunk_walk only_snapshot(const std::string& stem) {
+  CAPTURE(stem);
+  CHECK_FALSE(file_exists(tmp + "/" + stem + ".etr"));
+  REQUIRE(file_exists(snapshot_file(stem, 1)));
+  CHECK_FALSE(file_exists(snapshot_file(stem, 2)));
+  check_snapshot_shape(snapshot_file(stem, 1));
+  return walk(snapshot_file(stem, 1));
 }
 
 std::vector<std::string> flight_env(const std::string& output, std::vector<std::string> more = {}) {
@@ -221,12 +232,8 @@ TEST_CASE("flight: snapshot() writes exactly OUTPUT.1, which holds the spans bef
   CAPTURE(r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.err.empty());
-  CHECK_FALSE(file_exists(output));  // nothing but the snapshot
-  REQUIRE(file_exists(snapshot_file("flight-call", 1)));
-  CHECK_FALSE(file_exists(snapshot_file("flight-call", 2)));
+  const chunk_walk w = only_snapshot("flight-call");
   const std::string path = snapshot_file("flight-call", 1);
-  check_snapshot_shape(path);
-  const chunk_walk w = walk(path);
   CHECK(w.info.sequence == 1);
   CHECK(w.info.trigger == format::snapshot_trigger::call);
   CHECK(w.reason == "checkpoint");
@@ -256,12 +263,8 @@ TEST_CASE("flight: EDGETRACE_FLIGHT_AT_EXIT=1 writes one snapshot at exit") {
   const auto r = run({app, "flight-idle", "500"}, flight_env(output, {"EDGETRACE_FLIGHT_AT_EXIT=1"}));
   CAPTURE(r.err);
   CHECK(r.exit_code == 0);
-  CHECK_FALSE(file_exists(output));
+  const chunk_walk w = only_snapshot("flight-exit");
   const std::string path = snapshot_file("flight-exit", 1);
-  REQUIRE(file_exists(path));
-  CHECK_FALSE(file_exists(snapshot_file("flight-exit", 2)));
-  check_snapshot_shape(path);
-  const chunk_walk w = walk(path);
   CHECK(w.info.trigger == format::snapshot_trigger::exit);
   CHECK(w.reason == "exit");
   CHECK(w.info.after_ms == 0);
@@ -274,11 +277,8 @@ TEST_CASE("flight: EDGETRACE_SNAPSHOT_SIGNAL=USR2 writes a snapshot and the app 
                      flight_env(output, {"EDGETRACE_SNAPSHOT_SIGNAL=USR2", "EDGETRACE_FLIGHT_AFTER_MS=300"}));
   CAPTURE(r.err);
   CHECK(r.exit_code == 0);  // the handler took the signal: no default action
+  const chunk_walk w = only_snapshot("flight-signal");
   const std::string path = snapshot_file("flight-signal", 1);
-  REQUIRE(file_exists(path));
-  CHECK_FALSE(file_exists(snapshot_file("flight-signal", 2)));
-  check_snapshot_shape(path);
-  const chunk_walk w = walk(path);
   CHECK(w.info.trigger == format::snapshot_trigger::signal);
   CHECK(w.reason == "SIGUSR2");
   const auto dump = load_dump(path);
@@ -305,11 +305,8 @@ TEST_CASE("flight: a crash writes a snapshot that converts, and the process stil
                        flight_env(output));
     CAPTURE(r.err);
     CHECK(r.exit_code == 128 + c.signo);
+    const chunk_walk w = only_snapshot(stem);
     const std::string path = snapshot_file(stem, 1);
-    REQUIRE(file_exists(path));
-    CHECK_FALSE(file_exists(snapshot_file(stem, 2)));
-    check_snapshot_shape(path);
-    const chunk_walk w = walk(path);
     CHECK(w.info.trigger == format::snapshot_trigger::crash);
     CHECK(w.reason == c.name);
     CHECK(w.info.after_ms == 0);
@@ -357,10 +354,7 @@ TEST_CASE("flight: the rate limit holds under a storm of requests, and every req
                        flight_env(output, {"EDGETRACE_FLIGHT_GAP_MS=600000", "EDGETRACE_FLIGHT_AFTER_MS=200"}));
     CAPTURE(r.err);
     CHECK(r.exit_code == 0);
-    REQUIRE(file_exists(snapshot_file("flight-storm-gap", 1)));
-    CHECK_FALSE(file_exists(snapshot_file("flight-storm-gap", 2)));
-    check_snapshot_shape(snapshot_file("flight-storm-gap", 1));
-    const chunk_walk w = walk(snapshot_file("flight-storm-gap", 1));
+    const chunk_walk w = only_snapshot("flight-storm-gap");
     CHECK(w.info.skipped <= 999);
     CHECK(contains(r.err, "999 snapshot requests were skipped"));
   }
@@ -373,10 +367,8 @@ TEST_CASE("flight: a small ring keeps only the newest window, which still reads 
                      flight_env(output, {"EDGETRACE_FLIGHT_MB=1", "EDGETRACE_FLIGHT_AFTER_MS=0"}));
   CAPTURE(r.err);
   CHECK(r.exit_code == 0);
+  const chunk_walk w = only_snapshot("flight-overwrite");
   const std::string path = snapshot_file("flight-overwrite", 1);
-  REQUIRE(file_exists(path));
-  check_snapshot_shape(path);
-  const chunk_walk w = walk(path);
   CHECK(w.info.ring_bytes == (1u << 20));
   CHECK(w.info.chunks_overwritten > 0);
   CHECK(read_file(path).size() <= (1u << 20) + (64u << 10));  // the ring plus a little sticky
@@ -422,4 +414,36 @@ TEST_CASE("flight: bad values get one line each and the app runs on") {
   CHECK(file_exists(output));  // normal mode: the dump as usual
   CHECK(load_dump(output).named("before_trigger").size() == 100);
   ::unlink(output.c_str());
+}
+
+TEST_CASE("flight: a forked child writes no snapshot of its own, or its own with EDGETRACE_FORK=follow") {
+  SUBCASE("EDGETRACE_FORK=off: only the parent's exit snapshot") {
+    const std::string output = fresh_outputs("flight-fork");
+    const auto r = run({app, "fork"}, flight_env(output, {"EDGETRACE_FLIGHT_AT_EXIT=1"}));
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == "child=7\n");  // tracing was off in every child
+    only_snapshot("flight-fork");
+    CHECK(load_dump(snapshot_file("flight-fork", 1)).named("app_span").size() >= 100);
+  }
+  SUBCASE("EDGETRACE_FORK=follow: the child's snapshot beside the parent's") {
+    if (edgetrace_test::sanitized_build) {
+      MESSAGE("skipped in sanitizer builds: the child allocates after fork (see sanitized_build)");
+      return;
+    }
+    const std::string output = fresh_outputs("flight-follow");
+    const auto r = run({app, "fork-follow"}, flight_env(output, {"EDGETRACE_FLIGHT_AT_EXIT=1", "EDGETRACE_FORK=follow"}));
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 0);
+    long child = 0;
+    int status = -1;
+    REQUIRE(std::sscanf(r.out.c_str(), "child=%ld status=%d", &child, &status) == 2);
+    CHECK(status == 0);
+    only_snapshot("flight-follow");
+    CHECK(load_dump(snapshot_file("flight-follow", 1)).named("app_span").size() == 200);
+    const std::string child_stem = "flight-follow." + std::to_string(child);
+    only_snapshot(child_stem);
+    CHECK(load_dump(snapshot_file(child_stem, 1)).named("child_span").size() == 300);
+    ::unlink(snapshot_file(child_stem, 1).c_str());
+  }
 }

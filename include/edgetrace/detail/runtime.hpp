@@ -2238,6 +2238,18 @@ inline bool signal_ignored(int signo) noexcept {
          current.sa_handler == SIG_IGN;
 }
 
+/// Installs `handler` (an SA_SIGINFO handler, no signal masked while it
+/// runs) for `signo` with `flags`, saving the old disposition in `previous`.
+inline void install_handler(int signo, void (*handler)(int, siginfo_t*, void*), int flags,
+                            struct sigaction* previous) noexcept {
+  struct sigaction action;
+  std::memset(&action, 0, sizeof action);
+  action.sa_sigaction = handler;
+  action.sa_flags = SA_SIGINFO | flags;
+  sigemptyset(&action.sa_mask);
+  sigaction(signo, &action, previous);
+}
+
 /// EDGETRACE_TOGGLE_SIGNAL's handler: counts the signal for the flusher
 /// (which applies it within EDGETRACE_FLUSH_MS) and chains to the handler
 /// that was there before, if any. Async-signal-safe: one atomic add.
@@ -2267,12 +2279,7 @@ inline bool install_toggle_signal(int signo) noexcept {
            signo == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");
     return false;
   }
-  struct sigaction action;
-  std::memset(&action, 0, sizeof action);
-  action.sa_sigaction = &toggle_signal_handler;
-  action.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&action.sa_mask);
-  sigaction(signo, &action, &previous_toggle_action);
+  install_handler(signo, &toggle_signal_handler, SA_RESTART, &previous_toggle_action);
   return true;
 }
 
@@ -2306,12 +2313,7 @@ inline bool install_snapshot_signal(const settings& config) noexcept {
     report("EDGETRACE_SNAPSHOT_SIGNAL: %s is ignored in this process (SIG_IGN inherited); no snapshot signal", name);
     return false;
   }
-  struct sigaction action;
-  std::memset(&action, 0, sizeof action);
-  action.sa_sigaction = &snapshot_signal_handler;
-  action.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&action.sa_mask);
-  sigaction(config.snapshot_signal, &action, nullptr);
+  install_handler(config.snapshot_signal, &snapshot_signal_handler, SA_RESTART, nullptr);
   return true;
 }
 
@@ -2341,13 +2343,9 @@ inline void crash_handler(int signo, siginfo_t* info, void*) noexcept {
 /// Installs the crash handler on its own stack if the thread has one
 /// (sigaltstack: a stack overflow needs it), leaving ignored signals alone.
 inline void install_crash_handlers() noexcept {
-  struct sigaction action;
-  std::memset(&action, 0, sizeof action);
-  action.sa_sigaction = &crash_handler;
-  action.sa_flags = SA_SIGINFO | SA_ONSTACK;
-  sigemptyset(&action.sa_mask);
   for (std::size_t i = 0; i < 4; ++i)
-    if (!signal_ignored(crash_signals[i])) sigaction(crash_signals[i], &action, &previous_crash_actions[i]);
+    if (!signal_ignored(crash_signals[i]))
+      install_handler(crash_signals[i], &crash_handler, SA_ONSTACK, &previous_crash_actions[i]);
 }
 
 // ------------------------------------------------------------ threads
@@ -2780,13 +2778,8 @@ inline void signal_flush_handler(int signo, siginfo_t* info, void* context) noex
 }
 
 inline void install_signal_flush() noexcept {
-  struct sigaction action;
-  std::memset(&action, 0, sizeof action);
-  action.sa_sigaction = &signal_flush_handler;
-  action.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&action.sa_mask);
-  if (!signal_ignored(SIGINT)) sigaction(SIGINT, &action, &previous_sigint);
-  if (!signal_ignored(SIGTERM)) sigaction(SIGTERM, &action, &previous_sigterm);
+  if (!signal_ignored(SIGINT)) install_handler(SIGINT, &signal_flush_handler, SA_RESTART, &previous_sigint);
+  if (!signal_ignored(SIGTERM)) install_handler(SIGTERM, &signal_flush_handler, SA_RESTART, &previous_sigterm);
 }
 
 // ------------------------------------------------------------ fork
