@@ -366,6 +366,29 @@ TEST_CASE("flight: a mark trigger fires on the iteration between two marks that 
   CHECK(infer.size() > 40);
 }
 
+TEST_CASE("flight: an interval between two marks across a pause of recording is no iteration and does not fire") {
+  const std::string dir = fresh_dir("flight_trigger_paused");
+  // frame>20ms would fire on the 60 ms interval if it counted; the exit
+  // snapshot shows that the marks around the pause were recorded.
+  const auto result = edgetrace_test::run(
+      {EDGETRACE_TEST_TRACE_APP, "flight-paused"},
+      {"EDGETRACE_OUTPUT=" + dir + "/run.etr", "EDGETRACE_MODE=flight", "EDGETRACE_TRIGGER=frame>20ms",
+       "EDGETRACE_FLIGHT_AT_EXIT=1"});
+  CHECK(result.exit_code == 0);
+  CHECK(result.err == "");
+  // Only the exit snapshot: no latency one.
+  REQUIRE(files_in(dir) == std::vector<std::string>{"run.1.etr"});
+  const snapshot_chunk snapshot = read_snapshot_chunk(dir + "/run.1.etr");
+  REQUIRE(snapshot.found);
+  CHECK(snapshot.info.trigger == edgetrace::format::snapshot_trigger::exit);
+  // The pause is in the dump, with a gap over the limit between the marks around it.
+  std::vector<std::int64_t> marks;
+  for (const auto& e : edgetrace_test::load_dump(dir + "/run.1.etr").named("frame")) marks.push_back(e.begin_ns);
+  REQUIRE(marks.size() == 20);
+  std::sort(marks.begin(), marks.end());
+  CHECK(marks[10] - marks[9] > 50000000);
+}
+
 TEST_CASE("flight: a storm of slow iterations writes at most EDGETRACE_FLIGHT_MAX snapshots and counts the rest") {
   const std::string dir = fresh_dir("flight_trigger_storm");
   // 55 iterations of 30 ms from the 6th on: ~1.7 s of a trigger every 31 ms.

@@ -919,6 +919,21 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(tail_ms));
     return 0;
   }
+  if (std::strcmp(mode, "flight-paused") == 0) {
+    // 1 ms "frame" iterations with a 60 ms pause of recording between two
+    // marks: that interval is no iteration (it must not fire frame>20ms).
+    for (int i = 0; i < 20; ++i) {
+      if (i == 10) {
+        edgetrace::pause();
+        std::this_thread::sleep_for(std::chrono::milliseconds(60));
+        edgetrace::resume();
+      }
+      EDGETRACE_MARK(app, "frame");
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    return 0;
+  }
   // ---- end of the latency trigger modes
   std::fprintf(stderr, "trace_app: unknown mode %s\n", mode);
   return 2;
