@@ -67,3 +67,8 @@ if(TARGET cuda_pipeline AND TARGET cudart_check)
   set_tests_properties(cuda_pipeline_example PROPERTIES LABELS cuda SKIP_RETURN_CODE 77)
 endif()
 
+# flight_test reads the same child's GPU spans back from a snapshot.
+if(TARGET flight_test)
+  target_compile_definitions(flight_test PRIVATE EDGETRACE_TEST_GPU_APP="$<TARGET_FILE:gpu_app>")
+  add_dependencies(flight_test gpu_app)
+endif()

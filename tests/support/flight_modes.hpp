@@ -37,6 +37,10 @@ inline void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::millisec
 ///  "flight-crash N KIND": N spans before_trigger on a worker thread that
 ///    ends, one span last_span on main, then dies: KIND segv (a write
 ///    through a null pointer), abort, or fpe (raise(SIGFPE)).
+///  "flight-crash-locked N": N spans before_trigger on a worker thread that
+///    ends, 300 ms for the flusher to encode them, then a write through a
+///    null pointer while main holds the lock the flusher's next cycle
+///    takes: the flusher cannot answer, so the handler writes the window.
 ///  "flight-storm N GAP_US": N snapshot() calls GAP_US apart.
 ///  "flight-overwrite N": span first_span, then N spans ring_span each with
 ///    a counter seq = i, span last_span, snapshot("end").
@@ -63,6 +67,14 @@ inline int run_mode(const char* mode, int argc, char** argv) {
     std::fflush(stdout);
     if (std::strcmp(kind, "abort") == 0) std::abort();
     if (std::strcmp(kind, "fpe") == 0) std::raise(SIGFPE);
+    volatile int* nowhere = nullptr;
+    *nowhere = 1;
+    return 0;
+  }
+  if (std::strcmp(mode, "flight-crash-locked") == 0) {
+    std::thread([n] { record("before", n); }).join();
+    sleep_ms(300);
+    edgetrace::detail::category_mutex.lock();
     volatile int* nowhere = nullptr;
     *nowhere = 1;
     return 0;

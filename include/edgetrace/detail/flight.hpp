@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -158,6 +159,8 @@ class flight_recorder {
       const auto type = static_cast<format::chunk_type>(data[2]);
       if (type == format::chunk_type::end) {
         // the live stream's end: a snapshot has its own
+      } else if (type == format::chunk_type::gpu) {
+        split_gpu(data, chunk);
       } else if (sticky_type(type)) {
         keep_sticky(data, chunk);
       } else if (chunk <= capacity_ / 4) {
@@ -254,6 +257,39 @@ class flight_recorder {
         return true;
       default:
         return false;
+    }
+  }
+
+  /// A gpu chunk's definitions (runtime, devices, streams, GPU tracing
+  /// off) go to the sticky store, as a stream is defined once, at first
+  /// use; its spans, clock anchors (one a second: a reader starts a new
+  /// chain at the oldest one kept) and totals (the last wins) go to the
+  /// ring. Each part is sealed anew.
+  void split_gpu(const unsigned char* chunk, std::size_t size) {
+    const unsigned char* p = chunk + format::chunk_header_size;
+    const unsigned char* const end = chunk + size - format::chunk_trailer_size;
+    timed_.assign(format::chunk_header_size, 0);
+    definitions_.assign(format::chunk_header_size, 0);
+    while (p < end) {
+      const unsigned char* record = p++;
+      std::uint64_t body = 0;
+      if (!format::get_varint(p, end, body) || body > static_cast<std::uint64_t>(end - p)) break;
+      p += body;
+      const auto tag = static_cast<format::gpu_record>(*record);
+      const bool definition = tag == format::gpu_record::runtime || tag == format::gpu_record::device ||
+                              tag == format::gpu_record::stream || tag == format::gpu_record::off;
+      std::vector<unsigned char>& to = definition ? definitions_ : timed_;
+      to.insert(to.end(), record, p);
+    }
+    for (std::vector<unsigned char>* part : {&definitions_, &timed_}) {
+      const auto payload = static_cast<std::uint32_t>(part->size() - format::chunk_header_size);
+      if (payload == 0) continue;
+      part->resize(part->size() + format::chunk_trailer_size);
+      format::seal_chunk(part->data(), format::chunk_type::gpu, format::get_u32(chunk + 8), payload);
+      if (part == &definitions_)
+        keep_sticky(part->data(), part->size());
+      else if (part->size() <= capacity_ / 4)
+        keep_in_ring(part->data(), part->size());
     }
   }
 
@@ -399,6 +435,7 @@ class flight_recorder {
   std::atomic<std::uint64_t> overwritten_{0};
   std::atomic<std::uint64_t> sequence_{0};
   int calibrations_kept_ = 0;  ///< flusher only
+  std::vector<unsigned char> definitions_, timed_;  ///< flusher only: a gpu chunk's two parts
   bool sticky_full_ = false;   ///< flusher only
   char stem_[4096] = {};
   char extension_[64] = {};
