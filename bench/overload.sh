@@ -29,13 +29,8 @@ for w in $workloads; do
   case "$w" in w1_1t | w1_2t | w2 | w3) ;; *) echo "bench/overload.sh: unknown workload '$w' (w1_1t, w1_2t, w2, w3)" >&2; exit 1 ;; esac
 done
 
-need=()
-command -v cmake >/dev/null || need+=(cmake)
-command -v g++ >/dev/null || need+=(g++)
-[ -f /usr/include/benchmark/benchmark.h ] || need+=(libbenchmark-dev)
-if [ ${#need[@]} -gt 0 ]; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
+. bench/needs.sh
+bench_needs cmake g++ /usr/include/benchmark/benchmark.h=libbenchmark-dev
 
 build=build/bench-overload-$opt
 flags="-O3 -DNDEBUG"

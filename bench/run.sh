@@ -15,15 +15,8 @@ for arg in "$@"; do
   esac
 done
 
-need=()
-command -v cmake >/dev/null || need+=(cmake)
-command -v g++ >/dev/null || need+=(g++)
-command -v valgrind >/dev/null || need+=(valgrind)
-[ -f /usr/include/benchmark/benchmark.h ] || need+=(libbenchmark-dev)
-[ -x /usr/bin/time ] || need+=(time)
-if [ ${#need[@]} -gt 0 ]; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
+. bench/needs.sh
+bench_needs cmake g++ valgrind /usr/include/benchmark/benchmark.h=libbenchmark-dev /usr/bin/time=time
 
 build=build/bench
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DEDGETRACE_BUILD_BENCH=ON -DEDGETRACE_BUILD_TESTS=OFF \

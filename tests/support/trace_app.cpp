@@ -915,6 +915,55 @@ int main(int argc, char** argv) {
     std::printf("absurd %zu\n", 2 * (sizeof bad / sizeof bad[0]) + 1);
     return 0;
   }
+  // ---- Latency triggers in flight mode (tests/flight_triggers_test.cpp).
+  if (std::strcmp(mode, "flight-iterations") == 0) {
+    // argv: COUNT SLOW_FIRST SLOW_EVERY SLOW_MS [TAIL_MS [named]]. COUNT
+    // iterations, each a "frame" mark then an "infer" span of ~1 ms (its
+    // name interned at run time with "named"); iteration
+    // SLOW_FIRST (and every SLOW_EVERY-th after it, 0 = none more) lasts
+    // SLOW_MS instead; SLOW_FIRST < 0: none. A last mark closes the last
+    // iteration, then the app idles TAIL_MS (default 400) so that a
+    // snapshot's after-window ends before exit.
+    const int count = argc > 2 ? std::atoi(argv[2]) : 80;
+    const int slow_first = argc > 3 ? std::atoi(argv[3]) : -1;
+    const int slow_every = argc > 4 ? std::atoi(argv[4]) : 0;
+    const int slow_ms = argc > 5 ? std::atoi(argv[5]) : 30;
+    const int tail_ms = argc > 6 ? std::atoi(argv[6]) : 400;
+    const bool named = argc > 7 && std::strcmp(argv[7], "named") == 0;
+    const edgetrace::name_handle infer = edgetrace::intern(std::string("infer"));
+    for (int i = 0; i < count; ++i) {
+      const bool slow = slow_first >= 0 && (i == slow_first || (slow_every > 0 && i > slow_first &&
+                                                                (i - slow_first) % slow_every == 0));
+      const auto work = [&] { std::this_thread::sleep_for(std::chrono::milliseconds(slow ? slow_ms : 1)); };
+      EDGETRACE_MARK(app, "frame");
+      if (named) {
+        EDGETRACE_SCOPE_NAMED(app, infer);
+        work();
+      } else {
+        EDGETRACE_SCOPE(app, "infer");
+        work();
+      }
+    }
+    EDGETRACE_MARK(app, "frame");
+    std::this_thread::sleep_for(std::chrono::milliseconds(tail_ms));
+    return 0;
+  }
+  if (std::strcmp(mode, "flight-paused") == 0) {
+    // 1 ms "frame" iterations with a 60 ms pause of recording between two
+    // marks: that interval is no iteration (it must not fire frame>20ms).
+    for (int i = 0; i < 20; ++i) {
+      if (i == 10) {
+        edgetrace::pause();
+        std::this_thread::sleep_for(std::chrono::milliseconds(60));
+        edgetrace::resume();
+      }
+      EDGETRACE_MARK(app, "frame");
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    return 0;
+  }
+  // ---- end of the latency trigger modes
   std::fprintf(stderr, "trace_app: unknown mode %s\n", mode);
   return 2;
 }

@@ -9,6 +9,7 @@
 #include <edgetrace/config.hpp>
 #include <edgetrace/detail/env.hpp>
 #include <edgetrace/detail/flight.hpp>
+#include <edgetrace/detail/flight_triggers.hpp>
 #include <edgetrace/detail/flusher_client.hpp>
 #include <edgetrace/detail/hooks.hpp>
 #include <edgetrace/detail/ring.hpp>
@@ -519,6 +520,12 @@ class runtime {
   calibration_pair first_calibration_ = {};
   std::vector<unsigned char> client_chunk_;  ///< flusher clients' chunk being sealed
 
+  // ---- latency triggers (EDGETRACE_TRIGGER; detail/flight_triggers.hpp).
+  // Set before the flusher starts, then the flusher's alone.
+  flight_triggers triggers_;
+  /// Any trigger set: the one branch the drain loop pays per record without.
+  bool triggers_set_ = false;
+
   // ---- capture control (docs/FORMAT.md, chunk 9)
   /// A recording change or a phase, waiting for the flusher to write it.
   struct capture_entry {
@@ -868,6 +875,46 @@ class runtime {
     last_calibration_ns_ = pair.monotonic_ns;
     if (calibrations_ == 0) first_calibration_ = pair;  // before the runtime is published
     ++calibrations_;
+    if (triggers_set_) set_trigger_rate(pair);
+  }
+
+  /// Converts the triggers' limits to ticks with the rate the dump will
+  /// show: exact for CLOCK_MONOTONIC and aarch64's stated counter rate,
+  /// else measured from the first calibration pair to `latest` (the
+  /// second comes before anything is drained: take_rate_pair).
+  void set_trigger_rate(const calibration_pair& latest) noexcept {
+    const std::uint64_t nominal = nominal_tick_rate(config_.clock);
+    double rate = static_cast<double>(nominal) / 1e9;
+    if (nominal == 0 && latest.tick > first_calibration_.tick && latest.monotonic_ns > first_calibration_.monotonic_ns)
+      rate = static_cast<double>(latest.tick - first_calibration_.tick) /
+             static_cast<double>(latest.monotonic_ns - first_calibration_.monotonic_ns);
+    triggers_.set_ticks_per_ns(rate);
+  }
+
+  /// Reads EDGETRACE_TRIGGER (before the flusher starts); a bad value, or
+  /// one outside flight mode (where a trigger has nothing to write), is
+  /// one stderr line and no trigger.
+  void read_triggers() noexcept {
+    const char* spec = std::getenv("EDGETRACE_TRIGGER");
+    if (spec == nullptr) return;
+    if (!config_.flight) {
+      report("EDGETRACE_TRIGGER needs EDGETRACE_MODE=flight (a trigger writes a snapshot of the flight recorder); "
+             "no trigger set");
+      return;
+    }
+    char error[256];
+    triggers_set_ = triggers_.parse(spec, error, sizeof error);
+    if (!triggers_set_) report("%s", error);
+  }
+
+  /// A record of a watched site (flight_triggers::watches): over its
+  /// limit, a snapshot is requested (the rate limit is request_snapshot's).
+  EDGETRACE_DETAIL_NOINLINE void check_trigger(const thread_ring& ring, std::uint32_t id, const record& r) noexcept {
+    flight_triggers::firing fired;
+    if (!triggers_.evaluate(id, ring.thread_id, r.t_begin, r.t_end, fired)) return;
+    char reason[format::snapshot_reason_max + 1];
+    const std::size_t size = triggers_.describe(fired, reason, sizeof reason);
+    request_snapshot(format::snapshot_trigger::latency, reason, size, fired.tick);
   }
 
   void emit_calibration(const calibration_pair& pair) {
@@ -928,6 +975,7 @@ class runtime {
     put_string(defs_, name, name_size);
     put_string(defs_, file);
     put_varint(defs_, line);
+    if (triggers_set_) triggers_.define_site(id, kind, name, name_size);
   }
 
   /// Dump id of a literal site; defines it on first sight. A direct-mapped
@@ -1081,6 +1129,7 @@ class runtime {
       body.clear();
       put_varint(body, e.tick);
       if (e.type == format::capture_record::recording) {
+        if (triggers_set_ && !e.on) triggers_.recording_stopped(e.tick);  // no mark iteration across it
         body.push_back(e.on ? 1 : 0);
         body.push_back(static_cast<unsigned char>(e.reason));
       } else {
@@ -1397,6 +1446,8 @@ class runtime {
       return;
     }
     ++ring.written;
+    // Latency triggers: without any, this branch is all a record pays.
+    if (EDGETRACE_DETAIL_UNLIKELY(triggers_set_) && triggers_.watches(id)) check_trigger(ring, id, r);
     if (EDGETRACE_DETAIL_LIKELY(kind == format::site_kind::span)) {
       advance(r.t_end);
       cursor_ = format::put_varint(cursor_, std::uint64_t{id} << 2);
@@ -1542,6 +1593,7 @@ class runtime {
         if (ring->announced && !failed_.load(std::memory_order_relaxed) && !ended_) write_thread_stats(*ring);
         retired_written_ += ring->written;
         retired_dropped_ += dropped_records(*ring);
+        if (triggers_set_) triggers_.forget_thread(ring->thread_id);
         {
           std::lock_guard<std::mutex> lock(ring_mutex_);
           previous = unlink(previous, ring);
@@ -2813,6 +2865,7 @@ inline bool open_and_launch(runtime* rt) noexcept {
   const std::uint64_t seed = clock_ns(CLOCK_MONOTONIC) ^ (static_cast<std::uint64_t>(rt->owner_pid_) << 32) ^
                              reinterpret_cast<std::uintptr_t>(rt);
   rt->writer_id_ = static_cast<std::uint32_t>((seed * 0x9E3779B97F4A7C15ull) >> 32) | 1u;
+  rt->read_triggers();
   rt->write_process_chunk();  // into the output buffer: the flusher writes it after the file header
   rt->write_calibration();
   // The flusher blocks every signal: the app's handlers must run on the
