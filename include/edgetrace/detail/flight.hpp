@@ -93,8 +93,9 @@ struct flight_schedule {
 /// sealed chunk here instead of writing it (take): definitions, threads,
 /// the process chunk and capture records go to the sticky store, kept for
 /// the whole run (a snapshot must define every site and thread it uses,
-/// and each is defined once, at first sight); events, annotations, GPU
-/// chunks and later calibrations go to the ring, whose oldest chunks are
+/// and each is defined once, at first sight), with a gpu chunk's
+/// definitions; events, annotations, GPU spans and anchors, ended threads'
+/// totals and later calibrations go to the ring, whose oldest chunks are
 /// overwritten. write() turns both into a self-contained dump.
 ///
 /// Threads: take() runs on the flusher only. write() runs on the flusher,
