@@ -353,6 +353,20 @@ TEST_CASE("flight: snapshot() writes exactly OUTPUT.1, which holds the spans bef
   CHECK(dump.named("after_trigger").size() == 1000);  // in the 300 ms after the call
 }
 
+TEST_CASE("flight: a snapshot still waiting for its window at exit is written then, and says how long it recorded") {
+  const std::string output = fresh_outputs("flight-cut");
+  // The app idles 500 ms after the call, then exits: well inside 60 s.
+  const auto r = run({app, "flight-call", "1000"}, flight_env(output, {"EDGETRACE_FLIGHT_AFTER_MS=60000"}));
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 0);
+  const chunk_walk w = only_snapshot("flight-cut");
+  CHECK(w.info.trigger == format::snapshot_trigger::call);
+  CHECK(w.info.after_ms >= 400);
+  CHECK(w.info.after_ms < 60000);
+  const auto dump = load_dump(snapshot_file("flight-cut", 1));
+  CHECK(dump.named("after_trigger").size() == 1000);
+}
+
 TEST_CASE("flight: a run with no trigger writes no file at all") {
   const std::string output = fresh_outputs("flight-idle");
   const auto r = run({app, "flight-idle", "20000"}, flight_env(output));

@@ -90,7 +90,8 @@ enum class snapshot_trigger : std::uint8_t {
 /// (1 for OUTPUT.1, ...), u8 trigger, string reason, varint trigger tick,
 /// varint window first tick, varint window last tick, varint skipped
 /// (snapshots not written since the previous one because of the rate
-/// limit), varint after ms (EDGETRACE_FLIGHT_AFTER_MS), varint ring bytes
+/// limit), varint after ms (recorded after the trigger: EDGETRACE_FLIGHT_AFTER_MS,
+/// less when the run ended first; 0 for crash and exit), varint ring bytes
 /// (EDGETRACE_FLIGHT_MB in bytes), varint chunks overwritten (events and
 /// annotations chunks the in-memory ring dropped before this window).
 struct snapshot_info {

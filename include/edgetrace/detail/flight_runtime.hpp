@@ -119,7 +119,11 @@ inline void runtime::write_snapshot() {
   info.skipped = schedule_.skipped;
   const bool immediate =
       schedule_.trigger == format::snapshot_trigger::crash || schedule_.trigger == format::snapshot_trigger::exit;
-  info.after_ms = immediate ? 0 : config_.flight_after_ms;
+  // What was recorded after the trigger: the configured window, or less
+  // when the run ended first (a pending snapshot written at exit).
+  const std::uint64_t requested_ns = schedule_.due_ns - schedule_.after_ns;
+  const std::uint64_t recorded_ms = (clock_ns(CLOCK_MONOTONIC) - requested_ns) / 1000000u;
+  info.after_ms = immediate ? 0 : (recorded_ms < config_.flight_after_ms ? recorded_ms : config_.flight_after_ms);
   const int error = flight_.write(info, schedule_.reason, schedule_.reason_size, out_.data(), out_.size());
   out_.clear();
   schedule_.wrote(!immediate);
