@@ -365,11 +365,13 @@ class flight_recorder {
     bounds b{};
     for (int tries = 0; tries < 1000; ++tries) {
       const std::uint32_t before = version_.load(std::memory_order_acquire);
-      b.begin = begin_.load(std::memory_order_relaxed);
-      b.end = end_.load(std::memory_order_relaxed);
-      b.wrap = wrap_.load(std::memory_order_relaxed);
-      b.wrapped = wrapped_.load(std::memory_order_relaxed);
-      std::atomic_thread_fence(std::memory_order_acquire);
+      // Acquire loads, not relaxed ones and a fence: they keep the second
+      // read of the count after them just as well, and g++ rejects
+      // atomic_thread_fence under -fsanitize=thread (-Wtsan).
+      b.begin = begin_.load(std::memory_order_acquire);
+      b.end = end_.load(std::memory_order_acquire);
+      b.wrap = wrap_.load(std::memory_order_acquire);
+      b.wrapped = wrapped_.load(std::memory_order_acquire);
       if ((before & 1) == 0 && version_.load(std::memory_order_relaxed) == before) break;
     }
     // Never outside the mapping, whatever a torn read gave.
