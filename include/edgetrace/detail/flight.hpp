@@ -15,6 +15,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace edgetrace {
@@ -180,7 +181,8 @@ class flight_recorder {
   /// process chunk, snapshot chunk, the sticky chunks, the ring's chunks
   /// oldest first, then `tail` (thread stats and the end chunk; empty from
   /// a crash handler). Fills info's window first tick, ring bytes and
-  /// chunks overwritten. Returns 0, or the errno of the failed call.
+  /// chunks overwritten. Returns 0, or the errno of the failed call (ESPIPE:
+  /// a FIFO or socket is at OUTPUT.N; nothing is written to it).
   /// Async-signal-safe: open, write, close and plain code on memory mapped
   /// beforehand. Cost: about one memcpy of the ring into the page cache.
   int write(format::snapshot_info info, const char* reason, std::size_t reason_size, const unsigned char* tail,
@@ -200,10 +202,8 @@ class flight_recorder {
         static_cast<std::uint32_t>(payload_end - snapshot - format::chunk_header_size));
     char path[sizeof stem_ + sizeof extension_ + 24];
     snapshot_path(info.sequence, path);
-    int fd;
-    do fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    while (fd < 0 && errno == EINTR);
-    if (fd < 0) return errno;
+    const int fd = open_snapshot(path);
+    if (fd < 0) return -fd;
     unsigned char header[format::file_header_size];
     format::write_file_header(header);
     bool ok = write_fully(fd, header, sizeof header) && write_fully(fd, sticky_, process_size) &&
@@ -218,6 +218,25 @@ class flight_recorder {
     const int error = ok ? 0 : (errno != 0 ? errno : EIO);
     ::close(fd);
     return error;
+  }
+
+  /// Opens a snapshot file for writing: the fd, or minus an errno
+  /// (ESPIPE: a FIFO is there). O_NONBLOCK, so that a FIFO at OUTPUT.N
+  /// fails at once instead of blocking the flusher or a crash handler
+  /// until some process reads it; a snapshot is a file, never a stream.
+  /// Async-signal-safe (open, fstat, fcntl, close).
+  static int open_snapshot(const char* path) noexcept {
+    int fd;
+    do fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0) return errno == ENXIO ? -ESPIPE : -errno;  // ENXIO: a FIFO no process reads
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) {
+      ::close(fd);
+      return -ESPIPE;
+    }
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);  // a device written as usual
+    return fd;
   }
 
   /// OUTPUT with ".N" before its extension (run.etr -> run.3.etr; no

@@ -131,7 +131,8 @@ inline void runtime::write_snapshot() {
   if (error != 0) {
     char path[sizeof path_ + 128];
     flight_.snapshot_path(info.sequence, path);
-    report("cannot write the snapshot '%s': %s", path, std::strerror(error));
+    report("cannot write the snapshot '%s': %s", path,
+           error == ESPIPE ? "a FIFO or socket is there (snapshots go to files only)" : std::strerror(error));
   }
 }
 

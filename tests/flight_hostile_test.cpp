@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+// The flight recorder, `edgetrace top --follow` and the converter against what
+// production and careless users do to them: FIFOs where files are expected,
+// odd output names, signal storms, damaged snapshots. Each case runs a real
+// traced app (tests/support/trace_app.cpp) or the real `edgetrace` tool,
+// with a deadline, so that a hang fails the test instead of stalling it.
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <support/files.hpp>
+#include <support/process.hpp>
+#include <support/read_dump.hpp>
+
+using edgetrace_test::file_exists;
+using edgetrace_test::load_dump;
+using edgetrace_test::read_file;
+
+namespace {
+
+const std::string app = EDGETRACE_TEST_TRACE_APP;
+const std::string cli = EDGETRACE_TEST_CLI;
+const std::string tmp = EDGETRACE_TEST_TMPDIR;
+
+bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+struct bounded_result {
+  int exit_code = -1;
+  bool timed_out = false;
+  double seconds = 0;
+  std::string out, err;
+};
+
+/// Runs `argv` as edgetrace_test::run() does, but kills it (SIGKILL) after
+/// `limit_s` seconds: a hang is reported as timed_out, not waited for.
+bounded_result run_bounded(const std::vector<std::string>& argv, const std::vector<std::string>& env, double limit_s) {
+  static int counter = 0;
+  const std::string base = tmp + "/hostile_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
+  const std::string out_path = base + ".out", err_path = base + ".err";
+  bounded_result result;
+  const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = edgetrace_test::launch(argv, env, out, err_path);
+  if (out >= 0) ::close(out);
+  REQUIRE(pid > 0);
+  int status = 0;
+  for (;;) {
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (done == pid) {
+      result.exit_code = edgetrace_test::exit_code_of(status);
+      break;
+    }
+    if (result.seconds > limit_s) {
+      result.timed_out = true;
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  result.out = read_file(out_path);
+  result.err = read_file(err_path);
+  ::unlink(out_path.c_str());
+  ::unlink(err_path.c_str());
+  return result;
+}
+
+/// A FIFO at `path` (whatever was there is removed first).
+void make_fifo(const std::string& path) {
+  ::unlink(path.c_str());
+  REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("hostile: the converter given a FIFO says so at once instead of waiting for a writer") {
+  const std::string fifo = tmp + "/hostile-input.fifo";
+  make_fifo(fifo);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{cli, "info", fifo}, {cli, "summary", fifo}, {cli, "json", fifo, "-o", "-"},
+        {cli, "top", fifo}, {cli, "top", fifo, "--follow"}}) {
+    CAPTURE(args[1]);
+    const bounded_result r = run_bounded(args, {}, 5);
+    CHECK_FALSE(r.timed_out);
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, fifo + ": not a regular file"));
+  }
+  ::unlink(fifo.c_str());
+}
+
+TEST_CASE("hostile: a FIFO at OUTPUT.N costs that one snapshot, not the recorder: the next one is written") {
+  const std::string output = tmp + "/hostile-fifo.etr";
+  const std::string first = tmp + "/hostile-fifo.1.etr", second = tmp + "/hostile-fifo.2.etr";
+  ::unlink(output.c_str());
+  ::unlink(second.c_str());
+  make_fifo(first);  // nobody reads it
+  const bounded_result r = run_bounded({app, "flight-call", "200"},
+                                       {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + output,
+                                        "EDGETRACE_FLIGHT_AFTER_MS=50", "EDGETRACE_FLIGHT_AT_EXIT=1"},
+                                       30);
+  CAPTURE(r.err);
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.err, "cannot write the snapshot '" + first + "': a FIFO or socket is there"));
+  CHECK_FALSE(contains(r.err, "took no data"));  // the flusher was never stuck
+  CHECK(edgetrace_test::line_count(r.err) == 1);
+  struct stat st {};
+  REQUIRE(::stat(first.c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));  // left as it was
+  REQUIRE(file_exists(second));  // the exit snapshot
+  const auto dump = load_dump(second);
+  CHECK(dump.complete);
+  CHECK(dump.named("before_trigger").size() == 200);
+  CHECK(dump.named("after_trigger").size() == 200);
+  CHECK_FALSE(file_exists(output));
+  ::unlink(first.c_str());
+  ::unlink(second.c_str());
+}
