@@ -127,3 +127,38 @@ TEST_CASE("hostile: a FIFO at OUTPUT.N costs that one snapshot, not the recorder
   ::unlink(first.c_str());
   ::unlink(second.c_str());
 }
+
+TEST_CASE("hostile: an OUTPUT no snapshot can go to is reported at start, not first at the crash") {
+  SUBCASE("its directory does not exist") {
+    const std::string output = tmp + "/hostile-no-such-dir/run.etr";
+    const bounded_result r = run_bounded({app, "flight-idle", "100"},
+                                         {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + output}, 30);
+    CAPTURE(r.err);
+    CHECK_FALSE(r.timed_out);
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.err, "EDGETRACE_OUTPUT '" + output + "': its directory does not exist, so no snapshot can be written"));
+    CHECK(edgetrace_test::line_count(r.err) == 1);
+  }
+  SUBCASE("it ends with a slash: a directory") {
+    const std::string dir = tmp + "/hostile-dir/";
+    ::mkdir(dir.c_str(), 0755);
+    ::unlink((dir + ".1").c_str());
+    const bounded_result r = run_bounded({app, "flight-idle", "100"},
+                                         {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + dir}, 30);
+    CAPTURE(r.err);
+    CHECK_FALSE(r.timed_out);
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.err, "EDGETRACE_OUTPUT '" + dir + "': it names a directory, not a file"));
+    CHECK(edgetrace_test::line_count(r.err) == 1);
+  }
+  SUBCASE("a usable OUTPUT: nothing said, nothing written") {
+    const std::string output = tmp + "/hostile-fine.etr";
+    ::unlink(output.c_str());
+    const bounded_result r = run_bounded({app, "flight-idle", "100"},
+                                         {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + output}, 30);
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.empty());
+    CHECK_FALSE(file_exists(output));
+    CHECK_FALSE(file_exists(tmp + "/hostile-fine.1.etr"));
+  }
+}

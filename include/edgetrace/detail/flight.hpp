@@ -220,6 +220,28 @@ class flight_recorder {
     return error;
   }
 
+  /// Why no snapshot could be written at all, checked once at start-up so
+  /// that a crash snapshot is not lost unannounced: "" when OUTPUT's
+  /// directory exists and is writable, else a phrase for one stderr line.
+  /// A snapshot is written only when a trigger fires, often long after
+  /// start (a crash handler cannot report). Cost: one access().
+  const char* unwritable_reason() const noexcept {
+    const std::size_t length = std::strlen(stem_);
+    if (length == 0 || stem_[length - 1] == '/') return "it names a directory, not a file";
+    char directory[sizeof stem_];
+    const char* slash = std::strrchr(stem_, '/');
+    if (slash == nullptr) {
+      directory[0] = '.';
+      directory[1] = '\0';
+    } else {
+      const std::size_t n = slash == stem_ ? 1 : static_cast<std::size_t>(slash - stem_);
+      std::memcpy(directory, stem_, n);
+      directory[n] = '\0';
+    }
+    if (::access(directory, W_OK | X_OK) == 0) return "";
+    return errno == ENOENT || errno == ENOTDIR ? "its directory does not exist" : "its directory is not writable";
+  }
+
   /// Opens a snapshot file for writing: the fd, or minus an errno
   /// (ESPIPE: a FIFO is there). O_NONBLOCK, so that a FIFO at OUTPUT.N
   /// fails at once instead of blocking the flusher or a crash handler
