@@ -21,6 +21,7 @@
 #include <support/files.hpp>
 #include <support/process.hpp>
 #include <support/read_dump.hpp>
+#include <support/sanitizers.hpp>
 
 using edgetrace_test::file_exists;
 using edgetrace_test::load_dump;
@@ -161,4 +162,35 @@ TEST_CASE("hostile: an OUTPUT no snapshot can go to is reported at start, not fi
     CHECK_FALSE(file_exists(output));
     CHECK_FALSE(file_exists(tmp + "/hostile-fine.1.etr"));
   }
+}
+
+TEST_CASE("hostile: a large flight ring is pre-faulted without stalling the app's own memory mapping") {
+  // 1 GiB takes the flusher half a second or more to fault in. The app's
+  // first span (its thread's ring is mapped then) and its own maps and
+  // unmaps of 1 MiB meanwhile must not wait for all of it: MAP_POPULATE
+  // held the process's memory map lock for the whole ring.
+  if (edgetrace_test::sanitized_build || edgetrace_test::emulated()) {
+    MESSAGE("skipped under sanitizers and emulation: their memory map calls are too slow to time");
+    return;
+  }
+  const std::string output = tmp + "/hostile-big.etr";
+  const bounded_result r = run_bounded({app, "map-stalls", "1.5"},
+                                       {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + output,
+                                        "EDGETRACE_FLIGHT_MB=1024", "EDGETRACE_FLIGHT_AT_EXIT=1"},
+                                       60);
+  CAPTURE(r.err);
+  CAPTURE(r.out);
+  CHECK_FALSE(r.timed_out);
+  REQUIRE(r.exit_code == 0);
+  long long first_span_ms = -1;
+  unsigned long long longest_us = 0;
+  REQUIRE(std::sscanf(r.out.c_str(), "first_span_ms=%lld longest_us=%llu", &first_span_ms, &longest_us) == 2);
+  REQUIRE(first_span_ms >= 0);
+  CHECK(first_span_ms < 250);
+  CHECK(longest_us < 150000);
+  // The ring still works: the exit snapshot holds the app's span.
+  const std::string snapshot = tmp + "/hostile-big.1.etr";
+  REQUIRE(file_exists(snapshot));
+  CHECK(load_dump(snapshot).named("map_loop").size() == 1);
+  ::unlink(snapshot.c_str());
 }

@@ -118,8 +118,16 @@ class flight_recorder {
   /// splits `output` into the parts a snapshot's name is built from.
   /// Flusher only, once. False (nothing mapped) when memory is short.
   bool start(std::size_t ring_bytes, const char* output, std::uint32_t writer_id) noexcept {
-    void* ring = ::mmap(nullptr, ring_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    void* ring = ::mmap(nullptr, ring_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (ring == MAP_FAILED) return false;
+    // Pre-faulted one page at a time, not with MAP_POPULATE: that holds
+    // the process's memory map lock for the whole ring (2 s for 4 GiB),
+    // and any app thread that maps or unmaps memory meanwhile (malloc of
+    // a large block, a new thread's stack) waits for it. A page fault
+    // holds it only for itself.
+    const long page = ::sysconf(_SC_PAGESIZE);
+    const std::size_t step = page > 0 ? static_cast<std::size_t>(page) : 4096;
+    for (std::size_t at = 0; at < ring_bytes; at += step) static_cast<volatile unsigned char*>(ring)[at] = 0;
     void* sticky = ::mmap(nullptr, sticky_reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                           -1, 0);
     if (sticky == MAP_FAILED) {
