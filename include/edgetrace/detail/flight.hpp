@@ -15,7 +15,6 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 namespace edgetrace {
@@ -188,12 +187,14 @@ class flight_recorder {
   /// Writes a snapshot dump to OUTPUT.N (N = info.sequence): file header,
   /// process chunk, snapshot chunk, the sticky chunks, the ring's chunks
   /// oldest first, then `tail` (thread stats and the end chunk; empty from
-  /// a crash handler). Fills info's window first tick, ring bytes and
-  /// chunks overwritten. Returns 0, or the errno of the failed call (ESPIPE:
-  /// a FIFO or socket is at OUTPUT.N; nothing is written to it).
+  /// a crash handler). Never over an existing OUTPUT.N (a previous run's
+  /// crash snapshot, another process's, a FIFO or directory by that
+  /// name): N then goes on to the next free number, and info.sequence
+  /// says which was taken. Fills info's window first tick, ring bytes and
+  /// chunks overwritten. Returns 0, or the errno of the failed call.
   /// Async-signal-safe: open, write, close and plain code on memory mapped
   /// beforehand. Cost: about one memcpy of the ring into the page cache.
-  int write(format::snapshot_info info, const char* reason, std::size_t reason_size, const unsigned char* tail,
+  int write(format::snapshot_info& info, const char* reason, std::size_t reason_size, const unsigned char* tail,
             std::size_t tail_size) noexcept {
     if (!ready()) return ENOMEM;
     const bounds b = read_bounds();
@@ -202,16 +203,21 @@ class flight_recorder {
     info.ring_bytes = capacity_;
     info.chunks_overwritten = overwritten_.load(std::memory_order_relaxed);
     info.window_first_tick = first_tick(b, info.trigger_tick);
+    char path[sizeof stem_ + sizeof extension_ + 24];
+    int fd = -1;
+    for (int tries = 0; tries < max_name_tries; ++tries) {
+      if (tries != 0) info.sequence = next_sequence();
+      snapshot_path(info.sequence, path);
+      fd = open_snapshot(path);
+      if (fd != -EEXIST) break;
+    }
+    if (fd < 0) return -fd;
     unsigned char snapshot[format::chunk_header_size + format::snapshot_payload_max + format::chunk_trailer_size];
     const unsigned char* payload_end =
         format::put_snapshot_payload(snapshot + format::chunk_header_size, info, reason, reason_size);
     const std::size_t snapshot_size = format::seal_chunk(
         snapshot, format::chunk_type::snapshot, writer_id_,
         static_cast<std::uint32_t>(payload_end - snapshot - format::chunk_header_size));
-    char path[sizeof stem_ + sizeof extension_ + 24];
-    snapshot_path(info.sequence, path);
-    const int fd = open_snapshot(path);
-    if (fd < 0) return -fd;
     unsigned char header[format::file_header_size];
     format::write_file_header(header);
     bool ok = write_fully(fd, header, sizeof header) && write_fully(fd, sticky_, process_size) &&
@@ -250,23 +256,17 @@ class flight_recorder {
     return errno == ENOENT || errno == ENOTDIR ? "its directory does not exist" : "its directory is not writable";
   }
 
-  /// Opens a snapshot file for writing: the fd, or minus an errno
-  /// (ESPIPE: a FIFO is there). O_NONBLOCK, so that a FIFO at OUTPUT.N
-  /// fails at once instead of blocking the flusher or a crash handler
-  /// until some process reads it; a snapshot is a file, never a stream.
-  /// Async-signal-safe (open, fstat, fcntl, close).
+  /// Creates a snapshot file: the fd, or minus an errno (EEXIST: something
+  /// is there already, left alone). O_EXCL: a restarted app must not
+  /// destroy the previous run's crash snapshot, nor two processes with
+  /// one OUTPUT write into one file; it also never opens a FIFO, whose
+  /// open would block the flusher or a crash handler until some process
+  /// reads it. Async-signal-safe (open).
   static int open_snapshot(const char* path) noexcept {
     int fd;
-    do fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
+    do fd = ::open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     while (fd < 0 && errno == EINTR);
-    if (fd < 0) return errno == ENXIO ? -ESPIPE : -errno;  // ENXIO: a FIFO no process reads
-    struct stat st;
-    if (::fstat(fd, &st) != 0 || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) {
-      ::close(fd);
-      return -ESPIPE;
-    }
-    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);  // a device written as usual
-    return fd;
+    return fd >= 0 ? fd : -errno;
   }
 
   /// OUTPUT with ".N" before its extension (run.etr -> run.3.etr; no
@@ -474,6 +474,8 @@ class flight_recorder {
     stem_[stem] = '\0';
   }
 
+  /// Existing names stepped over before a snapshot gives up (EEXIST).
+  static constexpr int max_name_tries = 1000;
   std::atomic<bool> ready_{false};
   std::uint32_t writer_id_ = 0;
   std::size_t capacity_ = 0;

@@ -136,7 +136,7 @@ inline void runtime::write_snapshot() {
     char path[sizeof path_ + 128];
     flight_.snapshot_path(info.sequence, path);
     report("cannot write the snapshot '%s': %s", path,
-           error == ESPIPE ? "a FIFO or socket is there (snapshots go to files only)" : std::strerror(error));
+           error == EEXIST ? "it and the next 999 names exist already" : std::strerror(error));
   }
 }
 
