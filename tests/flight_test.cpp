@@ -252,7 +252,9 @@ TEST_CASE("flight: chunks of random sizes: the ring always holds the newest ones
     info.sequence = 1;
     info.trigger_tick = i;
     info.window_last_tick = i;
+    ::unlink(snapshot_file("flight-random", 1).c_str());  // a snapshot never replaces a file
     REQUIRE(recorder.write(info, "", 0, nullptr, 0) == 0);
+    REQUIRE(info.sequence == 1);
     const chunk_walk w = walk(snapshot_file("flight-random", 1));
     const std::string bytes = read_file(snapshot_file("flight-random", 1));
     // The ring's chunks: every one after the snapshot chunk. Their base

@@ -26,6 +26,7 @@ const bool app_handler_installed = std::getenv("TRACE_APP_HANDLER") != nullptr &
 #include <cstring>
 #include <dirent.h>
 #include <new>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <string>
@@ -964,6 +965,52 @@ int main(int argc, char** argv) {
     return 0;
   }
   // ---- end of the latency trigger modes
+  // ---- modes for tests/flight_hostile_test.cpp (the recorder under hostile use).
+  //  "map-stalls SECONDS": records a span, then maps, touches and unmaps
+  //    1 MiB in a loop for SECONDS, and prints "first_span_ms=N
+  //    longest_us=M": N the time from the process's start (exec) to the
+  //    end of its first span (its thread's ring is mapped for it), M the
+  //    longest map-touch-unmap; both wait when something holds the
+  //    process's memory map lock (the flight ring's pre-faulting).
+  if (std::strcmp(mode, "map-stalls") == 0) {
+    { EDGETRACE_SCOPE(app, "map_loop"); }
+    long long first_span_ms = -1;
+    {
+      timespec boot{};
+      ::clock_gettime(CLOCK_BOOTTIME, &boot);
+      unsigned long long start_ticks = 0;
+      if (std::FILE* stat = std::fopen("/proc/self/stat", "r")) {
+        char line[1024] = {};
+        if (std::fgets(line, sizeof line, stat) != nullptr) {
+          const char* after = std::strrchr(line, ')');
+          // Fields after the name: state is the 3rd, starttime the 22nd.
+          for (int field = 2; after != nullptr && field < 22; ++field) after = std::strchr(after + 1, ' ');
+          if (after != nullptr) start_ticks = std::strtoull(after + 1, nullptr, 10);
+        }
+        std::fclose(stat);
+      }
+      const long hz = ::sysconf(_SC_CLK_TCK);
+      if (start_ticks != 0 && hz > 0)
+        first_span_ms = static_cast<long long>(boot.tv_sec) * 1000 + boot.tv_nsec / 1000000 -
+                        static_cast<long long>(start_ticks * 1000 / static_cast<unsigned long long>(hz));
+    }
+    const std::uint64_t start = now_ns();
+    const auto duration = static_cast<std::uint64_t>((argc > 2 ? std::atof(argv[2]) : 1.0) * 1e9);
+    std::uint64_t longest = 0;
+    while (now_ns() - start < duration) {
+      const std::uint64_t before = now_ns();
+      void* block = ::mmap(nullptr, 1u << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (block == MAP_FAILED) return 3;
+      static_cast<volatile char*>(block)[0] = 1;
+      ::munmap(block, 1u << 20);
+      const std::uint64_t took = now_ns() - before;
+      if (took > longest) longest = took;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::printf("first_span_ms=%lld longest_us=%llu\n", first_span_ms, static_cast<unsigned long long>(longest / 1000));
+    return 0;
+  }
+  // ---- end of the flight_hostile_test modes
   std::fprintf(stderr, "trace_app: unknown mode %s\n", mode);
   return 2;
 }

@@ -117,8 +117,16 @@ class flight_recorder {
   /// splits `output` into the parts a snapshot's name is built from.
   /// Flusher only, once. False (nothing mapped) when memory is short.
   bool start(std::size_t ring_bytes, const char* output, std::uint32_t writer_id) noexcept {
-    void* ring = ::mmap(nullptr, ring_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    void* ring = ::mmap(nullptr, ring_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (ring == MAP_FAILED) return false;
+    // Pre-faulted one page at a time, not with MAP_POPULATE: that holds
+    // the process's memory map lock for the whole ring (2 s for 4 GiB),
+    // and any app thread that maps or unmaps memory meanwhile (malloc of
+    // a large block, a new thread's stack) waits for it. A page fault
+    // holds it only for itself.
+    const long page = ::sysconf(_SC_PAGESIZE);
+    const std::size_t step = page > 0 ? static_cast<std::size_t>(page) : 4096;
+    for (std::size_t at = 0; at < ring_bytes; at += step) static_cast<volatile unsigned char*>(ring)[at] = 0;
     void* sticky = ::mmap(nullptr, sticky_reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                           -1, 0);
     if (sticky == MAP_FAILED) {
@@ -179,11 +187,14 @@ class flight_recorder {
   /// Writes a snapshot dump to OUTPUT.N (N = info.sequence): file header,
   /// process chunk, snapshot chunk, the sticky chunks, the ring's chunks
   /// oldest first, then `tail` (thread stats and the end chunk; empty from
-  /// a crash handler). Fills info's window first tick, ring bytes and
+  /// a crash handler). Never over an existing OUTPUT.N (a previous run's
+  /// crash snapshot, another process's, a FIFO or directory by that
+  /// name): N then goes on to the next free number, and info.sequence
+  /// says which was taken. Fills info's window first tick, ring bytes and
   /// chunks overwritten. Returns 0, or the errno of the failed call.
   /// Async-signal-safe: open, write, close and plain code on memory mapped
   /// beforehand. Cost: about one memcpy of the ring into the page cache.
-  int write(format::snapshot_info info, const char* reason, std::size_t reason_size, const unsigned char* tail,
+  int write(format::snapshot_info& info, const char* reason, std::size_t reason_size, const unsigned char* tail,
             std::size_t tail_size) noexcept {
     if (!ready()) return ENOMEM;
     const bounds b = read_bounds();
@@ -192,18 +203,21 @@ class flight_recorder {
     info.ring_bytes = capacity_;
     info.chunks_overwritten = overwritten_.load(std::memory_order_relaxed);
     info.window_first_tick = first_tick(b, info.trigger_tick);
+    char path[sizeof stem_ + sizeof extension_ + 24];
+    int fd = -1;
+    for (int tries = 0; tries < max_name_tries; ++tries) {
+      if (tries != 0) info.sequence = next_sequence();
+      snapshot_path(info.sequence, path);
+      fd = open_snapshot(path);
+      if (fd != -EEXIST) break;
+    }
+    if (fd < 0) return -fd;
     unsigned char snapshot[format::chunk_header_size + format::snapshot_payload_max + format::chunk_trailer_size];
     const unsigned char* payload_end =
         format::put_snapshot_payload(snapshot + format::chunk_header_size, info, reason, reason_size);
     const std::size_t snapshot_size = format::seal_chunk(
         snapshot, format::chunk_type::snapshot, writer_id_,
         static_cast<std::uint32_t>(payload_end - snapshot - format::chunk_header_size));
-    char path[sizeof stem_ + sizeof extension_ + 24];
-    snapshot_path(info.sequence, path);
-    int fd;
-    do fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    while (fd < 0 && errno == EINTR);
-    if (fd < 0) return errno;
     unsigned char header[format::file_header_size];
     format::write_file_header(header);
     bool ok = write_fully(fd, header, sizeof header) && write_fully(fd, sticky_, process_size) &&
@@ -218,6 +232,41 @@ class flight_recorder {
     const int error = ok ? 0 : (errno != 0 ? errno : EIO);
     ::close(fd);
     return error;
+  }
+
+  /// Why no snapshot could be written at all, checked once at start-up so
+  /// that a crash snapshot is not lost unannounced: "" when OUTPUT's
+  /// directory exists and is writable, else a phrase for one stderr line.
+  /// A snapshot is written only when a trigger fires, often long after
+  /// start (a crash handler cannot report). Cost: one access().
+  const char* unwritable_reason() const noexcept {
+    const std::size_t length = std::strlen(stem_);
+    if (length == 0 || stem_[length - 1] == '/') return "it names a directory, not a file";
+    char directory[sizeof stem_];
+    const char* slash = std::strrchr(stem_, '/');
+    if (slash == nullptr) {
+      directory[0] = '.';
+      directory[1] = '\0';
+    } else {
+      const std::size_t n = slash == stem_ ? 1 : static_cast<std::size_t>(slash - stem_);
+      std::memcpy(directory, stem_, n);
+      directory[n] = '\0';
+    }
+    if (::access(directory, W_OK | X_OK) == 0) return "";
+    return errno == ENOENT || errno == ENOTDIR ? "its directory does not exist" : "its directory is not writable";
+  }
+
+  /// Creates a snapshot file: the fd, or minus an errno (EEXIST: something
+  /// is there already, left alone). O_EXCL: a restarted app must not
+  /// destroy the previous run's crash snapshot, nor two processes with
+  /// one OUTPUT write into one file; it also never opens a FIFO, whose
+  /// open would block the flusher or a crash handler until some process
+  /// reads it. Async-signal-safe (open).
+  static int open_snapshot(const char* path) noexcept {
+    int fd;
+    do fd = ::open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    while (fd < 0 && errno == EINTR);
+    return fd >= 0 ? fd : -errno;
   }
 
   /// OUTPUT with ".N" before its extension (run.etr -> run.3.etr; no
@@ -427,6 +476,8 @@ class flight_recorder {
     stem_[stem] = '\0';
   }
 
+  /// Existing names stepped over before a snapshot gives up (EEXIST).
+  static constexpr int max_name_tries = 1000;
   std::atomic<bool> ready_{false};
   std::uint32_t writer_id_ = 0;
   std::size_t capacity_ = 0;

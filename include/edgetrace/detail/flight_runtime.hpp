@@ -32,6 +32,10 @@ inline void runtime::start_flight() noexcept {
     fail_with(message);
     return;
   }
+  if (const char* why = flight_.unwritable_reason(); *why != '\0')
+    report("EDGETRACE_OUTPUT '%s': %s, so no snapshot can be written (not even a crash's) until that changes; "
+           "the app runs on",
+           path_, why);
   // This thread blocks every signal (open_and_launch); a fault of its
   // own must still reach the crash handler, not kill the process unseen.
   sigset_t crash;
@@ -131,7 +135,8 @@ inline void runtime::write_snapshot() {
   if (error != 0) {
     char path[sizeof path_ + 128];
     flight_.snapshot_path(info.sequence, path);
-    report("cannot write the snapshot '%s': %s", path, std::strerror(error));
+    report("cannot write the snapshot '%s': %s", path,
+           error == EEXIST ? "it and the next 999 names exist already" : std::strerror(error));
   }
 }
 

@@ -2485,6 +2485,10 @@ inline void shutdown() noexcept {
   }
   if (done) {
     pthread_join(rt->flusher_, nullptr);
+  } else if (rt->config_.flight && !rt->flight_.ready()) {
+    report("EDGETRACE_MODE=flight: the %llu MiB ring (EDGETRACE_FLIGHT_MB) was still being faulted in at exit; no "
+           "snapshot was written",
+           static_cast<unsigned long long>(rt->config_.flight_bytes >> 20));
   } else if (rt->open_state_.load(std::memory_order_acquire) != runtime::open_done) {
     report("EDGETRACE_OUTPUT '%s' never opened (a FIFO that no process reads, or a stuck file system); nothing "
            "was written",

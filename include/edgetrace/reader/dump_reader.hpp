@@ -525,7 +525,10 @@ class file_handle {
   /// Returns "" and its size in `size`, or why not in words fit for
   /// "edgetrace: error: <file>: <what>".
   std::string open_regular(const std::string& path, std::uint64_t& size) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: a FIFO would block the open until some process writes
+    // to it; opened at once, it is then refused below. A regular file
+    // reads as usual.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return std::strerror(errno);
     reset(fd);
     struct stat st;

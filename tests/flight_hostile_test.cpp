@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: MIT
+// The flight recorder, `edgetrace top --follow` and the converter against what
+// production and careless users do to them: FIFOs where files are expected,
+// odd output names, signal storms, damaged snapshots. Each case runs a real
+// traced app (tests/support/trace_app.cpp) or the real `edgetrace` tool,
+// with a deadline, so that a hang fails the test instead of stalling it.
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <support/files.hpp>
+#include <support/process.hpp>
+#include <support/read_dump.hpp>
+#include <support/sanitizers.hpp>
+
+using edgetrace_test::file_exists;
+using edgetrace_test::load_dump;
+using edgetrace_test::read_file;
+
+namespace {
+
+const std::string app = EDGETRACE_TEST_TRACE_APP;
+const std::string cli = EDGETRACE_TEST_CLI;
+const std::string tmp = EDGETRACE_TEST_TMPDIR;
+
+bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+struct bounded_result {
+  int exit_code = -1;
+  bool timed_out = false;
+  double seconds = 0;
+  std::string out, err;
+};
+
+/// Runs `argv` as edgetrace_test::run() does, but kills it (SIGKILL) after
+/// `limit_s` seconds: a hang is reported as timed_out, not waited for.
+bounded_result run_bounded(const std::vector<std::string>& argv, const std::vector<std::string>& env, double limit_s) {
+  static int counter = 0;
+  const std::string base = tmp + "/hostile_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
+  const std::string out_path = base + ".out", err_path = base + ".err";
+  bounded_result result;
+  const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = edgetrace_test::launch(argv, env, out, err_path);
+  if (out >= 0) ::close(out);
+  REQUIRE(pid > 0);
+  int status = 0;
+  for (;;) {
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (done == pid) {
+      result.exit_code = edgetrace_test::exit_code_of(status);
+      break;
+    }
+    if (result.seconds > limit_s) {
+      result.timed_out = true;
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  result.out = read_file(out_path);
+  result.err = read_file(err_path);
+  ::unlink(out_path.c_str());
+  ::unlink(err_path.c_str());
+  return result;
+}
+
+/// A FIFO at `path` (whatever was there is removed first).
+void make_fifo(const std::string& path) {
+  ::unlink(path.c_str());
+  REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("hostile: the converter given a FIFO says so at once instead of waiting for a writer") {
+  const std::string fifo = tmp + "/hostile-input.fifo";
+  make_fifo(fifo);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{cli, "info", fifo}, {cli, "summary", fifo}, {cli, "json", fifo, "-o", "-"},
+        {cli, "top", fifo}, {cli, "top", fifo, "--follow"}}) {
+    CAPTURE(args[1]);
+    const bounded_result r = run_bounded(args, {}, 5);
+    CHECK_FALSE(r.timed_out);
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, fifo + ": not a regular file"));
+  }
+  ::unlink(fifo.c_str());
+}
+
+TEST_CASE("hostile: a FIFO at OUTPUT.N is stepped over, not opened: the recorder goes on to OUTPUT.N+1") {
+  const std::string output = tmp + "/hostile-fifo.etr";
+  const std::string first = tmp + "/hostile-fifo.1.etr", second = tmp + "/hostile-fifo.2.etr",
+                    third = tmp + "/hostile-fifo.3.etr";
+  for (const std::string& path : {output, second, third}) ::unlink(path.c_str());
+  make_fifo(first);  // nobody reads it: opening it for writing would block
+  const bounded_result r = run_bounded({app, "flight-call", "200"},
+                                       {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + output,
+                                        "EDGETRACE_FLIGHT_AFTER_MS=50", "EDGETRACE_FLIGHT_AT_EXIT=1"},
+                                       30);
+  CAPTURE(r.err);
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.empty());  // in particular no "took no data" at exit: the flusher was never stuck
+  struct stat st {};
+  REQUIRE(::stat(first.c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));  // left as it was
+  REQUIRE(file_exists(second));  // the call's snapshot
+  const auto call = load_dump(second);
+  CHECK(call.complete);
+  CHECK(call.named("before_trigger").size() == 200);
+  REQUIRE(file_exists(third));  // the exit snapshot
+  const auto at_exit = load_dump(third);
+  CHECK(at_exit.complete);
+  CHECK(at_exit.named("after_trigger").size() == 200);
+  CHECK_FALSE(file_exists(output));
+  for (const std::string& path : {first, second, third}) ::unlink(path.c_str());
+}
+
+TEST_CASE("hostile: a restarted app keeps the previous run's snapshots: OUTPUT.N is never replaced" *
+          doctest::skip(edgetrace_test::sanitized_build)) {  // a sanitizer turns the crash into a report
+  const std::string output = tmp + "/hostile-restart.etr";
+  const std::string first = tmp + "/hostile-restart.1.etr", second = tmp + "/hostile-restart.2.etr";
+  for (const std::string& path : {output, first, second}) ::unlink(path.c_str());
+  // The first run crashes: its snapshot is the evidence to keep.
+  const bounded_result crashed =
+      run_bounded({"/bin/sh", "-c", "ulimit -c 0; exec \"$0\" flight-crash 300", app},
+                  {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + output}, 30);
+  CAPTURE(crashed.err);
+  CHECK_FALSE(crashed.timed_out);
+  REQUIRE(file_exists(first));
+  const std::string evidence = read_file(first);
+  // Restarted with the same settings, it takes a snapshot of its own.
+  const bounded_result again = run_bounded(
+      {app, "flight-call", "100"}, {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + output, "EDGETRACE_FLIGHT_AFTER_MS=50"},
+      30);
+  CAPTURE(again.err);
+  CHECK_FALSE(again.timed_out);
+  CHECK(again.exit_code == 0);
+  CHECK(again.err.empty());
+  CHECK(read_file(first) == evidence);  // untouched
+  REQUIRE(file_exists(second));
+  const auto dump = load_dump(second);
+  CHECK(dump.complete);
+  CHECK(dump.named("before_trigger").size() == 100);
+  CHECK(dump.named("after_trigger").size() == 100);
+  CHECK(load_dump(first).named("before_trigger").size() == 300);
+  for (const std::string& path : {first, second}) ::unlink(path.c_str());
+}
+
+TEST_CASE("hostile: an OUTPUT no snapshot can go to is reported at start, not first at the crash") {
+  SUBCASE("its directory does not exist") {
+    const std::string output = tmp + "/hostile-no-such-dir/run.etr";
+    const bounded_result r = run_bounded({app, "flight-idle", "100"},
+                                         {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + output}, 30);
+    CAPTURE(r.err);
+    CHECK_FALSE(r.timed_out);
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.err, "EDGETRACE_OUTPUT '" + output + "': its directory does not exist, so no snapshot can be written"));
+    CHECK(edgetrace_test::line_count(r.err) == 1);
+  }
+  SUBCASE("it ends with a slash: a directory") {
+    const std::string dir = tmp + "/hostile-dir/";
+    ::mkdir(dir.c_str(), 0755);
+    ::unlink((dir + ".1").c_str());
+    const bounded_result r = run_bounded({app, "flight-idle", "100"},
+                                         {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + dir}, 30);
+    CAPTURE(r.err);
+    CHECK_FALSE(r.timed_out);
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.err, "EDGETRACE_OUTPUT '" + dir + "': it names a directory, not a file"));
+    CHECK(edgetrace_test::line_count(r.err) == 1);
+  }
+  SUBCASE("a usable OUTPUT: nothing said, nothing written") {
+    const std::string output = tmp + "/hostile-fine.etr";
+    ::unlink(output.c_str());
+    const bounded_result r = run_bounded({app, "flight-idle", "100"},
+                                         {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + output}, 30);
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.empty());
+    CHECK_FALSE(file_exists(output));
+    CHECK_FALSE(file_exists(tmp + "/hostile-fine.1.etr"));
+  }
+}
+
+TEST_CASE("hostile: a large flight ring is pre-faulted without stalling the app's own memory mapping") {
+  // 1 GiB takes the flusher half a second or more to fault in. The app's
+  // first span (its thread's ring is mapped then) and its own maps and
+  // unmaps of 1 MiB meanwhile must not wait for all of it: MAP_POPULATE
+  // held the process's memory map lock for the whole ring.
+  if (edgetrace_test::sanitized_build || edgetrace_test::emulated()) {
+    MESSAGE("skipped under sanitizers and emulation: their memory map calls are too slow to time");
+    return;
+  }
+  const std::string output = tmp + "/hostile-big.etr";
+  const bounded_result r = run_bounded({app, "map-stalls", "1.5"},
+                                       {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + output,
+                                        "EDGETRACE_FLIGHT_MB=1024", "EDGETRACE_FLIGHT_AT_EXIT=1"},
+                                       60);
+  CAPTURE(r.err);
+  CAPTURE(r.out);
+  CHECK_FALSE(r.timed_out);
+  REQUIRE(r.exit_code == 0);
+  long long first_span_ms = -1;
+  unsigned long long longest_us = 0;
+  REQUIRE(std::sscanf(r.out.c_str(), "first_span_ms=%lld longest_us=%llu", &first_span_ms, &longest_us) == 2);
+  REQUIRE(first_span_ms >= 0);
+  CHECK(first_span_ms < 250);
+  CHECK(longest_us < 150000);
+  // The ring still works: the exit snapshot holds the app's span.
+  const std::string snapshot = tmp + "/hostile-big.1.etr";
+  REQUIRE(file_exists(snapshot));
+  CHECK(load_dump(snapshot).named("map_loop").size() == 1);
+  ::unlink(snapshot.c_str());
+}
