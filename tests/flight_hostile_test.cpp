@@ -160,6 +160,33 @@ TEST_CASE("hostile: a restarted app keeps the previous run's snapshots: OUTPUT.N
   for (const std::string& path : {first, second}) ::unlink(path.c_str());
 }
 
+TEST_CASE("hostile: EDGETRACE_FLIGHT_KEEP bounds the files: a restart loop stops adding snapshots at OUTPUT.K") {
+  const std::string output = tmp + "/hostile-keep.etr";
+  const auto numbered = [&](int n) { return tmp + "/hostile-keep." + std::to_string(n) + ".etr"; };
+  for (int n = 1; n <= 4; ++n) ::unlink(numbered(n).c_str());
+  const std::vector<std::string> env = {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + output,
+                                        "EDGETRACE_FLIGHT_AFTER_MS=0", "EDGETRACE_FLIGHT_KEEP=2"};
+  // Three runs of an app that takes one snapshot each: the third finds
+  // OUTPUT.1 and OUTPUT.2 taken and writes nothing, with one line.
+  for (int run_index = 1; run_index <= 3; ++run_index) {
+    CAPTURE(run_index);
+    const bounded_result r = run_bounded({app, "flight-call", "50"}, env, 30);
+    CAPTURE(r.err);
+    CHECK_FALSE(r.timed_out);
+    CHECK(r.exit_code == 0);
+    if (run_index <= 2) {
+      CHECK(r.err.empty());
+      CHECK(file_exists(numbered(run_index)));
+    } else {
+      CHECK(contains(r.err, "EDGETRACE_FLIGHT_KEEP=2"));
+      CHECK(edgetrace_test::line_count(r.err) == 1);
+    }
+  }
+  CHECK_FALSE(file_exists(numbered(3)));
+  CHECK(load_dump(numbered(2)).named("before_trigger").size() == 50);
+  for (int n = 1; n <= 4; ++n) ::unlink(numbered(n).c_str());
+}
+
 TEST_CASE("hostile: an OUTPUT no snapshot can go to is reported at start, not first at the crash") {
   SUBCASE("its directory does not exist") {
     const std::string output = tmp + "/hostile-no-such-dir/run.etr";

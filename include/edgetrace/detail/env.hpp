@@ -44,7 +44,7 @@ inline constexpr const char* known_variables[] = {
     "EDGETRACE_NVTX", "EDGETRACE_START_AFTER", "EDGETRACE_DURATION", "EDGETRACE_TOGGLE_SIGNAL",
     "EDGETRACE_CUDA", "EDGETRACE_ON_FULL",
     // Flight recorder (detail/flight.hpp); EDGETRACE_TRIGGER is parsed by detail/flight_triggers.hpp.
-    "EDGETRACE_MODE", "EDGETRACE_FLIGHT_MB", "EDGETRACE_FLIGHT_AFTER_MS", "EDGETRACE_FLIGHT_MAX",
+    "EDGETRACE_MODE", "EDGETRACE_FLIGHT_MB", "EDGETRACE_FLIGHT_AFTER_MS", "EDGETRACE_FLIGHT_MAX", "EDGETRACE_FLIGHT_KEEP",
     "EDGETRACE_FLIGHT_GAP_MS", "EDGETRACE_FLIGHT_AT_EXIT", "EDGETRACE_SNAPSHOT_SIGNAL", "EDGETRACE_TRIGGER",
 };
 
@@ -81,6 +81,7 @@ struct settings {
   std::uint32_t flight_after_ms = 100;      ///< EDGETRACE_FLIGHT_AFTER_MS: post-trigger window
   std::uint32_t flight_max = 10;            ///< EDGETRACE_FLIGHT_MAX: snapshots per run (rate limit)
   std::uint32_t flight_gap_ms = 1000;       ///< EDGETRACE_FLIGHT_GAP_MS: least time between two triggers written
+  std::uint32_t flight_keep = 20;           ///< EDGETRACE_FLIGHT_KEEP: snapshot files OUTPUT.1..OUTPUT.K at most, across runs
   bool flight_at_exit = false;              ///< EDGETRACE_FLIGHT_AT_EXIT=1: one snapshot at exit
   int snapshot_signal = 0;                  ///< EDGETRACE_SNAPSHOT_SIGNAL: SIGUSR1 or SIGUSR2 (0 = none)
   std::uint8_t clock = 1;          ///< chosen clock_mode (runtime.hpp: choose_clock)
@@ -101,6 +102,11 @@ inline constexpr std::uint64_t max_flight_mb = 4096;
 inline constexpr std::uint64_t default_flight_mb = 16;
 inline constexpr std::uint32_t default_flight_after_ms = 100;
 inline constexpr std::uint32_t default_flight_max = 10;
+/// Snapshot files never go past OUTPUT.20: a snapshot never replaces a
+/// file, so an app that crashes and is restarted over and over would
+/// otherwise add one (up to EDGETRACE_FLIGHT_MB) per run until the disk
+/// is full. 20: a whole run's worth (10 + a crash + an exit) and more.
+inline constexpr std::uint32_t default_flight_keep = 20;
 /// One second: a storm of slow frames writes at most one snapshot a second
 /// (each holds the seconds before it anyway).
 inline constexpr std::uint32_t default_flight_gap_ms = 1000;
@@ -276,6 +282,7 @@ inline settings read_settings() noexcept {
   s.flight_after_ms = static_cast<std::uint32_t>(
       env_unsigned("EDGETRACE_FLIGHT_AFTER_MS", 0, max_flush_ms, default_flight_after_ms));
   s.flight_max = static_cast<std::uint32_t>(env_unsigned("EDGETRACE_FLIGHT_MAX", 0, 1000000, default_flight_max));
+  s.flight_keep = static_cast<std::uint32_t>(env_unsigned("EDGETRACE_FLIGHT_KEEP", 1, 1000000, default_flight_keep));
   s.flight_gap_ms = static_cast<std::uint32_t>(
       env_unsigned("EDGETRACE_FLIGHT_GAP_MS", 0, 24u * 3600 * 1000, default_flight_gap_ms));
   s.flight_at_exit = env_choice("EDGETRACE_FLIGHT_AT_EXIT", {"0", "1"}) == 1;

@@ -52,6 +52,7 @@ struct flight_schedule {
   std::size_t reason_size = 0;
   std::uint64_t trigger_tick = 0;
   std::uint64_t due_ns = 0;      ///< CLOCK_MONOTONIC when it is written
+  bool names_used_up = false;    ///< EDGETRACE_FLIGHT_KEEP was reached and said so
 
   void skip(std::uint64_t count = 1) noexcept {
     skipped += count;
@@ -145,6 +146,11 @@ class flight_recorder {
     return true;
   }
 
+  /// Snapshot numbers stop at `files` (EDGETRACE_FLIGHT_KEEP): with
+  /// OUTPUT.1 .. OUTPUT.files all there, write() writes nothing (EEXIST).
+  /// Before start().
+  void keep_at_most(std::uint64_t files) noexcept { keep_ = files; }
+
   bool ready() const noexcept { return ready_.load(std::memory_order_acquire); }
   std::size_t capacity() const noexcept { return capacity_; }
   /// Events and annotations chunks overwritten so far (any thread).
@@ -204,14 +210,14 @@ class flight_recorder {
     info.chunks_overwritten = overwritten_.load(std::memory_order_relaxed);
     info.window_first_tick = first_tick(b, info.trigger_tick);
     char path[sizeof stem_ + sizeof extension_ + 24];
-    int fd = -1;
-    for (int tries = 0; tries < max_name_tries; ++tries) {
-      if (tries != 0) info.sequence = next_sequence();
+    int fd = -EEXIST;  // also when the number is past the limit already
+    while (info.sequence <= keep_) {
       snapshot_path(info.sequence, path);
       fd = open_snapshot(path);
       if (fd != -EEXIST) break;
+      info.sequence = next_sequence();
     }
-    if (fd < 0) return -fd;
+    if (fd < 0) return -fd;  // EEXIST: OUTPUT.1 .. OUTPUT.keep are all taken
     unsigned char snapshot[format::chunk_header_size + format::snapshot_payload_max + format::chunk_trailer_size];
     const unsigned char* payload_end =
         format::put_snapshot_payload(snapshot + format::chunk_header_size, info, reason, reason_size);
@@ -476,8 +482,7 @@ class flight_recorder {
     stem_[stem] = '\0';
   }
 
-  /// Existing names stepped over before a snapshot gives up (EEXIST).
-  static constexpr int max_name_tries = 1000;
+  std::uint64_t keep_ = 20;  ///< EDGETRACE_FLIGHT_KEEP: the highest N of OUTPUT.N
   std::atomic<bool> ready_{false};
   std::uint32_t writer_id_ = 0;
   std::size_t capacity_ = 0;

@@ -21,6 +21,7 @@ inline void runtime::start_flight() noexcept {
   schedule_.max = config_.flight_max;
   schedule_.gap_ns = std::uint64_t{config_.flight_gap_ms} * 1000000u;
   schedule_.after_ns = std::uint64_t{config_.flight_after_ms} * 1000000u;
+  flight_.keep_at_most(config_.flight_keep);
   // The app's start goes on now: it does not wait for the ring's page
   // faults (its records wait in the threads' rings meanwhile).
   set_open_state(open_done);
@@ -132,11 +133,17 @@ inline void runtime::write_snapshot() {
   out_.clear();
   schedule_.wrote(!immediate);
   crash_skipped_.store(0, std::memory_order_relaxed);
-  if (error != 0) {
+  if (error == EEXIST && !schedule_.names_used_up) {
+    schedule_.names_used_up = true;  // said once a run
+    char path[sizeof path_ + 128];
+    flight_.snapshot_path(config_.flight_keep, path);
+    report("no snapshot written: '%s' and every snapshot before it exist already (EDGETRACE_FLIGHT_KEEP=%u); move "
+           "or remove them to record more",
+           path, config_.flight_keep);
+  } else if (error != 0 && error != EEXIST) {
     char path[sizeof path_ + 128];
     flight_.snapshot_path(info.sequence, path);
-    report("cannot write the snapshot '%s': %s", path,
-           error == EEXIST ? "it and the next 999 names exist already" : std::strerror(error));
+    report("cannot write the snapshot '%s': %s", path, std::strerror(error));
   }
 }
 
