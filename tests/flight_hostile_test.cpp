@@ -222,15 +222,14 @@ TEST_CASE("hostile: an OUTPUT no snapshot can go to is reported at start, not fi
   }
 }
 
-TEST_CASE("hostile: a large flight ring is pre-faulted without stalling the app's own memory mapping") {
+// Skipped under sanitizers (their memory map calls are too slow to time)
+// and, by cmake/toolchains/qemu-aarch64-test.sh, under emulation.
+TEST_CASE("hostile: a large flight ring is pre-faulted without stalling the app's own memory mapping" *
+          doctest::skip(edgetrace_test::sanitized_build)) {
   // 1 GiB takes the flusher half a second or more to fault in. The app's
   // first span (its thread's ring is mapped then) and its own maps and
   // unmaps of 1 MiB meanwhile must not wait for all of it: MAP_POPULATE
   // held the process's memory map lock for the whole ring.
-  if (edgetrace_test::sanitized_build || edgetrace_test::emulated()) {
-    MESSAGE("skipped under sanitizers and emulation: their memory map calls are too slow to time");
-    return;
-  }
   const std::string output = tmp + "/hostile-big.etr";
   const bounded_result r = run_bounded({app, "map-stalls", "1.5"},
                                        {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + output,

@@ -581,36 +581,34 @@ TEST_CASE("flight: bad values get one line each and the app runs on") {
   ::unlink(output.c_str());
 }
 
-TEST_CASE("flight: a forked child writes no snapshot of its own, or its own with EDGETRACE_FORK=follow") {
-  SUBCASE("EDGETRACE_FORK=off: only the parent's exit snapshot") {
-    const std::string output = fresh_outputs("flight-fork");
-    const auto r = run({app, "fork"}, flight_env(output, {"EDGETRACE_FLIGHT_AT_EXIT=1"}));
-    CAPTURE(r.err);
-    CHECK(r.exit_code == 0);
-    CHECK(r.out == "child=7\n");  // tracing was off in every child
-    only_snapshot("flight-fork");
-    CHECK(load_dump(snapshot_file("flight-fork", 1)).named("app_span").size() >= 100);
-  }
-  SUBCASE("EDGETRACE_FORK=follow: the child's snapshot beside the parent's") {
-    if (edgetrace_test::sanitized_build) {
-      MESSAGE("skipped in sanitizer builds: the child allocates after fork (see sanitized_build)");
-      return;
-    }
-    const std::string output = fresh_outputs("flight-follow");
-    const auto r = run({app, "fork-follow"}, flight_env(output, {"EDGETRACE_FLIGHT_AT_EXIT=1", "EDGETRACE_FORK=follow"}));
-    CAPTURE(r.err);
-    CHECK(r.exit_code == 0);
-    long child = 0;
-    int status = -1;
-    REQUIRE(std::sscanf(r.out.c_str(), "child=%ld status=%d", &child, &status) == 2);
-    CHECK(status == 0);
-    only_snapshot("flight-follow");
-    CHECK(load_dump(snapshot_file("flight-follow", 1)).named("app_span").size() == 200);
-    const std::string child_stem = "flight-follow." + std::to_string(child);
-    only_snapshot(child_stem);
-    CHECK(load_dump(snapshot_file(child_stem, 1)).named("child_span").size() == 300);
-    ::unlink(snapshot_file(child_stem, 1).c_str());
-  }
+TEST_CASE("flight: a forked child writes no snapshot of its own (EDGETRACE_FORK=off): only the parent's exit snapshot") {
+  const std::string output = fresh_outputs("flight-fork");
+  const auto r = run({app, "fork"}, flight_env(output, {"EDGETRACE_FLIGHT_AT_EXIT=1"}));
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "child=7\n");  // tracing was off in every child
+  only_snapshot("flight-fork");
+  CHECK(load_dump(snapshot_file("flight-fork", 1)).named("app_span").size() >= 100);
+}
+
+// Skipped in sanitizer builds: the child allocates after fork (see
+// sanitized_build).
+TEST_CASE("flight: a forked child writes its own snapshot beside the parent's with EDGETRACE_FORK=follow" *
+          doctest::skip(edgetrace_test::sanitized_build)) {
+  const std::string output = fresh_outputs("flight-follow");
+  const auto r = run({app, "fork-follow"}, flight_env(output, {"EDGETRACE_FLIGHT_AT_EXIT=1", "EDGETRACE_FORK=follow"}));
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 0);
+  long child = 0;
+  int status = -1;
+  REQUIRE(std::sscanf(r.out.c_str(), "child=%ld status=%d", &child, &status) == 2);
+  CHECK(status == 0);
+  only_snapshot("flight-follow");
+  CHECK(load_dump(snapshot_file("flight-follow", 1)).named("app_span").size() == 200);
+  const std::string child_stem = "flight-follow." + std::to_string(child);
+  only_snapshot(child_stem);
+  CHECK(load_dump(snapshot_file(child_stem, 1)).named("child_span").size() == 300);
+  ::unlink(snapshot_file(child_stem, 1).c_str());
 }
 
 #ifdef EDGETRACE_TEST_GPU_APP

@@ -83,6 +83,12 @@ case ${program##*/} in
     exclude='*thread churn*'                                     # memory
     exclude="$exclude"',*signal handler*'                        # signals
     ;;
+  flight_test)
+    exclude='*forked child writes*'                               # fork
+    ;;
+  flight_hostile_test)
+    exclude='*large flight ring is pre-faulted*'                 # timing (memory map calls)
+    ;;
   reliability_test)
     exclude='*many forks under load*,*fork + exec of a traced program while threads trace*'  # fork
     exclude="$exclude"',*short-lived threads*'                   # threads (memory bound via thread counts)
