@@ -203,28 +203,12 @@ const command* find_command(const std::string& name) {
   return nullptr;
 }
 
-/// Edit distance, for "did you mean".
-std::size_t distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
 /// The closest of `choices` to `word` when it is a plausible typo, else null.
 const char* nearest(const std::string& word, const std::vector<const char*>& choices) {
   const char* best = nullptr;
   std::size_t best_distance = 3;  // at most two edits
   for (const char* c : choices) {
-    const std::size_t d = distance(word, c);
+    const std::size_t d = edgetrace::detail::edit_distance(word.c_str(), word.size(), c, std::strlen(c));
     if (d < best_distance || (best == nullptr && std::strncmp(c, word.c_str(), word.size()) == 0 && !word.empty())) {
       best_distance = std::min(d, best_distance);
       best = c;

@@ -7,6 +7,7 @@
 #include <edgetrace/config.hpp>
 #include <edgetrace/detail/atomic.hpp>
 #include <edgetrace/detail/kinds.hpp>
+#include <edgetrace/detail/text.hpp>
 
 #include <cstdint>
 
@@ -24,19 +25,9 @@ namespace detail {
 /// Is `name` an item of the comma-separated `list`? Spaces around items are
 /// ignored; an item "*" matches every name. Usable in constant expressions.
 constexpr bool list_contains(const char* list, const char* name) noexcept {
-  const char* p = list;
-  while (*p != '\0') {
-    while (*p == ' ' || *p == ',') ++p;
-    const char* item = p;
-    while (*p != '\0' && *p != ',') ++p;
-    const char* item_end = p;
-    while (item_end > item && item_end[-1] == ' ') --item_end;
-    if (item_end - item == 1 && *item == '*') return true;
-    const char* n = name;
-    const char* i = item;
-    while (i != item_end && *n != '\0' && *i == *n) ++i, ++n;
-    if (i == item_end && *n == '\0' && item_end != item) return true;
-  }
+  list_item item{nullptr, nullptr};
+  for (const char* p = list; next_list_item(p, item);)
+    if (item.is("*") || item.is(name)) return true;
   return false;
 }
 
@@ -58,7 +49,7 @@ inline constexpr std::uint8_t mode_unregistered = 16;
 /// every shared object that includes the header shares it).
 struct category_state {
   /// The flag every scope of this category loads: 0 = not recording, else
-  /// the clock_mode to record with (clock.hpp), so one load answers both
+  /// the clock_mode to record with (detail/clock.hpp), so one load answers both
   /// questions. Relaxed: it only gates recording; a scope racing with a
   /// change records or not, both fine. Written by the runtime at start, on
   /// failure and after fork; mode_unregistered until registration.

@@ -14,6 +14,8 @@
 #include <initializer_list>
 #include <unistd.h>
 
+#include <edgetrace/detail/text.hpp>
+
 extern char** environ;
 
 namespace edgetrace {
@@ -181,28 +183,6 @@ inline void env_window(const char* name, std::uint64_t& ns, std::uint64_t* marks
   else ns = value;
 }
 
-/// Edit distance between two short ASCII strings (bounded work: ≤ 64 chars).
-inline std::size_t edit_distance(const char* a, const char* b) noexcept {
-  std::size_t la = std::strlen(a), lb = std::strlen(b);
-  if (la > 64 || lb > 64) return 99;
-  std::size_t row[65];
-  for (std::size_t j = 0; j <= lb; ++j) row[j] = j;
-  for (std::size_t i = 1; i <= la; ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= lb; ++j) {
-      const std::size_t up = row[j];
-      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      std::size_t best = diagonal + cost;
-      if (up + 1 < best) best = up + 1;
-      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-      row[j] = best;
-      diagonal = up;
-    }
-  }
-  return row[lb];
-}
-
 /// Reports every EDGETRACE_* variable that edgetrace does not know, with the
 /// closest known name. Runs whether or not tracing is on: a misspelt
 /// EDGETRACE_OUTPUT is exactly when the user needs to hear about it.
@@ -334,25 +314,14 @@ inline bool runtime_category_selected(const char* filter, const char* name) noex
   if (filter == nullptr) return true;
   bool selected = false;
   bool any_positive = false;
-  const char* p = filter;
-  while (*p != '\0') {
-    while (*p == ' ' || *p == ',') ++p;
-    if (*p == '\0') break;
-    const bool exclude = *p == '-';
-    if (exclude) ++p;
-    const char* item = p;
-    while (*p != '\0' && *p != ',') ++p;
-    const char* end = p;
-    while (end > item && end[-1] == ' ') --end;
-    const std::size_t len = static_cast<std::size_t>(end - item);
-    const bool match = (len == 1 && *item == '*') || (std::strlen(name) == len && std::strncmp(item, name, len) == 0);
-    if (!exclude) any_positive = true;
-    if (match) {
-      if (exclude) return false;
-      selected = true;
-    }
-  }
-  return selected || !any_positive;
+  bool excluded = false;
+  for_each_list_item(filter, [&](list_item item) noexcept {
+    const bool exclude = *item.begin == '-';
+    if (exclude) ++item.begin;
+    else any_positive = true;
+    if (item.is("*") || item.is(name)) (exclude ? excluded : selected) = true;
+  });
+  return !excluded && (selected || !any_positive);
 }
 
 }  // namespace detail

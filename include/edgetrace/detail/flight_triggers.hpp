@@ -2,6 +2,7 @@
 // Latency triggers of the flight recorder (EDGETRACE_TRIGGER): the parser, and the flusher's evaluator of spans and mark iterations against their limits.
 #pragma once
 
+#include <edgetrace/detail/text.hpp>
 #include <edgetrace/format.hpp>
 
 #include <cstddef>
@@ -52,33 +53,25 @@ class flight_triggers {
   /// (a trailing comma) are skipped. Parsing again replaces what was set.
   bool parse(const char* text, char* error, std::size_t error_size) noexcept {
     count_ = 0;
-    const char* p = text;
     std::size_t count = 0;
-    while (true) {
-      const char* item = p;
-      while (*p != '\0' && *p != ',') ++p;
-      const char* end = p;
-      const char* begin = item;
-      while (begin < end && *begin == ' ') ++begin;
-      while (end > begin && end[-1] == ' ') --end;
-      if (begin != end) {
-        if (count == max_triggers) {
-          std::snprintf(error, error_size, "EDGETRACE_TRIGGER: more than %zu triggers; no trigger set", max_triggers);
+    list_item item{nullptr, nullptr};
+    for (const char* p = text; next_list_item(p, item);) {
+      const char* begin = item.begin;
+      const char* end = item.end;
+      if (count == max_triggers) {
+        std::snprintf(error, error_size, "EDGETRACE_TRIGGER: more than %zu triggers; no trigger set", max_triggers);
+        return false;
+      }
+      if (!parse_item(begin, end, triggers_[count], error, error_size)) return false;
+      for (std::size_t i = 0; i < count; ++i)
+        if (triggers_[i].name_size == triggers_[count].name_size &&
+            std::memcmp(triggers_[i].name, triggers_[count].name, triggers_[i].name_size) == 0) {
+          std::snprintf(error, error_size, "EDGETRACE_TRIGGER: '%.*s' names %.*s a second time; no trigger set",
+                        static_cast<int>(end - begin), begin, static_cast<int>(triggers_[i].name_size),
+                        triggers_[i].name);
           return false;
         }
-        if (!parse_item(begin, end, triggers_[count], error, error_size)) return false;
-        for (std::size_t i = 0; i < count; ++i)
-          if (triggers_[i].name_size == triggers_[count].name_size &&
-              std::memcmp(triggers_[i].name, triggers_[count].name, triggers_[i].name_size) == 0) {
-            std::snprintf(error, error_size, "EDGETRACE_TRIGGER: '%.*s' names %.*s a second time; no trigger set",
-                          static_cast<int>(end - begin), begin, static_cast<int>(triggers_[i].name_size),
-                          triggers_[i].name);
-            return false;
-          }
-        ++count;
-      }
-      if (*p == '\0') break;
-      ++p;
+      ++count;
     }
     if (count == 0) {
       std::snprintf(error, error_size, "EDGETRACE_TRIGGER is empty; no trigger set");

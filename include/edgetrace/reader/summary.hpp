@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include <edgetrace/detail/text.hpp>
+
 #include "annotations.hpp"
 #include "chrome_json.hpp"
 #include "dump_reader.hpp"
@@ -252,17 +254,13 @@ inline std::string summary_column_names() {
   return out + ", order";
 }
 
+/// The items of a comma list, spaces around each trimmed, empty ones left
+/// out (the writer's tokenizer: detail/text.hpp).
 inline std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> out;
-  std::string item;
-  for (char c : text + ",") {
-    if (c == ',') {
-      if (!item.empty()) out.push_back(item);
-      item.clear();
-    } else {
-      item.push_back(c);
-    }
-  }
+  edgetrace::detail::for_each_list_item(text.c_str(), [&](edgetrace::detail::list_item item) {
+    out.emplace_back(item.begin, item.end);
+  });
   return out;
 }
 
