@@ -26,12 +26,12 @@ namespace detail = edgetrace::detail;
 std::vector<std::string> calls;
 
 std::string name_of(std::uint64_t word) {
-  if ((word & 3) == detail::tag_named) {
-    const char* name = detail::interned_name(static_cast<std::uint32_t>(word >> 32));
-    const char* category = detail::category_name(static_cast<std::uint32_t>((word >> 2) & 0x3fffffff));
+  if (detail::tag_of(word) == detail::tag_named) {
+    const char* name = detail::interned_name(detail::named_id(word));
+    const char* category = detail::category_name(detail::named_category(word));
     return std::string(name != nullptr ? name : "?") + "@" + (category != nullptr ? category : "?");
   }
-  const auto* s = reinterpret_cast<const detail::site*>(static_cast<std::uintptr_t>(word));
+  const detail::site* s = detail::site_of(word);
   return std::string(s->name) + "@" + s->category->name;
 }
 

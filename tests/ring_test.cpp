@@ -83,7 +83,7 @@ TEST_CASE("ring: a full ring drops the new record, counts it and writes the loss
   et::push(span_word(2), 200, 210);
   auto second = f.drain();
   REQUIRE(second.size() == 2);
-  CHECK((second[0].word & 3) == et::tag_loss);
+  CHECK(et::tag_of(second[0].word) == et::tag_loss);
   CHECK((second[0].word >> 2) == 3);
   CHECK(second[0].t_begin == 110);
   CHECK(second[0].t_end == 150);
@@ -126,7 +126,7 @@ TEST_CASE("ring: every slot count from 2 to 9 wraps and fills correctly") {
       const int burst = round % 7;  // sometimes more than fits
       for (int i = 0; i < burst; ++i, ++next) et::push(span_word(1), next, next);
       for (const et::record& r : f.drain()) {
-        if ((r.word & 3) == et::tag_loss) {
+        if (et::tag_of(r.word) == et::tag_loss) {
           dropped_seen += r.word >> 2;
           expected += r.word >> 2;
           continue;
@@ -152,7 +152,7 @@ TEST_CASE("ring: concurrent producer and consumer account for every record") {
     for (;;) {
       const bool finished = done.load(std::memory_order_acquire);
       for (const et::record& r : f.drain()) {
-        if ((r.word & 3) == et::tag_loss) {
+        if (et::tag_of(r.word) == et::tag_loss) {
           lost += r.word >> 2;
           continue;
         }

@@ -39,6 +39,7 @@
 // (tools/compile_cost.sh checks): every traced TU pays for what is included.
 #if EDGETRACE_ENABLED
 #include <edgetrace/detail/hooks.hpp>
+#include <edgetrace/detail/record_word.hpp>
 #include <edgetrace/detail/ring.hpp>
 #include <edgetrace/detail/tick.hpp>
 #endif
@@ -146,13 +147,12 @@ EDGETRACE_DETAIL_NOINLINE void event_slow(std::uint64_t word, std::uint64_t valu
   if ((mode & mode_count_marks) != 0) {
     // Waiting for EDGETRACE_START_AFTER=N marks: count this one if it is a
     // mark; the mark that starts recording is itself recorded.
-    const bool is_mark = (word & 3) == 0 &&
-                         reinterpret_cast<const site*>(static_cast<std::uintptr_t>(word))->kind == format::site_kind::mark;
+    const bool is_mark = tag_of(word) == tag_site && site_of(word)->kind == format::site_kind::mark;
     mode = static_cast<std::uint8_t>((mode & mode_hooks) | (is_mark ? start_mark_seen() : 0));
   }
-  if ((mode & mode_hooks) != 0 && (word & 3) == 0) {
+  if ((mode & mode_hooks) != 0 && tag_of(word) == tag_site) {
     // Instants and marks only: counters and annotations have no hook.
-    const format::site_kind kind = reinterpret_cast<const site*>(static_cast<std::uintptr_t>(word))->kind;
+    const format::site_kind kind = site_of(word)->kind;
     if (kind == format::site_kind::instant || kind == format::site_kind::mark) {
       if (const scope_hooks* hooks = installed_hooks.load(order_acquire)) hooks->instant(word);
     }
@@ -164,7 +164,7 @@ EDGETRACE_DETAIL_NOINLINE void event_slow(std::uint64_t word, std::uint64_t valu
 /// The record word of an interned-name span of category `Category`.
 template <class Category>
 EDGETRACE_DETAIL_ALWAYS_INLINE std::uint64_t named_word(name_handle handle) noexcept {
-  return (std::uint64_t{handle.id} << 32) | (std::uint64_t{Category::state.index} << 2) | tag_named;
+  return pack_named(handle.id, Category::state.index);
 }
 
 /// A span from construction to destruction, of category `Category`.
@@ -177,7 +177,7 @@ class span_scope {
   template <class SiteFn>
   EDGETRACE_DETAIL_ALWAYS_INLINE explicit span_scope(SiteFn site_fn) noexcept {
     const std::uint8_t mode = Category::state.enabled.load(order_relaxed);
-    if (mode != clock_off) start(reinterpret_cast<std::uintptr_t>(&site_fn()), mode);
+    if (mode != clock_off) start(pack_site(&site_fn()), mode);
   }
   EDGETRACE_DETAIL_ALWAYS_INLINE span_scope(named_tag, name_handle handle) noexcept {
     const std::uint8_t mode = Category::state.enabled.load(order_relaxed);
@@ -224,7 +224,7 @@ class span_scope {
 /// The record word of site `site_fn()`.
 template <class SiteFn>
 EDGETRACE_DETAIL_ALWAYS_INLINE std::uint64_t site_word(SiteFn site_fn) noexcept {
-  return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&site_fn()));
+  return pack_site(&site_fn());
 }
 
 /// Records an instant, mark or counter sample of site `site_fn()`.

@@ -28,7 +28,8 @@
 
 namespace edgetrace {
 inline namespace v1 {
-namespace nvtx_detail {
+namespace detail {
+namespace nvtx {
 
 /// The "edgetrace" NVTX domain, created on first use.
 inline nvtxDomainHandle_t domain() noexcept {
@@ -64,12 +65,12 @@ inline const label& label_of(std::uint64_t word) noexcept {
   const char* name = nullptr;
   const char* category_name = nullptr;
   std::uint32_t category = 0;
-  if ((word & 3) == detail::tag_named) {
-    name = detail::interned_name(static_cast<std::uint32_t>(word >> 32));
-    category = static_cast<std::uint32_t>((word >> 2) & 0x3fffffffu);
+  if (detail::tag_of(word) == detail::tag_named) {
+    name = detail::interned_name(detail::named_id(word));
+    category = detail::named_category(word);
     category_name = detail::category_name(category);
   } else {
-    const auto* site = reinterpret_cast<const detail::site*>(static_cast<std::uintptr_t>(word));
+    const detail::site* site = detail::site_of(word);
     name = site->name;
     category = site->category->index;
     category_name = site->category->name;
@@ -108,7 +109,8 @@ inline constexpr detail::scope_hooks hooks{"NVTX", &begin, &end, &instant};
 /// includes this header (the same table each time).
 inline const bool installed = (detail::install_scope_hooks(&hooks), true);
 
-}  // namespace nvtx_detail
+}  // namespace nvtx
+}  // namespace detail
 }  // namespace v1
 }  // namespace edgetrace
 

@@ -899,7 +899,7 @@ class gpu_span_scope {
   template <class SiteFn>
   EDGETRACE_DETAIL_ALWAYS_INLINE gpu_span_scope(SiteFn site_fn, void* stream, const gpu_backend* backend) noexcept {
     const std::uint8_t mode = Category::state.enabled.load(order_relaxed);
-    if (mode != clock_off) start(reinterpret_cast<std::uintptr_t>(&site_fn()), mode, stream, backend);
+    if (mode != clock_off) start(pack_site(&site_fn()), mode, stream, backend);
   }
   EDGETRACE_DETAIL_ALWAYS_INLINE gpu_span_scope(named_tag, name_handle handle, void* stream,
                                                 const gpu_backend* backend) noexcept {

@@ -5,7 +5,7 @@
 #pragma once
 
 #include <edgetrace/category.hpp>
-#include <edgetrace/clock.hpp>
+#include <edgetrace/detail/clock.hpp>
 #include <edgetrace/config.hpp>
 #include <edgetrace/detail/env.hpp>
 #include <edgetrace/detail/flight.hpp>
@@ -89,18 +89,14 @@ inline std::uint64_t filter_items_matched = 0;
 /// (a leading '-' stripped; "*" and empty items skipped); 64 items at most.
 template <class Visit>
 void for_each_filter_item(const char* filter, Visit&& visit) noexcept {
-  if (filter == nullptr) return;
-  const char* p = filter;
-  for (unsigned index = 0; *p != '\0' && index < 64; ++index) {
-    while (*p == ' ' || *p == ',') ++p;
-    if (*p == '-') ++p;
-    const char* item = p;
-    while (*p != '\0' && *p != ',') ++p;
-    const char* end = p;
-    while (end > item && end[-1] == ' ') --end;
-    const auto length = static_cast<std::size_t>(end - item);
-    if (length != 0 && !(length == 1 && *item == '*')) visit(index, item, length);
-  }
+  unsigned index = 0;
+  for_each_list_item(filter, [&](list_item item) noexcept {
+    if (index < 64) {
+      if (*item.begin == '-') ++item.begin;
+      if (item.size() != 0 && !item.is("*")) visit(index, item.begin, item.size());
+    }
+    ++index;
+  });
 }
 
 /// Copies of the names of every category that registered, each followed by
@@ -181,8 +177,8 @@ EDGETRACE_DETAIL_API bool register_category(category_state& state) noexcept {
 }
 
 EDGETRACE_DETAIL_API std::uint8_t register_on_first_use(std::uint64_t word) noexcept {
-  if ((word & 3) != tag_site) return clock_off;  // a named word carries the index, still 0: nothing to register
-  auto& state = const_cast<category_state&>(*reinterpret_cast<const site*>(static_cast<std::uintptr_t>(word))->category);
+  if (tag_of(word) != tag_site) return clock_off;  // a named word carries the index, still 0: nothing to register
+  auto& state = const_cast<category_state&>(*site_of(word)->category);
   register_category(state);
   return state.enabled.load(std::memory_order_relaxed);
 }
@@ -1009,7 +1005,7 @@ class runtime {
   /// its library is gone. Direct-mapped: a dense loop of one site costs one
   /// compare.
   EDGETRACE_DETAIL_ALWAYS_INLINE const site_cache_entry& site_entry(std::uint64_t word) {
-    const site* s = reinterpret_cast<const site*>(static_cast<std::uintptr_t>(word));
+    const site* s = site_of(word);
     const site_cache_entry& slot = site_cache_[(word >> 3) & 255];
     if (EDGETRACE_DETAIL_UNLIKELY(slot.key != s) && site_id(s) == 0) return unloaded_site;  // else fills the slot
     return slot;
@@ -1070,13 +1066,13 @@ class runtime {
       }
       unloaded_loss_ = {cursor_, nullptr, ref_, 1, r.t_begin, r.t_begin};
     }
-    encode(ring, record{(unloaded_loss_.count << 2) | tag_loss, unloaded_loss_.first, unloaded_loss_.last}, nullptr);
+    encode(ring, record{pack_loss(unloaded_loss_.count), unloaded_loss_.first, unloaded_loss_.last}, nullptr);
     unloaded_loss_.end = cursor_;
   }
 
   /// Dump id of a (category, interned name) span site.
   std::uint32_t named_site_id(std::uint64_t word) {
-    const std::uint64_t key = word >> 2;
+    const std::uint64_t key = named_key(word);
     // Same direct-mapped cache as for literal sites: a hash lookup per
     // record would let a fast producer outrun the flusher.
     named_cache_entry& slot = named_cache_[(key ^ (key >> 30)) & 255];
@@ -1089,8 +1085,8 @@ class runtime {
     const std::uint32_t id = next_site_id_++;
     named_ids_.emplace(key, id);
     slot = {key, id};
-    const auto category_index = static_cast<std::uint32_t>(key & 0x3FFFFFFF);
-    const auto name_id = static_cast<std::uint32_t>(word >> 32);
+    const std::uint32_t category_index = named_category(word);
+    const std::uint32_t name_id = named_id(word);
     {
       // Copied under the lock: an unregistered category's name may be in
       // an unloaded library.
@@ -1153,8 +1149,8 @@ class runtime {
   /// Dump site id of a record word (a site pointer or a named-span word),
   /// defined on first sight like the rings' own records.
   std::uint32_t word_site_id(std::uint64_t word) {
-    if ((word & 3) == tag_named) return named_site_id(word);
-    return site_id(reinterpret_cast<const site*>(static_cast<std::uintptr_t>(word)));
+    if (tag_of(word) == tag_named) return named_site_id(word);
+    return site_id(site_of(word));
   }
 
   /// Seals a client's payload as a chunk, after any pending definitions it
@@ -1296,8 +1292,7 @@ class runtime {
     switch (kind) {
       case format::site_kind::arg_name:
         type = format::annotation_record::arg_name;
-        p = format::put_varint(p, named_site_id(((r.t_end & 0xFFFFFFFFu) << 32) |
-                                                 (std::uint64_t{slot.category} << 2) | tag_named));
+        p = format::put_varint(p, named_site_id(pack_named(static_cast<std::uint32_t>(r.t_end), slot.category)));
         break;
       case format::site_kind::flow:
         type = format::annotation_record::flow;
@@ -1428,7 +1423,7 @@ class runtime {
   /// Encodes one record at cursor_ (at most max_event_size bytes). `slot`:
   /// the record's site_entry for a literal site (tag_site), else null.
   EDGETRACE_DETAIL_ALWAYS_INLINE void encode(thread_ring& ring, const record& r, const site_cache_entry* slot) {
-    const std::uint64_t tag = r.word & 3;
+    const record_tag tag = tag_of(r.word);
     std::uint32_t id;
     format::site_kind kind = format::site_kind::span;
     if (EDGETRACE_DETAIL_LIKELY(slot != nullptr)) {
@@ -1441,7 +1436,7 @@ class runtime {
       cursor_ = format::put_varint(cursor_, special_code(format::special_type::loss));
       cursor_ = format::put_varint(cursor_, r.t_begin - ref_);
       cursor_ = format::put_varint(cursor_, r.t_end >= r.t_begin ? r.t_end - r.t_begin : 0);
-      cursor_ = format::put_varint(cursor_, r.word >> 2);
+      cursor_ = format::put_varint(cursor_, loss_count(r.word));
       ref_ = r.t_end >= r.t_begin ? r.t_end : r.t_begin;
       return;
     }
@@ -1469,8 +1464,8 @@ class runtime {
 
   /// The tick an events chunk starting with `r` takes as its base.
   static std::uint64_t reference_tick(const record& r, const site_cache_entry* slot) noexcept {
-    if ((r.word & 3) == tag_loss) return r.t_begin;
-    if ((r.word & 3) == tag_named) return r.t_end;
+    if (tag_of(r.word) == tag_loss) return r.t_begin;
+    if (tag_of(r.word) == tag_named) return r.t_end;
     return slot->kind == format::site_kind::span ? r.t_end : r.t_begin;
   }
 
@@ -1489,10 +1484,10 @@ class runtime {
       // One site lookup per record: annotations (and unloaded sites) leave
       // here, spans, instants and counters go on to encode with it.
       const site_cache_entry* slot = nullptr;
-      if (EDGETRACE_DETAIL_LIKELY((r.word & 3) == tag_site)) {
+      if (EDGETRACE_DETAIL_LIKELY(tag_of(r.word) == tag_site)) {
         slot = &site_entry(r.word);
         if (EDGETRACE_DETAIL_UNLIKELY(format::is_annotation(slot->kind))) return annotation(ring, r, *slot);
-      } else if (EDGETRACE_DETAIL_UNLIKELY((r.word & 3) == tag_more)) {
+      } else if (EDGETRACE_DETAIL_UNLIKELY(tag_of(r.word) == tag_more)) {
         return allocation_bytes(ring, r);
       }
       if (cursor_ == nullptr) {
@@ -1518,14 +1513,14 @@ class runtime {
     ring.signal_dropped += n;
     const std::uint64_t now = ticks(config_.clock);
     start_events_chunk(ring, now);
-    encode(ring, record{(n << 2) | tag_loss, now, now}, nullptr);
+    encode(ring, record{pack_loss(n), now, now}, nullptr);
     finish_events_chunk();
   }
 
   /// Writes the in-band loss a retired thread could not write itself.
   void drain_pending_loss(thread_ring& ring) {
     if (ring.pending_loss == 0 || failed_.load(std::memory_order_relaxed) || ended_) return;
-    const record loss{(ring.pending_loss << 2) | tag_loss, ring.loss_first, ring.loss_last};
+    const record loss{pack_loss(ring.pending_loss), ring.loss_first, ring.loss_last};
     start_events_chunk(ring, loss.t_begin);
     encode(ring, loss, nullptr);
     finish_events_chunk();
@@ -2329,7 +2324,7 @@ inline record* reserve_slots(thread_ring*& ring, std::size_t count, std::uint64_
     return nullptr;
   }
   if (ring->pending_loss != 0) {
-    *pos = record{(ring->pending_loss << 2) | tag_loss, ring->loss_first, ring->loss_last};
+    *pos = record{pack_loss(ring->pending_loss), ring->loss_first, ring->loss_last};
     ring->pending_loss = 0;
     if (++pos == ring->end) pos = ring->begin;
   }
@@ -2363,9 +2358,8 @@ inline void publish_slots(thread_ring& ring, record* next) noexcept {
 template <class>
 EDGETRACE_DETAIL_NOINLINE void push_slow(thread_ring* ring, std::uint64_t word, std::uint64_t a,
                                          std::uint64_t b) noexcept {
-  const bool is_span = (word & 3) == tag_named ||
-                       ((word & 3) == tag_site &&
-                        reinterpret_cast<const site*>(static_cast<std::uintptr_t>(word))->kind == format::site_kind::span);
+  const bool is_span = tag_of(word) == tag_named ||
+                       (tag_of(word) == tag_site && site_of(word)->kind == format::site_kind::span);
   if (record* pos = reserve_slots(ring, 1, is_span ? b : a)) {
     *pos = record{word, a, b};
     publish_slots(*ring, pos + 1);
