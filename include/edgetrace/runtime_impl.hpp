@@ -25,6 +25,8 @@
 #if EDGETRACE_ENABLED
 #define EDGETRACE_DETAIL_RUNTIME_TU 1
 #include <edgetrace/detail/runtime.hpp>
+// GPU scopes (detail/gpu.hpp) reach their tracker through declarations.
+#include <edgetrace/detail/gpu_tracker.hpp>
 
 namespace edgetrace {
 inline namespace v1 {

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 # cmake -P: runs the separate-runtime program traced and checks the calls
-# per name in `edgetrace summary --format csv`, and that nothing was dropped.
+# per name in `edgetrace summary --format csv`, that nothing was dropped, and
+# that the GPU tracker in the runtime resolved every GPU span.
 # Inputs (-D): APP, CLI, DUMP.
 foreach(var APP CLI DUMP)
   if(NOT DEFINED ${var})
@@ -16,7 +17,7 @@ execute_process(COMMAND ${CLI} summary ${DUMP} --format csv RESULT_VARIABLE rc O
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "edgetrace summary exited ${rc}: ${err}")
 endif()
-foreach(expected "outer,separate,1000," "interned_layer,separate,1000," "work,separate,1500,")
+foreach(expected "outer,separate,1000," "interned_layer,separate,1000," "work,separate,1500," "gpu_step,separate,50,")
   string(FIND "${csv}" "\n${expected}" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "summary lacks a row starting '${expected}':\n${csv}")
@@ -26,4 +27,7 @@ execute_process(COMMAND ${CLI} info ${DUMP} RESULT_VARIABLE rc OUTPUT_VARIABLE i
 if(NOT rc EQUAL 0 OR NOT info MATCHES "0 dropped in 2 threads" OR NOT info MATCHES "status +complete")
   message(FATAL_ERROR "edgetrace info (exit ${rc}) does not show a complete 2-thread dump without drops:\n${info}")
 endif()
-message(STATUS "separate runtime: 3 names, 2 threads, nothing dropped")
+if(NOT info MATCHES "gpu status +on" OR NOT info MATCHES "gpu spans +50 resolved, 0 captured[^\n]*, 0 unresolved")
+  message(FATAL_ERROR "edgetrace info does not show 50 resolved GPU spans:\n${info}")
+endif()
+message(STATUS "separate runtime: 4 names, 2 threads, nothing dropped, 50 GPU spans resolved")

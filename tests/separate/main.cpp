@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: MIT
 // A program built with the runtime compiled once (edgetrace::runtime,
 // EDGETRACE_SEPARATE_RUNTIME=1): two TUs trace, one category is declared
-// in both, a second thread traces, names are interned. check.cmake runs it
-// traced and checks the dump with the `edgetrace` tool.
+// in both, a second thread traces, names are interned, and GPU scopes on
+// the fake GPU reach the GPU tracker compiled into the runtime (this TU
+// sees only its declarations). check.cmake runs it traced and checks the
+// dump with the `edgetrace` tool.
+#include <edgetrace/detail/gpu.hpp>
 #include <edgetrace/edgetrace.hpp>
 
+#include "../support/fake_gpu.hpp"
+
+#include <chrono>
 #include <string>
 #include <thread>
 
@@ -25,6 +31,14 @@ int main() {
     work(i);
   }
   helper.join();
+  // 50 GPU scopes of 20 us each on one stream, all resolved before exit.
+  edgetrace_test::fake_gpu& gpu = edgetrace_test::fake_gpu::instance();
+  void* stream = edgetrace_test::fake_gpu::stream(0);
+  for (int i = 0; i < 50; ++i) {
+    FAKE_GPU_SCOPE(separate, "gpu_step", stream);
+    gpu.launch(stream, 20e3);
+  }
+  while (gpu.pending_events() != 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
   EDGETRACE_MARK(separate, "done");
   return edgetrace::tracing_active() ? 0 : 3;
 }
