@@ -8,7 +8,7 @@
 
 #include <edgetrace/config.hpp>
 #include <edgetrace/detail/gpu_backend.hpp>
-#include <edgetrace/detail/ring.hpp>
+#include <edgetrace/detail/spsc.hpp>
 
 #include <atomic>
 #include <cstdint>
@@ -21,7 +21,6 @@ namespace detail {
 /// pending queue, 48 bytes each). A scope that finds no slot records its
 /// host span only and is counted as skipped.
 inline constexpr std::uint32_t gpu_pending_capacity = 1024;
-static_assert((gpu_pending_capacity & (gpu_pending_capacity - 1)) == 0, "a power of two");
 /// Event pairs one thread may own (in flight plus idle): bounds what a
 /// stalled GPU can make the tracker allocate.
 inline constexpr std::uint32_t gpu_max_pairs_per_thread = 4096;
@@ -51,16 +50,17 @@ struct gpu_launch {
 /// pool, events included, for the next thread.
 ///
 /// Hand-off: `pending` is a single-producer/single-consumer queue of
-/// launches (owner -> flusher) with free-running indices. Events come back
-/// through `returned`, a stack the flusher pushes onto and the owner empties
-/// whole: with a single consumer that only ever takes everything, there is
-/// no ABA problem and no lock.
+/// launches (owner -> flusher; detail/spsc.hpp, the primitive under the
+/// record rings too). Events come back through `returned`, a stack the
+/// flusher pushes onto and the owner empties whole: with a single consumer
+/// that only ever takes everything, there is no ABA problem and no lock.
 struct gpu_thread {
+  /// Launches of finished scopes. Owner: refresh_room (reserve) and
+  /// publish_one; flusher: consume (drain). Its own cache lines.
+  spsc_queue<gpu_launch, gpu_pending_capacity> pending;
+
   // ---- owner side: written by the owning thread only.
-  /// Next slot to fill. Owner: relaxed load, release store after filling
-  /// the slot; flusher: acquire load, so the slot's fields are visible.
-  std::atomic<std::uint32_t> write_index{0};
-  std::uint32_t reserved = 0;  ///< slots held by scopes still open (nesting)
+  alignas(cache_line) std::uint32_t reserved = 0;  ///< slots held by scopes still open (nesting)
   /// Pairs this state ever created. Owner: relaxed load + store; flusher:
   /// relaxed load for stats.
   std::atomic<std::uint32_t> pairs_created{0};
@@ -79,12 +79,9 @@ struct gpu_thread {
   std::uint64_t os_tid = 0;
 
   // ---- flusher side.
-  /// Next slot to read. Flusher: release store once it copied the slots
-  /// out; owner: acquire load before it reuses them.
-  alignas(cache_line) std::atomic<std::uint32_t> read_index{0};
   /// Pairs the flusher is done with: flusher pushes (CAS, release), owner
   /// takes the whole list (exchange, acquire).
-  std::atomic<gpu_event_pair*> returned{nullptr};
+  alignas(cache_line) std::atomic<gpu_event_pair*> returned{nullptr};
 
   // ---- rarely written.
   /// Set (release) by the owner's thread-exit hook; once the flusher sees
@@ -92,20 +89,16 @@ struct gpu_thread {
   alignas(cache_line) std::atomic<bool> retired{false};
   gpu_thread* next_free = nullptr;  ///< pool link (registry mutex)
 
-  gpu_launch pending[gpu_pending_capacity];
-
-  /// Owner: holds a slot for a scope until it ends. Cost: one acquire load.
+  /// Owner: holds a slot for a scope until it ends, so nested scopes never
+  /// find the queue full at their end. Cost: one acquire load.
   bool reserve() noexcept {
-    const std::uint32_t used = write_index.load(std::memory_order_relaxed) - read_index.load(std::memory_order_acquire);
-    if (used + reserved >= gpu_pending_capacity) return false;
+    if (refresh_room(pending) <= reserved) return false;
     ++reserved;
     return true;
   }
   /// Owner: fills the reserved slot and publishes it.
   void publish(const gpu_launch& launch) noexcept {
-    const std::uint32_t index = write_index.load(std::memory_order_relaxed);
-    pending[index & (gpu_pending_capacity - 1)] = launch;
-    write_index.store(index + 1, std::memory_order_release);
+    publish_one(pending, launch);
     --reserved;
   }
   void unreserve() noexcept { --reserved; }
@@ -114,10 +107,7 @@ struct gpu_thread {
   /// in order, then frees their slots.
   template <class Visit>
   void drain(Visit&& visit) {
-    const std::uint32_t end = write_index.load(std::memory_order_acquire);
-    std::uint32_t index = read_index.load(std::memory_order_relaxed);
-    for (; index != end; ++index) visit(pending[index & (gpu_pending_capacity - 1)]);
-    read_index.store(index, std::memory_order_release);
+    consume(pending, visit);
   }
 
   /// Owner: counts a scope that got no GPU time (one writer: no RMW).

@@ -5,6 +5,7 @@
 
 #include <edgetrace/config.hpp>
 #include <edgetrace/detail/atomic.hpp>
+#include <edgetrace/detail/spsc.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -32,10 +33,8 @@ struct record {
 };
 static_assert(sizeof(record) == 24, "a record must stay 24 bytes");
 
-/// Cache line size used for padding (fixed on purpose: see STYLE.md).
-inline constexpr std::size_t cache_line = 64;
-
-/// A thread's ring over the slots [begin, end). Positions are pointers, so
+/// A thread's ring over the slots [begin, end): an SPSC ring (detail/spsc.hpp;
+/// refresh_room, consume and unread work on it). Positions are pointers, so
 /// the fast path needs no index arithmetic. The producer publishes its write
 /// position, the consumer its read position; both are normalised so that
 /// `end` means `begin`. One slot always stays free, so equal positions mean
@@ -45,10 +44,11 @@ inline constexpr std::size_t cache_line = 64;
 /// consumer never write the same cache line.
 struct thread_ring {
   // ---- producer line: written by the owning thread only.
-  /// Where the next record goes. Owner: relaxed load (it wrote it), release
-  /// store after the record's stores, so the flusher's acquire load sees
-  /// complete records. May equal `end` until the slow path wraps it.
-  atomic_cell<record*> write_pos{nullptr};
+  /// Where the next record goes. Owner: own() (relaxed: it wrote it),
+  /// publish() (release) after the record's stores, so the flusher's
+  /// published() (acquire) sees complete records. May equal `end` until the
+  /// slow path wraps it.
+  write_position<record> write_pos{nullptr};
   /// Owner only: the fast path writes while write_pos != write_limit. Set
   /// by the slow path from the consumer's position (or to write_pos itself
   /// while a loss is pending, to route every push to the slow path).
@@ -72,9 +72,10 @@ struct thread_ring {
   record* gave_up_at = nullptr;
 
   // ---- consumer line: written by the flusher only.
-  /// Next record to read (normalised). Flusher: release store after it has
-  /// copied records out; owner: acquire load (slow path) before reusing them.
-  alignas(cache_line) atomic_cell<record*> read_pos{nullptr};
+  /// Next record to read (normalised). Flusher: hand_back() (release) after
+  /// it has copied records out; owner: freed() (acquire, slow path) before
+  /// reusing them.
+  alignas(cache_line) read_position<record> read_pos{nullptr};
   std::uint32_t thread_id = 0;          ///< flusher only: id in the dump
   std::uint32_t name_version_seen = 0;  ///< flusher only
   std::uint64_t written = 0;            ///< flusher only: records encoded
@@ -157,7 +158,7 @@ EDGETRACE_DETAIL_ALWAYS_INLINE void push(std::uint64_t word, std::uint64_t a, st
   thread_ring* ring = current_ring;
   current_ring = &busy_ring;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  record* slot = ring->write_pos.load(order_relaxed);
+  record* slot = ring->write_pos.own();
   if (EDGETRACE_DETAIL_UNLIKELY(slot == ring->write_limit)) {
     push_slow(ring, word, a, b);  // restores current_ring
     return;
@@ -165,80 +166,9 @@ EDGETRACE_DETAIL_ALWAYS_INLINE void push(std::uint64_t word, std::uint64_t a, st
   slot->word = word;
   slot->t_begin = a;
   slot->t_end = b;
-  ring->write_pos.store(slot + 1, order_release);
+  ring->write_pos.publish(slot + 1);
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   current_ring = ring;
-}
-
-/// Producer side of the slow path: recomputes write_limit from the
-/// consumer's position, wrapping write_pos to begin if it reached end.
-/// Returns how many records fit now. Owner thread only.
-inline std::size_t refresh_room(thread_ring& ring) noexcept {
-  record* pos = ring.write_pos.load(order_relaxed);
-  // Acquire pairs with the consumer's release: it is done reading every
-  // slot before its position, so those may be overwritten.
-  record* read = ring.read_pos.load(order_acquire);
-  if (pos == ring.end) {
-    pos = ring.begin;  // wrap; for the consumer `end` and `begin` are the same position
-    ring.write_pos.store(pos, order_release);
-  }
-  std::size_t room;
-  if (read > pos) {
-    ring.write_limit = read - 1;
-    room = static_cast<std::size_t>(read - 1 - pos);
-  } else {
-    ring.write_limit = read == ring.begin ? ring.end - 1 : ring.end;
-    room = static_cast<std::size_t>(ring.write_limit - pos) + static_cast<std::size_t>(read - ring.begin) -
-           (read == ring.begin ? 0 : 1);
-  }
-  return room;
-}
-
-/// A consumer releases slots at least this often while it drains, so a
-/// producer waiting for room (EDGETRACE_ON_FULL=wait) resumes after a
-/// batch, not after the whole ring.
-inline constexpr std::size_t release_batch = 4096;
-
-/// consume(), up to `pos`: a write_pos the caller loaded (acquire) before.
-/// `released()` runs after each batch of slots was handed back.
-template <class Visit, class Released>
-std::size_t consume_to(thread_ring& ring, record* pos, Visit&& visit, Released&& released) {
-  record* read = ring.read_pos.load(order_relaxed);  // our own field
-  if (pos == ring.end) pos = ring.begin;
-  std::size_t count = 0;
-  while (read != pos) {
-    record* const stop_at = read > pos ? ring.end : pos;
-    record* const stop = static_cast<std::size_t>(stop_at - read) > release_batch ? read + release_batch : stop_at;
-    count += static_cast<std::size_t>(stop - read);
-    for (; read != stop; ++read) {
-      // The producer wrote these lines on another core: ask for them ahead.
-      __builtin_prefetch(read + 32);
-      visit(*read);
-    }
-    if (read == ring.end) read = ring.begin;
-    // Release: our reads of these slots happen before the producer reuses them.
-    ring.read_pos.store(read, order_release);
-    released();
-  }
-  return count;
-}
-
-/// Consumer side: calls `visit(const record&)` for every published record
-/// in order, then releases their slots. Flusher thread only. Returns the
-/// number of records visited.
-template <class Visit>
-std::size_t consume(thread_ring& ring, Visit&& visit) {
-  // Acquire pairs with the producer's release store of write_pos.
-  return consume_to(ring, ring.write_pos.load(order_acquire), visit, [] {});
-}
-
-/// Records waiting in the ring (consumer's view; for statistics).
-inline std::size_t unread(const thread_ring& ring) noexcept {
-  const record* pos = ring.write_pos.load(order_acquire);
-  const record* read = ring.read_pos.load(order_relaxed);
-  if (pos == ring.end) pos = ring.begin;
-  return read <= pos ? static_cast<std::size_t>(pos - read)
-                     : static_cast<std::size_t>(ring.end - read) + static_cast<std::size_t>(pos - ring.begin);
 }
 
 }  // namespace detail
