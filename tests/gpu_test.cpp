@@ -244,6 +244,36 @@ TEST_CASE("gpu: a thread owns at most gpu_max_pairs_per_thread pairs; the rest i
   CHECK(named(gpu_spans_now()->spans, "adopted").size() == 50);
 }
 
+namespace {
+
+/// `depth` GPU scopes, each nested in the previous one.
+void nested_scopes(void* stream, std::uint32_t depth) {
+  FAKE_GPU_SCOPE(gpu, "nested", stream);
+  if (depth > 1) nested_scopes(stream, depth - 1);
+}
+
+/// The writer's GPU stats as of now (flush() writes them).
+std::uint64_t gpu_skipped_now() {
+  const auto dump = gpu_spans_now();
+  REQUIRE(dump->reader.writers().size() == 1);
+  const auto& gpu = dump->reader.writers().begin()->second.gpu;
+  REQUIRE(gpu.has_stats);
+  return gpu.skipped;
+}
+
+}  // namespace
+
+TEST_CASE("gpu: nested scopes hold a hand-off slot each; past gpu_pending_capacity they are host-only, counted") {
+  void* s = fake_gpu::stream(60);
+  const std::uint32_t extra = 5;
+  wait_gpu_idle();
+  const std::uint64_t skipped_before = gpu_skipped_now();
+  std::thread([&] { nested_scopes(s, edgetrace::detail::gpu_pending_capacity + extra); }).join();
+  wait_gpu_idle();
+  CHECK(gpu_skipped_now() - skipped_before == extra);
+  CHECK(named(gpu_spans_now()->spans, "nested").size() == edgetrace::detail::gpu_pending_capacity);
+}
+
 // ------------------------------------------------------------ alignment math
 
 namespace {
