@@ -17,15 +17,6 @@ namespace edgetrace {
 inline namespace v1 {
 namespace detail {
 
-/// Scopes a thread can hand over between two flusher cycles (slots of its
-/// pending queue, 48 bytes each). A scope that finds no slot records its
-/// host span only and is counted as skipped.
-inline constexpr std::uint32_t gpu_pending_capacity = 1024;
-/// Event pairs one thread may own (in flight plus idle): bounds what a
-/// stalled GPU can make the tracker allocate.
-inline constexpr std::uint32_t gpu_max_pairs_per_thread = 4096;
-inline constexpr int gpu_max_devices_per_thread = 8;
-
 /// Two timing events created together on one device, reused for ever.
 struct gpu_event_pair {
   void* start;
@@ -44,6 +35,15 @@ struct gpu_launch {
   std::int32_t device;
   std::uint32_t flags;       ///< format::gpu_span_flag
 };
+
+/// Scopes a thread can hand over between two flusher cycles (slots of its
+/// pending queue, 48 bytes each). A scope that finds no slot records its
+/// host span only and is counted as skipped.
+inline constexpr std::uint32_t gpu_pending_capacity = 1024;
+/// Event pairs one thread may own (in flight plus idle): bounds what a
+/// stalled GPU can make the tracker allocate.
+inline constexpr std::uint32_t gpu_max_pairs_per_thread = 4096;
+inline constexpr int gpu_max_devices_per_thread = 8;
 
 /// What one thread shares with the flusher. Created on the thread's first
 /// GPU scope (slow path), never freed: when the thread exits it goes to a
