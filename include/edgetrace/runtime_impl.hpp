@@ -25,8 +25,13 @@
 #if EDGETRACE_ENABLED
 #define EDGETRACE_DETAIL_RUNTIME_TU 1
 #include <edgetrace/detail/runtime.hpp>
-// GPU scopes (detail/gpu.hpp) reach their tracker through declarations.
+// GPU scopes (detail/gpu.hpp) reach their tracker through declarations; it
+// is compiled here unless the build gives it a TU of its own (the
+// edgetrace::runtime library does, so a program without GPU scopes does
+// not link it).
+#ifndef EDGETRACE_DETAIL_GPU_TRACKER_APART
 #include <edgetrace/detail/gpu_tracker.hpp>
+#endif
 
 namespace edgetrace {
 inline namespace v1 {
