@@ -47,21 +47,21 @@ class table_host final : public dt::encoder_host {
   void output_full() override { ++outputs_full; }
 };
 
+// golden-script-begin: these lines, built against the runtime before it was split into rooms (one class
+// runtime with the encoder inside), gave the size and CRC the "bytes" case checks.
 dt::category_state cat_a("enc_a");
 dt::category_state cat_b("enc_b");
 
-constexpr dt::site span_site{&cat_a, "work", "enc.cpp", 11, fmt::site_kind::span};
-constexpr dt::site instant_site{&cat_a, "tick", "enc.cpp", 12, fmt::site_kind::instant};
-constexpr dt::site mark_site{&cat_a, "iteration", "enc.cpp", 13, fmt::site_kind::mark};
-constexpr dt::site counter_site{&cat_b, "depth", "enc.cpp", 14, fmt::site_kind::counter};
-constexpr dt::site arg_site{&cat_a, "batch", "enc.cpp", 15, fmt::site_kind::arg};
-constexpr dt::site real_site{&cat_a, "ratio", "enc.cpp", 16, fmt::site_kind::arg_float};
-constexpr dt::site bool_site{&cat_a, "hit", "enc.cpp", 17, fmt::site_kind::arg_bool};
-constexpr dt::site named_arg_site{&cat_b, "model", "enc.cpp", 18, fmt::site_kind::arg_name};
-constexpr dt::site flow_site{&cat_a, "request", "enc.cpp", 19, fmt::site_kind::flow};
-constexpr dt::site alloc_site{&cat_b, "pool", "enc.cpp", 20, fmt::site_kind::alloc};
-constexpr dt::site free_site{&cat_b, "pool", "enc.cpp", 21, fmt::site_kind::free};
-constexpr dt::site gone_site{&cat_a, "gone", "lib.cpp", 22, fmt::site_kind::span};
+/// The sites the records below use, by kind.
+enum site_index { work, tick, iteration, depth, batch, ratio, hit, model, request, pool_alloc, pool_free, gone };
+constexpr dt::site sites[] = {
+    {&cat_a, "work", "enc.cpp", 11, fmt::site_kind::span},       {&cat_a, "tick", "enc.cpp", 12, fmt::site_kind::instant},
+    {&cat_a, "iteration", "enc.cpp", 13, fmt::site_kind::mark},  {&cat_b, "depth", "enc.cpp", 14, fmt::site_kind::counter},
+    {&cat_a, "batch", "enc.cpp", 15, fmt::site_kind::arg},       {&cat_a, "ratio", "enc.cpp", 16, fmt::site_kind::arg_float},
+    {&cat_a, "hit", "enc.cpp", 17, fmt::site_kind::arg_bool},    {&cat_b, "model", "enc.cpp", 18, fmt::site_kind::arg_name},
+    {&cat_a, "request", "enc.cpp", 19, fmt::site_kind::flow},    {&cat_b, "pool", "enc.cpp", 20, fmt::site_kind::alloc},
+    {&cat_b, "pool", "enc.cpp", 21, fmt::site_kind::free},       {&cat_a, "gone", "lib.cpp", 22, fmt::site_kind::span},
+};
 
 std::uint64_t bits(double v) {
   std::uint64_t b;
@@ -69,7 +69,36 @@ std::uint64_t bits(double v) {
   return b;
 }
 
-dt::record site_record(const dt::site& s, std::uint64_t a, std::uint64_t b) { return {dt::pack_site(&s), a, b}; }
+dt::record site_record(site_index s, std::uint64_t a, std::uint64_t b) { return {dt::pack_site(&sites[s]), a, b}; }
+
+/// One thread's records, every kind the encoder knows, in an order that
+/// opens and closes argument runs, rebases and coalesces unloaded drops.
+template <class Add>
+void golden_records(Add&& add) {
+  add(site_record(work, 5000, 7000));
+  add(dt::record{dt::pack_named(3, 2), 7100, 8000});
+  add(site_record(batch, 7150, static_cast<std::uint64_t>(std::int64_t{-7})));
+  add(site_record(batch, 7151, 300));
+  add(site_record(ratio, 7152, bits(0.125)));
+  add(site_record(hit, 7153, 1));
+  add(site_record(batch, 7154, 5));
+  add(site_record(model, 7155, 4));
+  add(site_record(tick, 8100, 0));
+  add(site_record(iteration, 8150, 0));
+  add(site_record(depth, 8200, bits(2.5)));
+  add(dt::record{dt::pack_loss(3), 8300, 8400});
+  add(site_record(gone, 8450, 8460));
+  add(site_record(gone, 8470, 8480));
+  add(site_record(work, 6000, 6500));
+  add(site_record(request, 6600, 99));
+  add(site_record(pool_alloc, 6700, 0xABC000));
+  add(dt::record{dt::tag_more, 4096, 0});
+  add(site_record(pool_free, 6800, 0xABC000));
+  add(site_record(depth, 100, bits(-1e300)));
+  for (std::uint64_t i = 0; i < 3000; ++i) add(site_record(work, 200000 + 10 * i, 200005 + 10 * i + (i % 7)));
+  add(dt::record{dt::pack_named(4, 1), 300000, 300000});
+}
+// golden-script-end
 
 /// Writes `chunks` after a file header and reads the file back.
 struct read_back {
@@ -129,15 +158,15 @@ struct fixture {
 
 TEST_CASE("events round-trip: spans, named spans, instants, marks, counters, losses, rebases") {
   fixture f;
-  f.add(site_record(span_site, 5000, 7000));
+  f.add(site_record(work, 5000, 7000));
   f.add({dt::pack_named(3, 2), 7100, 8000});
-  f.add(site_record(instant_site, 8100, 0));
-  f.add(site_record(mark_site, 8150, 0));
-  f.add(site_record(counter_site, 8200, bits(2.5)));
+  f.add(site_record(tick, 8100, 0));
+  f.add(site_record(iteration, 8150, 0));
+  f.add(site_record(depth, 8200, bits(2.5)));
   f.add({dt::pack_loss(3), 8300, 8400});
-  f.add(site_record(span_site, 6000, 6500));  // ends before the previous record: a rebase
-  f.add(site_record(span_site, 9000, 9000));  // zero length
-  f.add(site_record(counter_site, 100, bits(-1e300)));  // far back: a rebase on an instant-like record
+  f.add(site_record(work, 6000, 6500));  // ends before the previous record: a rebase
+  f.add(site_record(work, 9000, 9000));  // zero length
+  f.add(site_record(depth, 100, bits(-1e300)));  // far back: a rebase on an instant-like record
   f.encoder.add_loss(f.ring, 2, 9500, 9600);  // a retired thread's pending loss, in a chunk of its own
   read_back back(f.finish());
   REQUIRE(back.ok);
@@ -208,16 +237,16 @@ TEST_CASE("events round-trip: spans, named spans, instants, marks, counters, los
 
 TEST_CASE("annotations round-trip: arguments of every type, runs, flows, allocations, frees") {
   fixture f;
-  f.add(site_record(arg_site, 5000, static_cast<std::uint64_t>(std::int64_t{-7})));
-  f.add(site_record(arg_site, 5001, 300));              // joins the run
-  f.add(site_record(real_site, 5002, bits(0.125)));     // a typed run from here
-  f.add(site_record(bool_site, 5003, 1));
-  f.add(site_record(named_arg_site, 5004, 4));          // value: interned name 4
-  f.add(site_record(flow_site, 5005, 99));
-  f.add(site_record(alloc_site, 5006, 0xABC000));
+  f.add(site_record(batch, 5000, static_cast<std::uint64_t>(std::int64_t{-7})));
+  f.add(site_record(batch, 5001, 300));              // joins the run
+  f.add(site_record(ratio, 5002, bits(0.125)));     // a typed run from here
+  f.add(site_record(hit, 5003, 1));
+  f.add(site_record(model, 5004, 4));          // value: interned name 4
+  f.add(site_record(request, 5005, 99));
+  f.add(site_record(pool_alloc, 5006, 0xABC000));
   f.add({dt::tag_more, 4096, 0});
-  f.add(site_record(free_site, 5007, 0xABC000));
-  f.add(site_record(span_site, 4000, 5010));  // the span they belong to
+  f.add(site_record(pool_free, 5007, 0xABC000));
+  f.add(site_record(work, 4000, 5010));  // the span they belong to
   read_back back(f.finish());
   REQUIRE(back.ok);
   CHECK_FALSE(back.reader.damaged());
@@ -256,17 +285,17 @@ TEST_CASE("annotations round-trip: arguments of every type, runs, flows, allocat
 
 TEST_CASE("capture chunks, client chunks and records of an unloaded library") {
   fixture f;
-  f.host.unloaded.insert(&gone_site);
-  f.add(site_record(span_site, 5000, 6000));
-  f.add(site_record(gone_site, 6100, 6200));
-  f.add(site_record(gone_site, 6300, 6400));  // coalesced into the same loss record
-  f.add(site_record(span_site, 7000, 8000));
+  f.host.unloaded.insert(&sites[gone]);
+  f.add(site_record(work, 5000, 6000));
+  f.add(site_record(gone, 6100, 6200));
+  f.add(site_record(gone, 6300, 6400));  // coalesced into the same loss record
+  f.add(site_record(work, 7000, 8000));
   std::vector<dt::capture_entry> capture;
   capture.push_back({fmt::capture_record::recording, 5500, false, fmt::capture_reason::api, std::string()});
   capture.push_back({fmt::capture_record::phase, 5600, false, fmt::capture_reason::api, "warm-up"});
   capture.push_back({fmt::capture_record::recording, 5700, true, fmt::capture_reason::duration, std::string()});
   f.encoder.write_capture(capture);
-  CHECK(f.encoder.word_site_id(dt::pack_site(&span_site)) == 1);  // a client sees the rings' ids
+  CHECK(f.encoder.word_site_id(dt::pack_site(&sites[work])) == 1);  // a client sees the rings' ids
   read_back back(f.finish());
   REQUIRE(back.ok);
   const rd::writer_info& w = back.writer();
@@ -292,13 +321,13 @@ TEST_CASE("capture chunks, client chunks and records of an unloaded library") {
 
 TEST_CASE("a full output batch is handed to the host; forgotten definitions are written again") {
   fixture f;
-  for (std::uint64_t i = 0; i < 100000; ++i) f.add(site_record(span_site, 1000 + 10 * i, 1005 + 10 * i));
+  for (std::uint64_t i = 0; i < 100000; ++i) f.add(site_record(work, 1000 + 10 * i, 1005 + 10 * i));
   f.encoder.end_thread();
   CHECK(f.host.outputs_full > 0);  // the host would write them; here they stay
   f.encoder.forget_definitions();  // as after a truncated file: a new thread id, the site defined again
   f.ring.announced = false;
   f.encoder.announce_thread(f.ring);
-  f.add(site_record(span_site, 900000, 900100));
+  f.add(site_record(work, 900000, 900100));
   read_back back(f.finish());
   REQUIRE(back.ok);
   CHECK_FALSE(back.reader.damaged());
@@ -308,4 +337,34 @@ TEST_CASE("a full output batch is handed to the host; forgotten definitions are 
   CHECK(back.events.back().site->id == 2);
   CHECK(back.events.back().thread->thread_id == 2);
   CHECK(back.events.back().begin_tick == 900000);
+}
+
+TEST_CASE("bytes: the chunks are those the encoder wrote before it became a room of its own") {
+  table_host host;
+  host.categories = {{1, "enc_a"}, {2, "enc_b"}};
+  host.names = {{3, "dynamic"}, {4, "resnet"}};
+  host.unloaded.insert(&sites[gone]);
+  cat_a.index = 1;
+  cat_b.index = 2;
+  dt::chunk_encoder encoder(host);
+  encoder.set_writer_id(0x2468ACE1u);
+  encoder.write_calibration({1000, 1000, 5000000000ull});
+  dt::thread_ring ring;
+  ring.os_tid = 4242;
+  std::strcpy(ring.name, "worker");
+  encoder.announce_thread(ring);
+  golden_records([&](const dt::record& r) { encoder.add(ring, r); });
+  encoder.end_thread();
+  encoder.write_capture({{fmt::capture_record::recording, 5500, false, fmt::capture_reason::api, std::string()},
+                         {fmt::capture_record::phase, 5600, false, fmt::capture_reason::api, "warm-up"},
+                         {fmt::capture_record::recording, 5700, true, fmt::capture_reason::duration, std::string()}});
+  CHECK(encoder.word_site_id(dt::pack_named(4, 2)) == 7);
+  const unsigned char payload[] = {1, 2, 3};
+  encoder.emit_client_chunk(fmt::chunk_type::gpu, payload, sizeof payload);
+  encoder.write_thread_stats(ring);
+  encoder.write_end();
+  const std::vector<unsigned char>& out = encoder.output();
+  CHECK(out.size() == 9605);
+  CHECK(fmt::crc32(out.data(), out.size()) == 0xDECE32D0u);
+  CHECK(host.outputs_full == 0);
 }
