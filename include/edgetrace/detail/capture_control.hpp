@@ -12,6 +12,7 @@
 // boundary cannot order.
 #pragma once
 
+#include <edgetrace/detail/clock.hpp>
 #include <edgetrace/detail/env.hpp>
 #include <edgetrace/detail/thread_safety.hpp>
 #include <edgetrace/format.hpp>
@@ -135,9 +136,9 @@ class capture_control {
   /// (before the flags change when it comes on, after when it goes off:
   /// the caller passes apply, which sets the flags).
   template <class Tick, class Apply>
-  void log_change_locked(bool on, format::capture_reason reason, std::uint64_t now_ns, Tick&& tick, Apply&& apply)
+  void log_change_locked(bool on, format::capture_reason reason, Tick&& tick, Apply&& apply)
       EDGETRACE_DETAIL_REQUIRES(category_mutex) {
-    if (on && first_capture_ns_ == 0) first_capture_ns_ = now_ns;  // EDGETRACE_DURATION starts
+    if (on && first_capture_ns_ == 0) first_capture_ns_ = clock_ns(CLOCK_MONOTONIC);  // EDGETRACE_DURATION starts
     if (on == logged_on_) {
       apply();
       return;
@@ -152,18 +153,23 @@ class capture_control {
   /// edgetrace::phase(): queued like a recording change.
   void log_phase_locked(std::uint64_t tick, const char* name, std::size_t size)
       EDGETRACE_DETAIL_REQUIRES(category_mutex) {
-    pending_.push_back({format::capture_record::phase, tick, false, format::capture_reason::api, std::string(name, size)});
+    pending_.push_back(
+        {format::capture_record::phase, tick, false, format::capture_reason::api, std::string(name, size)});
   }
 
   /// The flusher takes the queue (swapped with its own, emptied, vector).
   void take_locked(std::vector<capture_entry>& out) EDGETRACE_DETAIL_REQUIRES(category_mutex) { out.swap(pending_); }
 
  private:
-  bool paused_by_api_ EDGETRACE_DETAIL_GUARDED_BY(category_mutex) = false;      ///< edgetrace::pause()
-  bool window_waiting_ EDGETRACE_DETAIL_GUARDED_BY(category_mutex) = false;     ///< EDGETRACE_START_AFTER not reached yet
-  bool waiting_for_marks_ EDGETRACE_DETAIL_GUARDED_BY(category_mutex) = false;  ///< ... and it counts marks
-  bool window_over_ EDGETRACE_DETAIL_GUARDED_BY(category_mutex) = false;        ///< EDGETRACE_DURATION ran out (for good)
-  bool signal_paused_ EDGETRACE_DETAIL_GUARDED_BY(category_mutex) = false;      ///< EDGETRACE_TOGGLE_SIGNAL: off until toggled on
+  // Who holds recording back: edgetrace::pause(); EDGETRACE_START_AFTER not
+  // reached yet (and whether it counts marks: mode_count_marks);
+  // EDGETRACE_DURATION ran out (for good); EDGETRACE_TOGGLE_SIGNAL (off
+  // until toggled on).
+  bool paused_by_api_ EDGETRACE_DETAIL_GUARDED_BY(category_mutex) = false;
+  bool window_waiting_ EDGETRACE_DETAIL_GUARDED_BY(category_mutex) = false;
+  bool waiting_for_marks_ EDGETRACE_DETAIL_GUARDED_BY(category_mutex) = false;
+  bool window_over_ EDGETRACE_DETAIL_GUARDED_BY(category_mutex) = false;
+  bool signal_paused_ EDGETRACE_DETAIL_GUARDED_BY(category_mutex) = false;
   /// What the dump says now (on at the start).
   bool logged_on_ EDGETRACE_DETAIL_GUARDED_BY(category_mutex) = true;
   /// CLOCK_MONOTONIC when tracing came on: the origin of

@@ -53,20 +53,6 @@ inline void runtime::start_flight() noexcept {
   flush_output();  // the process chunk and first calibration: the first sticky chunks
 }
 
-/// Schedules a snapshot (flusher only): applies the rate limit
-/// (EDGETRACE_FLIGHT_MAX, EDGETRACE_FLIGHT_GAP_MS; a skipped request is
-/// counted in the next snapshot written), and the snapshot is written
-/// EDGETRACE_FLIGHT_AFTER_MS later (crash and exit: at once, outside the
-/// limit). A no-op outside flight mode. Cost: a few compares; the reason
-/// (cut to 255 bytes) is copied.
-inline void runtime_stream::request_snapshot(format::snapshot_trigger why, const char* reason, std::size_t reason_size,
-                                      std::uint64_t trigger_tick) noexcept {
-  if (!config_.flight || !flight_.ready()) return;
-  const bool immediate = why == format::snapshot_trigger::crash || why == format::snapshot_trigger::exit;
-  schedule_.request(why, reason, reason_size, trigger_tick, clock_ns(CLOCK_MONOTONIC), immediate);
-  crash_skipped_.store(schedule_.skipped, std::memory_order_relaxed);
-}
-
 /// How long the flusher may sleep: no later than a pending snapshot's due time.
 inline std::uint64_t runtime::flight_wait(std::uint64_t wait) const noexcept {
   if (!schedule_.pending) return wait;
@@ -240,17 +226,11 @@ inline const char* runtime::crash_signal_name(int signo) noexcept {
 
 // ------------------------------------------------------------ flight recorder signals
 
-/// EDGETRACE_SNAPSHOT_SIGNAL's handler: counts the signal and wakes the
-/// flusher, which schedules the snapshot. Async-signal-safe: two atomic
-/// stores, a counter read and at most one futex call.
+/// EDGETRACE_SNAPSHOT_SIGNAL's handler (runtime_stream::snapshot_signal_received).
 inline void snapshot_signal_handler(int, siginfo_t*, void*) noexcept {
   const int saved_errno = errno;
   runtime* rt = the_runtime.load(std::memory_order_acquire);
-  if (owns_runtime(rt)) {
-    rt->snapshot_signal_tick_.store(ticks(rt->config_.clock), std::memory_order_relaxed);
-    rt->snapshot_signals_.fetch_add(1, std::memory_order_relaxed);
-    rt->wake_.wake_flusher();
-  }
+  if (owns_runtime(rt)) rt->snapshot_signal_received();
   errno = saved_errno;
 }
 

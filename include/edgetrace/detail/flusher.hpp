@@ -83,6 +83,11 @@ class runtime : public runtime_stream {
     return fullest;
   }
 
+  /// The flusher thread's life: cycles until shutdown (or a failed open)
+  /// stops it, then the end of the stream. Each cycle: capture deadlines,
+  /// the second calibration pair, the output check, every ring drained,
+  /// the clients polled, the next period chosen, calibration, signals,
+  /// output written, flight snapshots, the pool refilled.
   void flusher_loop() {
     const std::uint64_t period_ns = std::uint64_t{config_.flush_ms} * 1000000u;
     std::uint64_t wait_ns = period_ns < 1000000u ? period_ns : 1000000u;  // first look soon
@@ -161,7 +166,6 @@ class runtime : public runtime_stream {
     flushed_.notify_all();
   }
 
-  /// Final pass: everything drained, thread totals, a last calibration
   /// Final pass: everything drained, thread totals, a last calibration
   /// pair and the end chunk, written out.
   void end_stream() {

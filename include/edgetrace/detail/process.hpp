@@ -66,7 +66,7 @@ inline void shutdown() noexcept {
   }
   if (done) {
     pthread_join(rt->flusher_, nullptr);
-  } else if (rt->config_.flight && !rt->flight_.ready()) {
+  } else if (rt->config_.flight && !rt->flight_ready()) {
     report("EDGETRACE_MODE=flight: the %llu MiB ring (EDGETRACE_FLIGHT_MB) was still being faulted in at exit; no "
            "snapshot was written",
            static_cast<unsigned long long>(rt->config_.flight_bytes >> 20));
@@ -132,7 +132,7 @@ inline bool child_output_path(const char* parent_path, long pid, char* out, std:
 inline bool open_and_launch(runtime* rt) noexcept {
   const std::uint64_t seed = clock_ns(CLOCK_MONOTONIC) ^ (static_cast<std::uint64_t>(rt->owner_pid_) << 32) ^
                              reinterpret_cast<std::uintptr_t>(rt);
-  rt->encoder_.set_writer_id(static_cast<std::uint32_t>((seed * 0x9E3779B97F4A7C15ull) >> 32) | 1u);
+  rt->set_writer_id(static_cast<std::uint32_t>((seed * 0x9E3779B97F4A7C15ull) >> 32) | 1u);
   rt->read_triggers();
   rt->write_process_chunk();  // into the output buffer: the flusher writes it after the file header
   rt->write_calibration();

@@ -134,7 +134,7 @@ inline void update_capture_locked(format::capture_reason reason, bool stream_own
   }
   const std::uint8_t clock = recording_clock;
   capture().log_change_locked(
-      capturing_locked(), reason, clock_ns(CLOCK_MONOTONIC), [clock] { return ticks(clock); },
+      capturing_locked(), reason, [clock] { return ticks(clock); },
       []() EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS { apply_category_flags_locked(); });
 }
 

@@ -340,7 +340,7 @@ inline void push_measured(std::uint64_t word, std::uint64_t start_ns, std::uint6
                           std::uint8_t clock) noexcept {
   const runtime* rt = the_runtime.load(std::memory_order_acquire);
   if (rt == nullptr) return;
-  const calibration_pair& first = rt->first_calibration_;
+  const calibration_pair& first = rt->first_calibration();
   // (tick, ns) now: the tightest of three bracketed reads (a preemption
   // between the two clock reads would otherwise shift the span).
   std::uint64_t tick_now = 0, ns_now = 0, width = ~std::uint64_t{0};

@@ -98,6 +98,25 @@ class runtime_stream : public encoder_host {
   std::atomic<bool> signal_done_{false};
   /// Flusher only: the end chunk was written; nothing more may follow.
   bool ended_ = false;
+  /// The stream's first calibration pair: record_measured's reference for
+  /// CLOCK_MONOTONIC ns → ticks. Written before the_runtime is published.
+  const calibration_pair& first_calibration() const noexcept { return first_calibration_; }
+  /// Flight mode: the ring is mapped (the flusher maps it at its start).
+  bool flight_ready() const noexcept { return flight_.ready(); }
+  /// EDGETRACE_SNAPSHOT_SIGNAL arrived: counted for the flusher, which
+  /// schedules the snapshot. Async-signal-safe: two atomic stores, a
+  /// counter read and at most one futex call.
+  void snapshot_signal_received() noexcept {
+    snapshot_signal_tick_.store(ticks(config_.clock), std::memory_order_relaxed);
+    snapshot_signals_.fetch_add(1, std::memory_order_relaxed);
+    wake_.wake_flusher();
+  }
+  /// The id in every chunk header of this stream (start-up, before the flusher).
+  void set_writer_id(std::uint32_t id) noexcept { encoder_.set_writer_id(id); }
+
+ protected:
+  friend class flusher_output;
+
   // ---- flight recorder (EDGETRACE_MODE=flight): detail/flight.hpp holds
   // the memory and the writer; these are the hand-offs to the flusher.
   flight_recorder flight_;
@@ -127,6 +146,8 @@ class runtime_stream : public encoder_host {
   /// Flusher only: chunks emitted now are a snapshot's tail, not the ring's.
   bool collecting_tail_ = false;
 
+  // a client encodes through the flusher's encoder
+
   // ---- flusher only (no lock: one thread)
   chunk_encoder encoder_;
   /// Records written and dropped by threads whose rings were retired (their
@@ -135,8 +156,6 @@ class runtime_stream : public encoder_host {
   std::uint64_t retired_dropped_ = 0;
   std::uint64_t last_calibration_ns_ = 0;
   int calibrations_ = 0;
-  /// The stream's first calibration pair: record_measured's reference for
-  /// CLOCK_MONOTONIC ns → ticks. Written before the_runtime is published.
   calibration_pair first_calibration_ = {};
   /// unloaded_epoch values this flusher has acted on: sites cached from
   /// ranges published up to `seen` are forgotten; ranges up to `retired`
@@ -149,6 +168,7 @@ class runtime_stream : public encoder_host {
   // Set before the flusher starts, then the flusher's alone.
   flight_triggers triggers_;
 
+ public:
   /// Output failed (tracing is off): everything is discarded.
   bool failed() const noexcept { return file_.failed(); }
   /// Nothing more may be written: output failed or the stream ended.
@@ -183,9 +203,14 @@ class runtime_stream : public encoder_host {
   /// counted in the next snapshot written), and the snapshot is written
   /// EDGETRACE_FLIGHT_AFTER_MS later (crash and exit: at once, outside the
   /// limit). A no-op outside flight mode. Cost: a few compares; the reason
-  /// (cut to 255 bytes) is copied. Defined in detail/flight_runtime.hpp.
+  /// (cut to 255 bytes) is copied.
   void request_snapshot(format::snapshot_trigger why, const char* reason, std::size_t reason_size,
-                        std::uint64_t trigger_tick) noexcept;
+                        std::uint64_t trigger_tick) noexcept {
+    if (!config_.flight || !flight_.ready()) return;
+    const bool immediate = why == format::snapshot_trigger::crash || why == format::snapshot_trigger::exit;
+    schedule_.request(why, reason, reason_size, trigger_tick, clock_ns(CLOCK_MONOTONIC), immediate);
+    crash_skipped_.store(schedule_.skipped, std::memory_order_relaxed);
+  }
 
   // ------------------------------------------------------------ output
 
@@ -431,7 +456,8 @@ class runtime_stream : public encoder_host {
   /// Drains everything published in `ring`. Returns the number of records.
   std::uint64_t drain(thread_ring& ring) {
     if (closed())  // discarded, but a waiting producer goes on at once
-      return consume_to(ring, ring.write_pos.load(order_acquire), [](const record&) {}, [this] { wake_.wake_room_waiters(); });
+      return consume_to(
+          ring, ring.write_pos.load(order_acquire), [](const record&) {}, [this] { wake_.wake_room_waiters(); });
     // The write position first, then the unload epoch: a record pushed
     // after an unload (by a library loaded since, maybe at the same
     // address) is then always read with that unload's sites forgotten.
