@@ -19,7 +19,7 @@ inline namespace v1 {
 namespace detail {
 
 /// The process-wide runtime (see runtime_stream for its state).
-class runtime : public runtime_stream {
+class runtime : public runtime_stream, private flusher_output {
  public:
   explicit runtime(const settings& config) noexcept : runtime_stream(config) {}
 
@@ -34,10 +34,18 @@ class runtime : public runtime_stream {
 
   /// Calls every registered client.
   void poll_clients(poll_reason why) noexcept {
-    flusher_output out(*this);
+    flusher_output& out = *this;
     for (flusher_client* c = client_list.load(std::memory_order_acquire); c != nullptr; c = c->next)
       c->poll(*c, out, why);
   }
+
+  // flusher_output: what a client may do from its poll.
+  std::uint32_t site_id(std::uint64_t word) override { return encoder_.word_site_id(word); }
+  void emit(format::chunk_type type, const unsigned char* payload, std::size_t size) override {
+    emit_client_chunk(type, payload, size);
+  }
+  std::uint8_t clock() const noexcept override { return config_.clock; }
+  bool writable() const noexcept override { return !closed(); }
 
   // ------------------------------------------------------------ the loop
 
@@ -271,15 +279,6 @@ inline std::atomic<runtime*> the_runtime{nullptr};
 alignas(runtime) inline unsigned char runtime_storage[sizeof(runtime)];
 
 inline bool owns_runtime(const runtime* rt) noexcept { return rt != nullptr && rt->owner_pid_ == ::getpid(); }
-
-// ------------------------------------------------------------ flusher_output (detail/flusher_client.hpp)
-
-EDGETRACE_DETAIL_API std::uint32_t flusher_output::site_id(std::uint64_t word) { return rt_.encoder_.word_site_id(word); }
-EDGETRACE_DETAIL_API void flusher_output::emit(format::chunk_type type, const unsigned char* payload, std::size_t size) {
-  rt_.emit_client_chunk(type, payload, size);
-}
-EDGETRACE_DETAIL_API std::uint8_t flusher_output::clock() const noexcept { return rt_.config_.clock; }
-EDGETRACE_DETAIL_API bool flusher_output::writable() const noexcept { return !rt_.closed(); }
 
 }  // namespace detail
 }  // namespace v1
