@@ -307,7 +307,7 @@ int sig_ign_mode() {
 /// find it: the exit must not wait for that lock.
 [[noreturn]] void quick_exit_locked_mode() {
   spans(100);
-  edgetrace::detail::category_mutex.lock();
+  edgetrace::detail::category_mutex.native().lock();  // unannotated: held on purpose until the exit
   std::quick_exit(9);
 }
 

@@ -1,15 +1,22 @@
 // SPDX-License-Identifier: MIT
-// The runtime's flight-recorder part (EDGETRACE_MODE=flight): the flusher's
-// snapshot scheduling and writing, the hand-offs from other threads, and
-// the snapshot and crash signal handlers. Part of detail/runtime.hpp, which
-// includes it once `runtime` and the signal helpers are defined; not a
-// header of its own (the memory, the rate limit and the writer that need
-// no runtime are in detail/flight.hpp).
+// The runtime's flight-recorder part (EDGETRACE_MODE=flight): the flusher's snapshot scheduling and writing, the hand-offs from other threads, and the snapshot and crash signal handlers.
+//
+// The memory, the rate limit and the writer that need no runtime are in
+// detail/flight.hpp; this room holds the runtime's members declared in
+// detail/flusher.hpp and detail/stream.hpp.
 #pragma once
 
-#ifndef EDGETRACE_DETAIL_IN_RUNTIME
-#error "<edgetrace/detail/flight_runtime.hpp> is part of <edgetrace/detail/runtime.hpp>; include that instead"
-#endif
+#include <edgetrace/detail/flight.hpp>
+#include <edgetrace/detail/flusher.hpp>
+#include <edgetrace/detail/signals.hpp>
+
+#include <atomic>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+
+#include <pthread.h>
 
 namespace edgetrace {
 inline namespace v1 {
@@ -17,7 +24,7 @@ namespace detail {
 /// Flight mode's start, instead of open_output (flusher): maps the ring
 /// here, so the app never waits on its page faults, and opens nothing.
 inline void runtime::start_flight() noexcept {
-  fd_ours_ = false;  // no dump is open: nothing to check before writes
+  file_.disown();  // no dump is open: nothing to check before writes
   schedule_.max = config_.flight_max;
   schedule_.gap_ns = std::uint64_t{config_.flight_gap_ms} * 1000000u;
   schedule_.after_ns = std::uint64_t{config_.flight_after_ms} * 1000000u;
@@ -25,18 +32,18 @@ inline void runtime::start_flight() noexcept {
   // The app's start goes on now: it does not wait for the ring's page
   // faults (its records wait in the threads' rings meanwhile).
   set_open_state(open_done);
-  if (!flight_.start(static_cast<std::size_t>(config_.flight_bytes), path_, writer_id_)) {
+  if (!flight_.start(static_cast<std::size_t>(config_.flight_bytes), file_.path(), encoder_.writer_id())) {
     char message[200];
     std::snprintf(message, sizeof message,
                   "EDGETRACE_MODE=flight: cannot map a %llu MiB ring (EDGETRACE_FLIGHT_MB); tracing is off",
                   static_cast<unsigned long long>(config_.flight_bytes >> 20));
-    fail_with(message);
+    file_.fail_with(message);
     return;
   }
   if (const char* why = flight_.unwritable_reason(); *why != '\0')
     report("EDGETRACE_OUTPUT '%s': %s, so no snapshot can be written (not even a crash's) until that changes; "
            "the app runs on",
-           path_, why);
+           file_.path(), why);
   // This thread blocks every signal (open_and_launch); a fault of its
   // own must still reach the crash handler, not kill the process unseen.
   sigset_t crash;
@@ -44,20 +51,6 @@ inline void runtime::start_flight() noexcept {
   for (int signo : {SIGSEGV, SIGBUS, SIGFPE, SIGABRT}) sigaddset(&crash, signo);
   pthread_sigmask(SIG_UNBLOCK, &crash, nullptr);
   flush_output();  // the process chunk and first calibration: the first sticky chunks
-}
-
-/// Schedules a snapshot (flusher only): applies the rate limit
-/// (EDGETRACE_FLIGHT_MAX, EDGETRACE_FLIGHT_GAP_MS; a skipped request is
-/// counted in the next snapshot written), and the snapshot is written
-/// EDGETRACE_FLIGHT_AFTER_MS later (crash and exit: at once, outside the
-/// limit). A no-op outside flight mode. Cost: a few compares; the reason
-/// (cut to 255 bytes) is copied.
-inline void runtime::request_snapshot(format::snapshot_trigger why, const char* reason, std::size_t reason_size,
-                                      std::uint64_t trigger_tick) noexcept {
-  if (!config_.flight || !flight_.ready()) return;
-  const bool immediate = why == format::snapshot_trigger::crash || why == format::snapshot_trigger::exit;
-  schedule_.request(why, reason, reason_size, trigger_tick, clock_ns(CLOCK_MONOTONIC), immediate);
-  crash_skipped_.store(schedule_.skipped, std::memory_order_relaxed);
 }
 
 /// How long the flusher may sleep: no later than a pending snapshot's due time.
@@ -72,7 +65,7 @@ inline std::uint64_t runtime::flight_wait(std::uint64_t wait) const noexcept {
 /// written at once), then writes the pending snapshot if its post-trigger
 /// window is over, or at once with `now` (exit). Flusher only.
 inline void runtime::serve_flight(bool now) {
-  if (!flight_.ready() || failed_.load(std::memory_order_relaxed)) return;
+  if (!flight_.ready() || file_.failed()) return;
   if (const int signo = crash_signal_.load(std::memory_order_acquire); signo != 0) {
     int free_state = 0;
     if (crash_state_.compare_exchange_strong(free_state, 1, std::memory_order_acq_rel)) {
@@ -110,11 +103,10 @@ inline void runtime::write_snapshot() {
   poll_clients(poll_reason::flush);
   flush_output();
   collecting_tail_ = true;
-  for (thread_ring* ring = attached_.load(std::memory_order_acquire); ring != nullptr;
+  for (thread_ring* ring = rings_.first(); ring != nullptr;
        ring = ring->next_attached.load(std::memory_order_acquire))
-    if (ring->announced) write_thread_stats(*ring);
-  begin_chunk(scratch_);
-  emit_chunk(scratch_, format::chunk_type::end);
+    if (ring->announced) encoder_.write_thread_stats(*ring);
+  encoder_.write_end();
   collecting_tail_ = false;
   format::snapshot_info info;
   info.sequence = flight_.next_sequence();
@@ -129,19 +121,20 @@ inline void runtime::write_snapshot() {
   const std::uint64_t requested_ns = schedule_.due_ns - schedule_.after_ns;
   const std::uint64_t recorded_ms = (clock_ns(CLOCK_MONOTONIC) - requested_ns) / 1000000u;
   info.after_ms = immediate ? 0 : (recorded_ms < config_.flight_after_ms ? recorded_ms : config_.flight_after_ms);
-  const int error = flight_.write(info, schedule_.reason, schedule_.reason_size, out_.data(), out_.size());
-  out_.clear();
+  std::vector<unsigned char>& out = encoder_.output();
+  const int error = flight_.write(info, schedule_.reason, schedule_.reason_size, out.data(), out.size());
+  out.clear();
   schedule_.wrote(!immediate);
   crash_skipped_.store(0, std::memory_order_relaxed);
   if (error == EEXIST && !schedule_.names_used_up) {
     schedule_.names_used_up = true;  // said once a run
-    char path[sizeof path_ + 128];
+    char path[dump_file::path_capacity + 128];
     flight_.snapshot_path(config_.flight_keep, path);
     report("no snapshot written: '%s' and every snapshot before it exist already (EDGETRACE_FLIGHT_KEEP=%u); move "
            "or remove them to record more",
            path, config_.flight_keep);
   } else if (error != 0 && error != EEXIST) {
-    char path[sizeof path_ + 128];
+    char path[dump_file::path_capacity + 128];
     flight_.snapshot_path(info.sequence, path);
     report("cannot write the snapshot '%s': %s", path, std::strerror(error));
   }
@@ -155,7 +148,7 @@ inline void runtime::finish_flight() {
   write_capture();
   drain_all(false);
   serve_flight(true);
-  if (config_.flight_at_exit && flight_.ready() && !failed_.load(std::memory_order_relaxed)) {
+  if (config_.flight_at_exit && flight_.ready() && !file_.failed()) {
     request_snapshot(format::snapshot_trigger::exit, "exit", 4, ticks(config_.clock));
     write_snapshot();
   }
@@ -180,7 +173,7 @@ inline void runtime::hand_snapshot_call(const char* reason, std::size_t size) no
   } else {
     calls_coalesced_.fetch_add(1, std::memory_order_relaxed);
   }
-  wake_flusher();
+  wake_.wake_flusher();
 }
 
 /// A crash handler's part (any thread, async-signal-safe): hands the
@@ -193,7 +186,7 @@ inline void runtime::snapshot_on_crash(int signo) noexcept {
   // A crash in the run's first milliseconds may come while the flusher
   // still maps the ring: give it up to 1 s (it cannot be the flusher).
   const timespec pause{0, 1000000};
-  for (int waited_ms = 0; waited_ms < 1000 && !flight_.ready() && !failed_.load(std::memory_order_relaxed) &&
+  for (int waited_ms = 0; waited_ms < 1000 && !flight_.ready() && !file_.failed() &&
                           !pthread_equal(pthread_self(), flusher_);
        ++waited_ms)
     nanosleep(&pause, nullptr);
@@ -202,7 +195,7 @@ inline void runtime::snapshot_on_crash(int signo) noexcept {
   int none = 0;
   crash_signal_.compare_exchange_strong(none, signo, std::memory_order_acq_rel);
   if (!pthread_equal(pthread_self(), flusher_)) {
-    wake_flusher();
+    wake_.wake_flusher();
     for (int waited_ms = 0; waited_ms < 1000 && crash_state_.load(std::memory_order_acquire) == 0; ++waited_ms)
       nanosleep(&pause, nullptr);
     for (int waited_ms = 0; waited_ms < 5000 && crash_state_.load(std::memory_order_acquire) == 1; ++waited_ms)
@@ -233,17 +226,11 @@ inline const char* runtime::crash_signal_name(int signo) noexcept {
 
 // ------------------------------------------------------------ flight recorder signals
 
-/// EDGETRACE_SNAPSHOT_SIGNAL's handler: counts the signal and wakes the
-/// flusher, which schedules the snapshot. Async-signal-safe: two atomic
-/// stores, a counter read and at most one futex call.
+/// EDGETRACE_SNAPSHOT_SIGNAL's handler (runtime_stream::snapshot_signal_received).
 inline void snapshot_signal_handler(int, siginfo_t*, void*) noexcept {
   const int saved_errno = errno;
   runtime* rt = the_runtime.load(std::memory_order_acquire);
-  if (owns_runtime(rt)) {
-    rt->snapshot_signal_tick_.store(ticks(rt->config_.clock), std::memory_order_relaxed);
-    rt->snapshot_signals_.fetch_add(1, std::memory_order_relaxed);
-    rt->wake_flusher();
-  }
+  if (owns_runtime(rt)) rt->snapshot_signal_received();
   errno = saved_errno;
 }
 

@@ -207,6 +207,44 @@ class flight_triggers {
     std::uint64_t last;  ///< tick of the thread's previous mark of that name (0: none yet)
   };
 
+  /// A limit's number: digits with at most one decimal point; decimals
+  /// past the ns are cut.
+  struct number {
+    std::uint64_t whole = 0, fraction = 0, scale = 1;
+    bool too_big = false;
+  };
+
+  /// Reads a number at `p` (advanced past it); false if it has no digit.
+  static bool parse_number(const char*& p, const char* end, number& n) noexcept {
+    bool digits = false, point = false;
+    for (; p < end && ((*p >= '0' && *p <= '9') || (*p == '.' && !point)); ++p) {
+      if (*p == '.') {
+        point = true;
+      } else if (!point) {
+        digits = true;
+        n.whole = n.whole * 10 + static_cast<std::uint64_t>(*p - '0');
+        n.too_big = n.too_big || n.whole > max_limit_ns;
+        if (n.too_big) n.whole = max_limit_ns + 1;
+      } else {
+        digits = true;
+        if (n.scale < 1000000000u) {
+          n.fraction = n.fraction * 10 + static_cast<std::uint64_t>(*p - '0');
+          n.scale *= 10;
+        }
+      }
+    }
+    return digits;
+  }
+
+  /// ns per unit ("ns", "us", "ms", "s"); 0 for anything else.
+  static std::uint64_t unit_ns_of(const char* unit, std::size_t size) noexcept {
+    if (size == 2 && std::memcmp(unit, "ns", 2) == 0) return 1;
+    if (size == 2 && std::memcmp(unit, "us", 2) == 0) return 1000;
+    if (size == 2 && std::memcmp(unit, "ms", 2) == 0) return 1000000;
+    if (size == 1 && *unit == 's') return 1000000000;
+    return 0;
+  }
+
   /// One item, [begin, end) without surrounding spaces, into `t`.
   static bool parse_item(const char* begin, const char* end, trigger_entry& t, char* error, std::size_t error_size) {
     const int item_size = static_cast<int>(end - begin);
@@ -232,26 +270,8 @@ class flight_triggers {
     }
     const char* p = arrow;
     while (p < end && *p == ' ') ++p;
-    // Digits with at most one decimal point; decimals past the ns are cut.
-    std::uint64_t whole = 0, fraction = 0, scale = 1;
-    bool digits = false, point = false, too_big = false;
-    for (; p < end && ((*p >= '0' && *p <= '9') || (*p == '.' && !point)); ++p) {
-      if (*p == '.') {
-        point = true;
-      } else if (!point) {
-        digits = true;
-        whole = whole * 10 + static_cast<std::uint64_t>(*p - '0');
-        too_big = too_big || whole > max_limit_ns;
-        if (too_big) whole = max_limit_ns + 1;
-      } else {
-        digits = true;
-        if (scale < 1000000000u) {
-          fraction = fraction * 10 + static_cast<std::uint64_t>(*p - '0');
-          scale *= 10;
-        }
-      }
-    }
-    if (!digits) {
+    number value;
+    if (!parse_number(p, end, value)) {
       std::snprintf(error, error_size,
                     "EDGETRACE_TRIGGER: '%.*s' has no number after '>' (e.g. infer>20ms); no trigger set", item_size,
                     begin);
@@ -266,10 +286,7 @@ class flight_triggers {
                     item_size, begin);
       return false;
     }
-    if (unit_size == 2 && std::memcmp(unit, "ns", 2) == 0) unit_ns = 1;
-    else if (unit_size == 2 && std::memcmp(unit, "us", 2) == 0) unit_ns = 1000;
-    else if (unit_size == 2 && std::memcmp(unit, "ms", 2) == 0) unit_ns = 1000000;
-    else if (unit_size == 1 && *unit == 's') unit_ns = 1000000000;
+    unit_ns = unit_ns_of(unit, unit_size);
     if (unit_ns == 0) {
       std::snprintf(error, error_size,
                     "EDGETRACE_TRIGGER: '%.*s' has an unknown unit '%.*s' (ns, us, ms, s); no trigger set", item_size,
@@ -277,9 +294,9 @@ class flight_triggers {
       return false;
     }
     // whole × unit and fraction × unit / scale: below 2^64 since whole ≤ 10^16.
-    const std::uint64_t limit = too_big || whole > max_limit_ns / unit_ns
+    const std::uint64_t limit = value.too_big || value.whole > max_limit_ns / unit_ns
                                     ? max_limit_ns + 1
-                                    : whole * unit_ns + fraction * unit_ns / scale;
+                                    : value.whole * unit_ns + value.fraction * unit_ns / value.scale;
     if (limit > max_limit_ns) {
       std::snprintf(error, error_size, "EDGETRACE_TRIGGER: '%.*s' has a limit over 10000000 s; no trigger set",
                     item_size, begin);

@@ -2,8 +2,9 @@
 // The flusher's one extension point. Code with data of its own to write
 // (the GPU resolver of detail/gpu.hpp) registers a client; the flusher calls
 // it after each drain. Everything client-specific stays with the client:
-// the runtime knows only this interface. Declarations only (the runtime
-// defines them), so an add-on works with a separate runtime too.
+// the runtime knows only this interface, and the client only flusher_output
+// (an interface the flusher implements), so an add-on works with a separate
+// runtime too.
 #pragma once
 
 #include <edgetrace/config.hpp>
@@ -23,26 +24,24 @@ enum class poll_reason : std::uint8_t {
   final,  ///< shutdown or a terminating signal: the last call; may wait briefly
 };
 
-class runtime;
-
-/// What a flusher client may do from its poll (flusher thread only).
+/// What a flusher client may do from its poll (flusher thread only). The
+/// flusher implements it (detail/flusher.hpp); an add-on only calls it, so
+/// it works with a separate runtime too.
 class flusher_output {
  public:
-  explicit flusher_output(runtime& rt) noexcept : rt_(rt) {}
-
   /// Dump site id of a record word (site pointer or named-span word, as a
   /// scope pushes it), defining the site in the dump if it is new.
-  std::uint32_t site_id(std::uint64_t word);
+  virtual std::uint32_t site_id(std::uint64_t word) = 0;
   /// Appends one chunk of `type` with `payload`, after pending definitions.
   /// A no-op once the output failed or the stream ended.
-  void emit(format::chunk_type type, const unsigned char* payload, std::size_t size);
+  virtual void emit(format::chunk_type type, const unsigned char* payload, std::size_t size) = 0;
   /// The clock_mode host ticks are recorded with (ticks(mode) in tick.hpp).
-  std::uint8_t clock() const noexcept;
+  virtual std::uint8_t clock() const noexcept = 0;
   /// False once output failed or the stream ended (emit() then drops).
-  bool writable() const noexcept;
+  virtual bool writable() const noexcept = 0;
 
- private:
-  runtime& rt_;
+ protected:
+  ~flusher_output() = default;
 };
 
 /// A client of the flusher, in static storage, never unregistered.
