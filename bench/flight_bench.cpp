@@ -108,8 +108,8 @@ int snapshot(long spans) {
     return 2;
   }
   // OUTPUT.1 as the flight recorder names it.
-  char path[sizeof rt->path_ + 24];
-  rt->flight_.snapshot_path(1, path);
+  char path[et::runtime::snapshot_path_capacity];
+  rt->snapshot_path(1, path);
   unlink(path);
   batch(spans);
   edgetrace::flush();

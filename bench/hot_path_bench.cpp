@@ -201,28 +201,26 @@ struct encoder_fixture {
   et::runtime* rt;
   et::thread_ring* ring;
   std::string path;
+  int fd = -1;
 
   explicit encoder_fixture(std::size_t slots) {
     et::settings config;
     config.ring_records = slots;
     rt = new (storage) et::runtime(config);
     path = "/tmp/edgetrace_encode_bench_" + std::to_string(::getpid()) + ".etr";
-    rt->fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-    // What open_output records, so that the identity check before each
-    // write passes (else tracing turns itself off and nothing is encoded).
-    // Not a regular file to the runtime: the iterations truncate it.
-    struct stat st;
-    if (::fstat(rt->fd_, &st) == 0) {
-      rt->output_dev_ = st.st_dev;
-      rt->output_ino_ = st.st_ino;
-    }
-    rt->writer_id_ = 1;
-    std::snprintf(rt->path_, sizeof rt->path_, "%s", path.c_str());
+    // The runtime's own open records the file's identity, so the check
+    // before each write passes (else tracing turns itself off and nothing
+    // is encoded); the iterations truncate the file, which that check
+    // takes as a restart (a file header every 256 MiB: nothing per span).
+    std::snprintf(rt->file_.path(), et::dump_file::path_capacity, "%s", path.c_str());
+    ::unlink(path.c_str());
+    fd = rt->file_.open([] {});
+    rt->set_writer_id(1);
     ring = et::map_ring(slots);
     ring->os_tid = 1;
   }
   ~encoder_fixture() {
-    ::close(rt->fd_);
+    rt->file_.close();
     ::unlink(path.c_str());
     et::unmap_ring(ring);
     // Unlike the process runtime (static storage, reachable until exit) this
@@ -231,7 +229,7 @@ struct encoder_fixture {
   }
   std::uint64_t file_size() const {
     struct stat st;
-    return ::fstat(rt->fd_, &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+    return ::fstat(fd, &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
   }
 };
 
@@ -255,8 +253,7 @@ void BM_flusher_encode(benchmark::State& state) {
   encoder_fixture f(slots);
   if (state.range(0) == 2) {
     char error[256];
-    f.rt->triggers_set_ = f.rt->triggers_.parse("conv>1s", error, sizeof error);
-    f.rt->triggers_.set_ticks_per_ns(1.0);
+    if (!f.rt->set_triggers("conv>1s", error, sizeof error)) state.SkipWithError(error);
   }
   // Fill the ring once; every iteration re-encodes the same records.
   std::uint64_t t = 1000000;
@@ -282,7 +279,7 @@ void BM_flusher_encode(benchmark::State& state) {
     spans += f.rt->drain(*f.ring);
     f.rt->flush_output();
     bytes += f.file_size() - before;
-    if (f.file_size() > (256u << 20)) ::ftruncate(f.rt->fd_, 0);
+    if (f.file_size() > (256u << 20)) ::ftruncate(f.fd, 0);
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(spans));
   state.counters["bytes_per_span"] = spans ? static_cast<double>(bytes) / static_cast<double>(spans) : 0;

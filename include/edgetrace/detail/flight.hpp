@@ -209,7 +209,7 @@ class flight_recorder {
     info.ring_bytes = capacity_;
     info.chunks_overwritten = overwritten_.load(std::memory_order_relaxed);
     info.window_first_tick = first_tick(b, info.trigger_tick);
-    char path[sizeof stem_ + sizeof extension_ + 24];
+    char path[path_capacity];
     int fd = -EEXIST;  // also when the number is past the limit already
     while (info.sequence <= keep_) {
       snapshot_path(info.sequence, path);
@@ -277,7 +277,7 @@ class flight_recorder {
 
   /// OUTPUT with ".N" before its extension (run.etr -> run.3.etr; no
   /// extension: run -> run.3). Async-signal-safe. `path` holds
-  /// sizeof stem_ + sizeof extension_ + 24 bytes.
+  /// path_capacity bytes.
   void snapshot_path(std::uint64_t sequence, char* path) const noexcept {
     char digits[24];
     std::size_t count = 0;
@@ -504,6 +504,9 @@ class flight_recorder {
   bool sticky_full_told_ = false;
   char stem_[4096] = {};
   char extension_[64] = {};
+
+ public:
+  static constexpr std::size_t path_capacity = sizeof stem_ + sizeof extension_ + 24;
 };
 
 }  // namespace detail

@@ -103,6 +103,10 @@ class runtime_stream : public encoder_host {
   const calibration_pair& first_calibration() const noexcept { return first_calibration_; }
   /// Flight mode: the ring is mapped (the flusher maps it at its start).
   bool flight_ready() const noexcept { return flight_.ready(); }
+  /// Flight mode: the name of snapshot `sequence` (OUTPUT with ".N" before
+  /// its extension) into `path`, of snapshot_path_capacity bytes.
+  static constexpr std::size_t snapshot_path_capacity = flight_recorder::path_capacity;
+  void snapshot_path(std::uint64_t sequence, char* path) const noexcept { flight_.snapshot_path(sequence, path); }
   /// EDGETRACE_SNAPSHOT_SIGNAL arrived: counted for the flusher, which
   /// schedules the snapshot. Async-signal-safe: two atomic stores, a
   /// counter read and at most one futex call.
@@ -357,9 +361,16 @@ class runtime_stream : public encoder_host {
       return;
     }
     char error[256];
-    triggers_ready_ = triggers_.parse(spec, error, sizeof error);
-    if (!triggers_ready_) report("%s", error);
+    if (!set_triggers(spec, error, sizeof error)) report("%s", error);
+  }
+
+  /// Parses `spec` (EDGETRACE_TRIGGER's syntax) and has the encoder judge
+  /// every record against it. False, with `error` saying why: no trigger.
+  /// Limits fire only once a tick rate is known (the calibration pairs).
+  bool set_triggers(const char* spec, char* error, std::size_t error_size) noexcept {
+    triggers_ready_ = triggers_.parse(spec, error, error_size);
     if (triggers_ready_) encoder_.watch(&triggers_);
+    return triggers_ready_;
   }
 
   /// Least gap between the first calibration pair and the second: the
