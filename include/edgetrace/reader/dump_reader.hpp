@@ -291,7 +291,7 @@ class dump_reader {
         break;
       case format::chunk_type::annotations: annotations_.read(log, thread_table_, w, in, c); break;
       case format::chunk_type::snapshot:
-        if (!read_snapshot_payload(c.payload, c.size, w.snapshot)) log.malformed("snapshot", c.offset, w);
+        if (!detail::read_snapshot_payload(c.payload, c.size, w.snapshot)) log.malformed("snapshot", c.offset, w);
         break;
       default: ++walker_.stats().chunks_unknown; break;  // a newer minor's chunk: skipped silently
     }
@@ -359,7 +359,7 @@ class dump_reader {
   void finish_writer(writer_info& w) {
     w.clock.build(w.calibration, w.clock_source, w.nominal_tick_rate);
     detail::build_gpu_clocks(w);
-    resolve_snapshot(w.snapshot, w.clock, w.calibration);
+    detail::resolve_snapshot(w.snapshot, w.clock, w.calibration);
     if (!w.clock.warning().empty()) add_diagnostic(diagnostic::severity::note, 0, w.label() + ": " + w.clock.warning());
     if (!w.clock.rate_known() && w.has_events && unknown_rate_.empty()) {
       char text[320];

@@ -36,22 +36,26 @@ class file_handle {
   }
   int get() const noexcept { return fd_; }
 
-  /// Opens `path` read-only and checks it is a regular (seekable) file.
-  /// Returns "" and its size in `size`, or why not in words fit for
-  /// "edgetrace: error: <file>: <what>".
-  std::string open_regular(const std::string& path, std::uint64_t& size) {
+  /// Opens `path` read-only and checks it is a regular (seekable) file,
+  /// whose size goes to `size`. False when it is not, with why in
+  /// `*error` (when given) in words fit for "edgetrace: error: <file>: <what>".
+  bool open_regular(const std::string& path, std::uint64_t& size, std::string* error) {
+    auto fail = [error](const char* why) {
+      if (error != nullptr) *error = why;
+      return false;
+    };
     // O_NONBLOCK: a FIFO would block the open until some process writes
     // to it; opened at once, it is then refused below. A regular file
     // reads as usual.
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return std::strerror(errno);
+    if (fd < 0) return fail(std::strerror(errno));
     reset(fd);
     struct stat st;
-    if (::fstat(fd, &st) != 0) return std::strerror(errno);
-    if (S_ISDIR(st.st_mode)) return "is a directory";
-    if (!S_ISREG(st.st_mode)) return "not a regular file (the reader needs a seekable dump)";
+    if (::fstat(fd, &st) != 0) return fail(std::strerror(errno));
+    if (S_ISDIR(st.st_mode)) return fail("is a directory");
+    if (!S_ISREG(st.st_mode)) return fail("not a regular file (the reader needs a seekable dump)");
     size = static_cast<std::uint64_t>(st.st_size);
-    return {};
+    return true;
   }
 
   /// pread until `size` bytes or end of file; returns the bytes read. On
@@ -104,8 +108,7 @@ class chunk_walker {
     log_.clear();
     stats_ = read_stats{};
     data_start_ = format::file_header_size;
-    const std::string why = file_.open_regular(path, stats_.file_size);
-    if (!why.empty()) return fail(why);
+    if (!file_.open_regular(path, stats_.file_size, &error_)) return false;
     if (stats_.file_size == 0) return fail("empty file (0 bytes)");
     unsigned char header[format::file_header_size];
     const std::size_t got = read_at(0, header, sizeof header);
