@@ -143,7 +143,8 @@ class gpu_chunk_reader {
       ++stream->second.resolved;
     } else if (s.flags & format::gpu_span_captured) {
       ++stream->second.captured;
-      if (g_.captured_spans.size() < writer_gpu::max_captured_keys) g_.captured_spans.emplace(s.os_tid, s.begin + s.length);
+      if (g_.captured_spans.size() < writer_gpu::max_captured_keys)
+        g_.captured_spans.emplace(s.os_tid, s.begin + s.length);
     } else {
       ++stream->second.unresolved;
     }
@@ -242,7 +243,8 @@ class gpu_span_placer {
   }
 
   std::map<std::pair<std::uint32_t, std::uint64_t>, const thread_info*> by_tid_;
-  std::map<const gpu_stream_info*, std::pair<std::int64_t, std::int64_t>> previous_;  // per stream, the last span placed
+  // Per stream, the (begin, end) of the span placed last.
+  std::map<const gpu_stream_info*, std::pair<std::int64_t, std::int64_t>> previous_;
 };
 
 }  // namespace detail

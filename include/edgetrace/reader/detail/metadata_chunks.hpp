@@ -68,8 +68,8 @@ inline void read_process(diagnostic_log& log, writer_info& w, payload_cursor& in
 
 /// A definition that contradicts an earlier one of the same writer: the
 /// writer never does that, so events may be attributed wrongly.
-inline void redefined(diagnostic_log& log, const char* what, std::uint64_t id, const std::string& was, const std::string& now,
-               std::uint64_t offset, const writer_info& w) {
+inline void redefined(diagnostic_log& log, const char* what, std::uint64_t id, const std::string& was,
+                      const std::string& now, std::uint64_t offset, const writer_info& w) {
   char text[320];
   std::snprintf(text, sizeof text,
                 "definitions chunk at offset %llu (%s): %s %llu redefined as \"%.60s\" (was \"%.60s\"); the "
@@ -114,7 +114,8 @@ inline void read_definitions(diagnostic_log& log, writer_info& w, payload_cursor
   }
 }
 
-inline void read_thread(diagnostic_log& log, thread_table& threads, writer_info& w, payload_cursor& in, std::uint64_t offset) {
+inline void read_thread(diagnostic_log& log, thread_table& threads, writer_info& w, payload_cursor& in,
+                        std::uint64_t offset) {
   std::uint64_t id, tid;
   std::string name;
   if (!in.varint(id) || id == 0 || !in.varint(tid) || !in.string(name)) return log.malformed("thread", offset, w);
@@ -124,7 +125,8 @@ inline void read_thread(diagnostic_log& log, thread_table& threads, writer_info&
   t.name = std::move(name);  // the last one wins (renames)
 }
 
-inline void read_thread_stats(diagnostic_log& log, thread_table& threads, writer_info& w, payload_cursor& in, std::uint64_t offset) {
+inline void read_thread_stats(diagnostic_log& log, thread_table& threads, writer_info& w, payload_cursor& in,
+                              std::uint64_t offset) {
   std::uint64_t id, written, dropped, rejected = 0;
   if (!in.varint(id) || id == 0 || !in.varint(written) || !in.varint(dropped))
     return log.malformed("thread stats", offset, w);
