@@ -19,13 +19,7 @@ inline namespace v1 {
 namespace reader {
 
 /// One step of a flow: a span that recorded EDGETRACE_FLOW(name, id).
-struct flow_step {
-  const writer_info* writer = nullptr;
-  const thread_info* thread = nullptr;
-  const site_info* site = nullptr;  ///< the step span's site
-  std::int64_t begin_ns = 0;
-  std::int64_t end_ns = 0;
-};
+using flow_step = span_place;
 
 /// Flow steps gathered while spans are claimed, keyed by (writer, flow
 /// name, id): ids are the app's, scoped to its process.

@@ -53,8 +53,7 @@ class dump_follower {
   /// file that is not a dump (bad magic), or a newer format.
   bool open(const std::string& path) {
     error_.clear();
-    const std::string why = file_.open_regular(path, size_);
-    if (!why.empty()) return fail(why.c_str());
+    if (!file_.open_regular(path, size_, &error_)) return false;
     pos_ = 0;
     return check_start();
   }

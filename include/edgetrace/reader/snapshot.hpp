@@ -51,6 +51,8 @@ inline std::string snapshot_trigger_name(format::snapshot_trigger trigger) {
   return "trigger " + std::to_string(static_cast<unsigned>(trigger));
 }
 
+namespace detail {
+
 /// Decodes a snapshot chunk's payload into `out`; false when it is cut
 /// short or its window ends before it starts (the caller reports the chunk
 /// as malformed and keeps nothing). Cost: a few varints and one string copy
@@ -87,6 +89,8 @@ inline void resolve_snapshot(snapshot_record& s, const clock_model& clock, const
   if (nearest != nullptr)
     s.realtime_offset_ns = static_cast<std::int64_t>(nearest->realtime_ns - nearest->monotonic_ns);
 }
+
+}  // namespace detail
 
 /// "2026-11-25 12:03:04.123456 UTC" for a CLOCK_MONOTONIC time of the
 /// snapshot's writer; "" without a calibration pair.

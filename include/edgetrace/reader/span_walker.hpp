@@ -14,12 +14,7 @@ namespace reader {
 
 /// One span with its place in the tree, handed out once all its children
 /// are known.
-struct span_record {
-  const writer_info* writer = nullptr;
-  const thread_info* thread = nullptr;
-  const site_info* site = nullptr;
-  std::int64_t begin_ns = 0;
-  std::int64_t end_ns = 0;
+struct span_record : span_place {
   std::uint64_t self_ns = 0;  ///< duration minus the durations of its direct children (same thread)
   std::uint32_t depth = 0;    ///< 0 for a span no other span on its thread encloses
   std::uint64_t duration() const noexcept { return static_cast<std::uint64_t>(end_ns - begin_ns); }
