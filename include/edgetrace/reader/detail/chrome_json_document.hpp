@@ -23,6 +23,8 @@ inline namespace v1 {
 namespace reader {
 namespace detail {
 
+/// The clock sources of every input's writers, each named once and comma
+/// separated ("unknown" when none has a process record), for otherData.
 inline const char* clock_sources_text(const std::vector<chrome_json_input>& inputs, std::string& out) {
   out.clear();
   for (const chrome_json_input& in : inputs)
@@ -37,6 +39,7 @@ inline const char* clock_sources_text(const std::vector<chrome_json_input>& inpu
   return out.c_str();
 }
 
+/// One line on a dump's damage and completeness, for otherData.
 inline std::string diagnostics_summary(const dump_reader& r) {
   const read_stats& s = r.stats();
   char text[256];
