@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -290,6 +289,14 @@ int input_error(const std::string& file, const std::string& what) {
   return exit_input;
 }
 
+/// An output that could not be opened or written: the reader's write-error
+/// line ("WHAT: strerror(errno)") as an input_error. Exit code.
+int output_error(const std::string& file, const char* what) {
+  std::string line;
+  et::detail::fail_write(&line, what);
+  return input_error(file, line);
+}
+
 /// The one guard against a command destroying its own input: refuses
 /// (exit_usage, one line) when any of `outputs` names the same file as any
 /// of `inputs`. Compared by device and inode, not by name, so "./run.etr",
@@ -569,10 +576,10 @@ int summary_options_from(const command& c, const parsed_options& p, et::summary_
 int write_text(const std::string& output, const std::string& text) {
   const bool to_stdout = output.empty() || output == "-";
   std::FILE* out = to_stdout ? stdout : std::fopen(output.c_str(), "wb");
-  if (!out) return input_error(output, std::string("cannot write: ") + std::strerror(errno));
+  if (!out) return output_error(output, "cannot write");
   const bool ok = std::fwrite(text.data(), 1, text.size(), out) == text.size();
   const bool closed = to_stdout ? std::fflush(out) == 0 : std::fclose(out) == 0;
-  if (!ok || !closed) return input_error(to_stdout ? "stdout" : output, std::string("write error: ") + std::strerror(errno));
+  if (!ok || !closed) return output_error(to_stdout ? "stdout" : output, "write error");
   return exit_ok;
 }
 
@@ -725,7 +732,7 @@ int write_one_output(const et::dump_reader& r, const std::string& dump, const st
                      const std::string& what, Convert&& convert) {
   const bool to_stdout = output == "-";
   std::FILE* out = to_stdout ? stdout : std::fopen(output.c_str(), "wb");
-  if (!out) return input_error(output, std::string("cannot write: ") + std::strerror(errno));
+  if (!out) return output_error(output, "cannot write");
   std::string error;
   bool ok;
   {
@@ -804,7 +811,7 @@ int run_json_single(et::dump_reader& r, const std::string& dump, const std::stri
   if (warned) warn_json_too_big(dump, "will be about", records * json_bytes_per_record, records);
   const bool to_stdout = output == "-";
   std::FILE* out = to_stdout ? stdout : std::fopen(output.c_str(), "wb");
-  if (!out) return input_error(output, std::string("cannot write: ") + std::strerror(errno));
+  if (!out) return output_error(output, "cannot write");
   std::string error;
   bool ok;
   et::chrome_json_result result;
@@ -1040,7 +1047,7 @@ int run_merge(const char* name, const arguments& args) {
   if (!et::plan_merge(inputs, p.positional, clock, plan, error)) return input_error("merge", error);
   for (const std::string& note : plan.notes) std::fprintf(stderr, "edgetrace: note: %s\n", note.c_str());
   std::FILE* out = std::fopen(output->c_str(), "wb");
-  if (!out) return input_error(*output, std::string("cannot write: ") + std::strerror(errno));
+  if (!out) return output_error(*output, "cannot write");
   bool ok;
   if (etr) {
     ok = et::write_merged_dump(inputs, plan, out, error);
@@ -1122,8 +1129,7 @@ int follow_top(const std::string& dump, const et::top_options& options, std::uin
     std::string text = head + et::top_table(window.table(), options);
     if (terminal) text = "\033[H\033[2J" + text;  // home, clear: redraw in place
     else text += "\n";
-    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
-      return input_error("stdout", std::string("write error: ") + std::strerror(errno));
+    if (std::string error; !et::detail::write_text(stdout, text, &error)) return input_error("stdout", error);
     if (done || stop_following) return exit_ok;
     // Sleep in short steps: a signal (or the writer's end) is seen promptly.
     const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(interval_ns);

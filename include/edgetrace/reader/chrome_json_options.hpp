@@ -66,14 +66,6 @@ struct chrome_json_input {
   }
 };
 
-namespace detail {
-
-/// Pid of the "GPU" process that shows a writer's streams (JSON and
-/// Perfetto): numeric (every viewer needs that) and clear of real pids
-/// (Linux caps them at 2^22).
-inline std::uint64_t gpu_pid(std::uint64_t host_pid) noexcept { return 1000000000u + host_pid; }
-
-}  // namespace detail
 }  // namespace reader
 }  // namespace v1
 }  // namespace edgetrace

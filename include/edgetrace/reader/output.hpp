@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// What every sink writes with: a buffered FILE* output that remembers its first error and counts bytes, JSON string escaping, number and duration text, CSV fields, aligned tables, and the one "write error" line.
+// What every sink writes with: a buffered FILE* output that remembers its first error and counts bytes, JSON string escaping, number and duration text, CSV fields, aligned tables, the GPU process pid, and the one "write error" line.
 #pragma once
 
 #include <algorithm>
@@ -175,6 +175,11 @@ class buffered_output {
   std::uint64_t bytes_ = 0;
   bool failed_ = false;
 };
+
+/// Pid of the "GPU" process that shows a writer's streams, the same in the
+/// JSON and in the Perfetto trace: numeric (every viewer needs that) and
+/// clear of real pids (Linux caps them at 2^22).
+inline std::uint64_t gpu_pid(std::uint64_t host_pid) noexcept { return 1000000000u + host_pid; }
 
 /// printf into a std::string (at most 511 characters).
 inline std::string format_text(const char* fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "annotations.hpp"
-#include "chrome_json_options.hpp"
 #include "detail/perfetto_stream.hpp"
 #include "dump_reader.hpp"
 #include "output.hpp"
