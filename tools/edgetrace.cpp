@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -290,6 +289,14 @@ int input_error(const std::string& file, const std::string& what) {
   return exit_input;
 }
 
+/// An output that could not be opened or written: the reader's write-error
+/// line ("WHAT: strerror(errno)") as an input_error. Exit code.
+int output_error(const std::string& file, const char* what) {
+  std::string line;
+  et::detail::fail_write(&line, what);
+  return input_error(file, line);
+}
+
 /// The one guard against a command destroying its own input: refuses
 /// (exit_usage, one line) when any of `outputs` names the same file as any
 /// of `inputs`. Compared by device and inode, not by name, so "./run.etr",
@@ -569,10 +576,10 @@ int summary_options_from(const command& c, const parsed_options& p, et::summary_
 int write_text(const std::string& output, const std::string& text) {
   const bool to_stdout = output.empty() || output == "-";
   std::FILE* out = to_stdout ? stdout : std::fopen(output.c_str(), "wb");
-  if (!out) return input_error(output, std::string("cannot write: ") + std::strerror(errno));
+  if (!out) return output_error(output, "cannot write");
   const bool ok = std::fwrite(text.data(), 1, text.size(), out) == text.size();
   const bool closed = to_stdout ? std::fflush(out) == 0 : std::fclose(out) == 0;
-  if (!ok || !closed) return input_error(to_stdout ? "stdout" : output, std::string("write error: ") + std::strerror(errno));
+  if (!ok || !closed) return output_error(to_stdout ? "stdout" : output, "write error");
   return exit_ok;
 }
 
@@ -725,7 +732,7 @@ int write_one_output(const et::dump_reader& r, const std::string& dump, const st
                      const std::string& what, Convert&& convert) {
   const bool to_stdout = output == "-";
   std::FILE* out = to_stdout ? stdout : std::fopen(output.c_str(), "wb");
-  if (!out) return input_error(output, std::string("cannot write: ") + std::strerror(errno));
+  if (!out) return output_error(output, "cannot write");
   std::string error;
   bool ok;
   {
@@ -758,6 +765,78 @@ int convert_one_dump(const char* name, const arguments& args, const char* extens
   return write_one_output(r, a.dump, output, what, [&](std::FILE* out, std::string& error) { return convert(r, out, error); });
 }
 
+/// `json --split-mb`: the files, then one line naming them. Exit code.
+int run_json_split(const command& c, et::dump_reader& r, const std::string& dump, const std::string& output,
+                   et::chrome_json_options& options, std::uint64_t split_mb) {
+  et::chrome_json_input in;
+  in.reader = &r;
+  std::vector<et::chrome_json_part> parts;
+  std::string error;
+  bool ok;
+  {
+    percent_line progress(dump);
+    options.progress = progress.callback();
+    ok = et::write_chrome_json_split({in}, output, split_mb * 1000000, options, parts, &error);
+  }
+  if (!ok) {
+    for (const auto& part : parts) std::remove(part.path.c_str());
+    // A promise the split cannot keep is the option's value, not the input.
+    if (parts.empty() && error.rfind("cannot split", 0) == 0) return usage_error(&c, dump + ": " + error);
+    return input_error(dump, error);
+  }
+  std::string list;
+  std::uint64_t events = 0, bytes = 0, largest = 0;
+  for (const auto& part : parts) {
+    list += (list.empty() ? "" : ", ") + part.path;
+    events += part.result.events;
+    bytes += part.bytes;
+    largest = std::max(largest, part.bytes);
+  }
+  const int rc = report(r, dump, true, std::to_string(parts.size()) + " JSON file(s) written: " + list);
+  if (::isatty(2) == 1 && rc == exit_ok)
+    std::fprintf(stderr, "edgetrace: wrote %s .. %s: %zu files, %llu events, %s (largest %s)\n",
+                 parts.front().path.c_str(), parts.back().path.c_str(), parts.size(),
+                 static_cast<unsigned long long>(events), size_text(bytes).c_str(), size_text(largest).c_str());
+  return rc;
+}
+
+/// `json` into one document (a file, or stdout for "-"), with a warning
+/// when it is bigger than a browser opens. Exit code.
+int run_json_single(et::dump_reader& r, const std::string& dump, const std::string& output,
+                    et::chrome_json_options& options) {
+  // Warn before the work when the estimate is over what a browser opens.
+  std::uint64_t records = r.event_records();
+  for (const et::thread_info* t : r.threads_in_order()) records += t->annotation_records;
+  const bool warned = records * json_bytes_per_record > json_warn_bytes();
+  if (warned) warn_json_too_big(dump, "will be about", records * json_bytes_per_record, records);
+  const bool to_stdout = output == "-";
+  std::FILE* out = to_stdout ? stdout : std::fopen(output.c_str(), "wb");
+  if (!out) return output_error(output, "cannot write");
+  std::string error;
+  bool ok;
+  et::chrome_json_result result;
+  {
+    percent_line progress(dump);
+    options.progress = progress.callback();
+    ok = et::write_chrome_json(r, out, options, &result, &error);
+  }
+  const bool closed = to_stdout ? std::fflush(out) == 0 : std::fclose(out) == 0;
+  if (!ok || !closed) {
+    if (!to_stdout) std::remove(output.c_str());  // never leave half a JSON document behind
+    const bool write_failed = ok || error.rfind("write", 0) == 0;
+    return input_error(write_failed ? output : dump, error.empty() ? "write error" : error);
+  }
+  struct stat written {};
+  const std::uint64_t bytes =
+      !to_stdout && ::stat(output.c_str(), &written) == 0 ? static_cast<std::uint64_t>(written.st_size) : 0;
+  if (!warned && bytes > json_warn_bytes()) warn_json_too_big(dump, "is", bytes, records);
+  const int rc = report(r, dump, true, to_stdout ? "JSON written to stdout" : "JSON written to " + output);
+  if (::isatty(2) == 1 && rc == exit_ok && !to_stdout)
+    std::fprintf(stderr, "edgetrace: wrote %s: %llu events, %s\n", output.c_str(),
+                 static_cast<unsigned long long>(result.events), size_text(bytes).c_str());
+  return rc;
+}
+
 int run_json(const char* name, const arguments& args) {
   const command& c = *find_command(name);
   parsed_options p;
@@ -766,16 +845,14 @@ int run_json(const char* name, const arguments& args) {
   if (p.help) return run_help("help", {name});
   if (p.positional.empty()) return usage_error(&c, "'json' needs a DUMP file");
   if (p.positional.size() > 1) return usage_error(&c, "unexpected argument '" + p.positional[1] + "' (one DUMP at a time)");
-  dump_arguments a;
-  a.dump = p.positional[0];
+  const std::string dump = p.positional[0];
+  std::string output = default_json_path(dump);
   if (const std::string* v = p.get("--output")) {
     if (v->empty()) return usage_error(&c, "empty output file name");
-    a.output = *v;
-    a.has_output = true;
+    output = *v;
   }
-  const std::string output = a.has_output ? a.output : default_json_path(a.dump);
   et::chrome_json_options options;
-  options.source_name = base_name(a.dump);
+  options.source_name = base_name(dump);
   if (const std::string* v = p.get("--min-dur"))
     if (!et::parse_duration(*v, options.min_dur_ns))
       return usage_error(&c, "--min-dur needs a duration with a unit (ns, us, ms, s), not '" + *v + "'");
@@ -790,76 +867,11 @@ int run_json(const char* name, const arguments& args) {
   {
     std::vector<std::string> outputs{output};
     if (split_mb != 0) outputs = split_part_paths(output);
-    if (const int rc = refuse_overwriting_inputs({a.dump}, outputs); rc != exit_ok) return rc;
+    if (const int rc = refuse_overwriting_inputs({dump}, outputs); rc != exit_ok) return rc;
   }
-
   et::dump_reader r;
-  if (!r.open(a.dump) || !r.read_metadata()) return input_error(a.dump, r.error());
-  const bool terminal = ::isatty(2) == 1;
-  if (split_mb != 0) {
-    et::chrome_json_input in;
-    in.reader = &r;
-    std::vector<et::chrome_json_part> parts;
-    std::string error;
-    bool ok;
-    {
-      percent_line progress(a.dump);
-      options.progress = progress.callback();
-      ok = et::write_chrome_json_split({in}, output, split_mb * 1000000, options, parts, &error);
-    }
-    if (!ok) {
-      for (const auto& part : parts) std::remove(part.path.c_str());
-      // A promise the split cannot keep is the option's value, not the input.
-      if (parts.empty() && error.rfind("cannot split", 0) == 0) return usage_error(&c, a.dump + ": " + error);
-      return input_error(a.dump, error);
-    }
-    std::string list;
-    std::uint64_t events = 0, bytes = 0, largest = 0;
-    for (const auto& part : parts) {
-      list += (list.empty() ? "" : ", ") + part.path;
-      events += part.result.events;
-      bytes += part.bytes;
-      largest = std::max(largest, part.bytes);
-    }
-    const int rc = report(r, a.dump, true, std::to_string(parts.size()) + " JSON file(s) written: " + list);
-    if (terminal && rc == exit_ok)
-      std::fprintf(stderr, "edgetrace: wrote %s .. %s: %zu files, %llu events, %s (largest %s)\n",
-                   parts.front().path.c_str(), parts.back().path.c_str(), parts.size(),
-                   static_cast<unsigned long long>(events), size_text(bytes).c_str(), size_text(largest).c_str());
-    return rc;
-  }
-
-  // Warn before the work when the estimate is over what a browser opens.
-  std::uint64_t records = r.event_records();
-  for (const et::thread_info* t : r.threads_in_order()) records += t->annotation_records;
-  const bool warned = records * json_bytes_per_record > json_warn_bytes();
-  if (warned) warn_json_too_big(a.dump, "will be about", records * json_bytes_per_record, records);
-  const bool to_stdout = output == "-";
-  std::FILE* out = to_stdout ? stdout : std::fopen(output.c_str(), "wb");
-  if (!out) return input_error(output, std::string("cannot write: ") + std::strerror(errno));
-  std::string error;
-  bool ok;
-  et::chrome_json_result result;
-  {
-    percent_line progress(a.dump);
-    options.progress = progress.callback();
-    ok = et::write_chrome_json(r, out, options, &result, &error);
-  }
-  const bool closed = to_stdout ? std::fflush(out) == 0 : std::fclose(out) == 0;
-  if (!ok || !closed) {
-    if (!to_stdout) std::remove(output.c_str());  // never leave half a JSON document behind
-    const bool write_failed = ok || error.rfind("write", 0) == 0;
-    return input_error(write_failed ? output : a.dump, error.empty() ? "write error" : error);
-  }
-  struct stat written {};
-  const std::uint64_t bytes =
-      !to_stdout && ::stat(output.c_str(), &written) == 0 ? static_cast<std::uint64_t>(written.st_size) : 0;
-  if (!warned && bytes > json_warn_bytes()) warn_json_too_big(a.dump, "is", bytes, records);
-  const int rc = report(r, a.dump, true, to_stdout ? "JSON written to stdout" : "JSON written to " + output);
-  if (terminal && rc == exit_ok && !to_stdout)
-    std::fprintf(stderr, "edgetrace: wrote %s: %llu events, %s\n", output.c_str(),
-                 static_cast<unsigned long long>(result.events), size_text(bytes).c_str());
-  return rc;
+  if (!r.open(dump) || !r.read_metadata()) return input_error(dump, r.error());
+  return split_mb != 0 ? run_json_split(c, r, dump, output, options, split_mb) : run_json_single(r, dump, output, options);
 }
 
 int run_perfetto(const char* name, const arguments& args) {
@@ -1035,7 +1047,7 @@ int run_merge(const char* name, const arguments& args) {
   if (!et::plan_merge(inputs, p.positional, clock, plan, error)) return input_error("merge", error);
   for (const std::string& note : plan.notes) std::fprintf(stderr, "edgetrace: note: %s\n", note.c_str());
   std::FILE* out = std::fopen(output->c_str(), "wb");
-  if (!out) return input_error(*output, std::string("cannot write: ") + std::strerror(errno));
+  if (!out) return output_error(*output, "cannot write");
   bool ok;
   if (etr) {
     ok = et::write_merged_dump(inputs, plan, out, error);
@@ -1117,8 +1129,7 @@ int follow_top(const std::string& dump, const et::top_options& options, std::uin
     std::string text = head + et::top_table(window.table(), options);
     if (terminal) text = "\033[H\033[2J" + text;  // home, clear: redraw in place
     else text += "\n";
-    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
-      return input_error("stdout", std::string("write error: ") + std::strerror(errno));
+    if (std::string error; !et::detail::write_text(stdout, text, &error)) return input_error("stdout", error);
     if (done || stop_following) return exit_ok;
     // Sleep in short steps: a signal (or the writer's end) is seen promptly.
     const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(interval_ns);

@@ -3,16 +3,17 @@
 #pragma once
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "chrome_json.hpp"
+#include "chrome_json_options.hpp"
+#include "detail/chrome_json_convert.hpp"
+#include "detail/chrome_json_document.hpp"
+#include "output.hpp"
 
 namespace edgetrace {
 inline namespace v1 {
@@ -106,6 +107,119 @@ inline std::string megabytes_text(std::uint64_t bytes) {
   return text;
 }
 
+/// Pass A of the split: renders the whole conversion into a document that
+/// only counts, and fills `sizes` (per-slice bytes, total, per-file
+/// overhead). False on a read error.
+inline bool measure_split(const std::vector<chrome_json_input>& inputs, const chrome_json_options& options,
+                          std::int64_t origin, std::size_t max_parts, progress_meter& progress, split_sizes& sizes,
+                          std::string* error) {
+  // doc_for() is called before each event is written: it settles the
+  // previous one.
+  chrome_json_document counter(nullptr, origin, 64u << 10);
+  counter.begin(inputs);
+  const std::uint64_t header = counter.bytes();
+  std::size_t pending = split_sizes::slices;
+  std::uint64_t mark = header;
+  auto settle = [&] {
+    if (pending < split_sizes::slices) sizes.bytes[pending] += counter.bytes() - mark;
+    mark = counter.bytes();
+    pending = split_sizes::slices;
+  };
+  auto doc_for = [&](std::int64_t ns) -> chrome_json_document& {
+    settle();
+    pending = sizes.slice_of(ns);
+    return counter;
+  };
+  json_event_filter filter(options);
+  std::uint64_t flow_id = 0;
+  for (const chrome_json_input& in : inputs)
+    if (!convert_input(in, filter, doc_for, flow_id, progress, error)) return false;
+  settle();
+  sizes.total = counter.bytes() - header;
+  // The trailer with the longest part numbers, and room for diagnostics
+  // that a part may add (one NaN-counter note each).
+  char extra[64];
+  std::snprintf(extra, sizeof extra, ",\"part\":%zu,\"parts\":%zu", max_parts, max_parts);
+  const std::uint64_t before_end = counter.bytes();
+  counter.end(inputs, options, extra);
+  sizes.overhead = header + (counter.bytes() - before_end) + 256;
+  return true;
+}
+
+/// Why `max_bytes` per file cannot be kept, and which --split-mb would do.
+inline std::string split_refusal(const split_sizes& sizes, const std::vector<std::size_t>& window_start,
+                                 std::uint64_t max_bytes, std::size_t max_parts) {
+  const std::uint64_t mb = sizes.smallest_mb(max_parts);
+  std::uint64_t largest = 0;
+  for (std::uint64_t b : sizes.bytes) largest = std::max(largest, b);
+  std::string why;
+  if (max_bytes <= sizes.overhead)
+    why = "one file's metadata alone takes " + megabytes_text(sizes.overhead);
+  else if (window_start.empty())
+    why = megabytes_text(largest) + " of events start within one 1/1048576 of the time range";
+  else
+    why = "the JSON takes " + megabytes_text(sizes.total) + ": " + std::to_string(window_start.size()) +
+          " files of at most " + megabytes_text(max_bytes) + ", more than the limit of " + std::to_string(max_parts);
+  return "cannot split into files of at most " + megabytes_text(max_bytes) + ": " + why +
+         "; nothing written. Use --split-mb " + std::to_string(mb) +
+         " or more, or leave events out with --min-dur or --filter";
+}
+
+/// Pass B of the split: opens one file per window, converts every input
+/// into them, ends and closes each. False on a read or write error (the
+/// first one is in `error`).
+inline bool write_split_files(const std::vector<chrome_json_input>& inputs, const std::string& path,
+                              const chrome_json_options& options, const split_sizes& sizes, std::int64_t origin,
+                              const std::vector<std::size_t>& window_start, progress_meter& progress,
+                              std::vector<chrome_json_part>& parts, std::string* error) {
+  const std::size_t count = window_start.size();
+  std::vector<std::uint32_t> window_of(split_sizes::slices, 0);
+  for (std::size_t w = 0; w < count; ++w) {
+    const std::size_t end = w + 1 < count ? window_start[w + 1] : split_sizes::slices;
+    std::fill(window_of.begin() + static_cast<std::ptrdiff_t>(window_start[w]),
+              window_of.begin() + static_cast<std::ptrdiff_t>(end), static_cast<std::uint32_t>(w));
+  }
+  std::vector<std::FILE*> files(count, nullptr);
+  std::vector<std::unique_ptr<chrome_json_document>> docs(count);
+  bool ok = true;
+  for (std::size_t w = 0; w < count && ok; ++w) {
+    chrome_json_part part;
+    part.path = chrome_json_part_path(path, w + 1);
+    part.from_ns = sizes.slice_ns(window_start[w]);
+    part.to_ns = w + 1 < count ? sizes.slice_ns(window_start[w + 1]) : sizes.last + 1;
+    parts.push_back(part);
+    files[w] = std::fopen(part.path.c_str(), "wb");
+    if (!files[w]) {
+      ok = fail_write(error, part.path + ": cannot write");
+      break;
+    }
+    docs[w] = std::make_unique<chrome_json_document>(files[w], origin, 256u << 10);
+    docs[w]->begin(inputs);
+  }
+  if (ok) {
+    json_event_filter filter(options);
+    std::uint64_t flow_id = 0;
+    auto doc_for = [&](std::int64_t ns) -> chrome_json_document& { return *docs[window_of[sizes.slice_of(ns)]]; };
+    for (const chrome_json_input& in : inputs)
+      if (!convert_input(in, filter, doc_for, flow_id, progress, error)) {
+        ok = false;
+        break;
+      }
+  }
+  for (std::size_t w = 0; w < count; ++w) {
+    if (docs[w]) {
+      char extra[64];
+      std::snprintf(extra, sizeof extra, ",\"part\":%zu,\"parts\":%zu", w + 1, count);
+      if (!docs[w]->end(inputs, options, extra) && ok) ok = fail_write(error, parts[w].path + ": write error");
+      parts[w].result = docs[w]->result();
+      parts[w].bytes = docs[w]->bytes();
+      docs[w].reset();  // its last flush must reach the file before fclose, never after
+    }
+    if (files[w] && std::fclose(files[w]) != 0 && ok) ok = fail_write(error, parts[w].path + ": write error");
+  }
+  return ok;
+}
+
 }  // namespace detail
 
 /// Writes the dumps as several JSON documents, each covering one time
@@ -139,117 +253,14 @@ inline bool write_chrome_json_split(const std::vector<chrome_json_input>& inputs
   sizes.bytes.assign(detail::split_sizes::slices, 0);
   detail::progress_meter progress(options, inputs, 2);
   const std::int64_t origin = sizes.first - 1000;
-
-  // Pass A: the bytes each event adds to a document, by slice. doc_for() is
-  // called before each event is written: it settles the previous one.
-  {
-    detail::chrome_json_document counter(nullptr, origin, 64u << 10);
-    counter.begin(inputs);
-    const std::uint64_t header = counter.bytes();
-    std::size_t pending = detail::split_sizes::slices;
-    std::uint64_t mark = header;
-    auto settle = [&] {
-      if (pending < detail::split_sizes::slices) sizes.bytes[pending] += counter.bytes() - mark;
-      mark = counter.bytes();
-      pending = detail::split_sizes::slices;
-    };
-    auto doc_for = [&](std::int64_t ns) -> detail::chrome_json_document& {
-      settle();
-      pending = sizes.slice_of(ns);
-      return counter;
-    };
-    detail::json_event_filter filter(options);
-    std::uint64_t flow_id = 0;
-    for (const chrome_json_input& in : inputs)
-      if (!detail::convert_input(in, filter, doc_for, flow_id, progress, error)) return false;
-    settle();
-    sizes.total = counter.bytes() - header;
-    // The trailer with the longest part numbers, and room for diagnostics
-    // that a part may add (one NaN-counter note each).
-    char extra[64];
-    std::snprintf(extra, sizeof extra, ",\"part\":%zu,\"parts\":%zu", max_parts, max_parts);
-    const std::uint64_t before_end = counter.bytes();
-    counter.end(inputs, options, extra);
-    sizes.overhead = header + (counter.bytes() - before_end) + 256;
-  }
+  if (!detail::measure_split(inputs, options, origin, max_parts, progress, sizes, error)) return false;
   const std::vector<std::size_t> window_start = sizes.pack(max_bytes);
-  if (window_start.empty() || window_start.size() > max_parts) {
-    if (error) {
-      const std::uint64_t mb = sizes.smallest_mb(max_parts);
-      std::uint64_t largest = 0;
-      for (std::uint64_t b : sizes.bytes) largest = std::max(largest, b);
-      std::string why;
-      if (max_bytes <= sizes.overhead)
-        why = "one file's metadata alone takes " + detail::megabytes_text(sizes.overhead);
-      else if (window_start.empty())
-        why = detail::megabytes_text(largest) + " of events start within one 1/1048576 of the time range";
-      else
-        why = "the JSON takes " + detail::megabytes_text(sizes.total) + ": " + std::to_string(window_start.size()) +
-              " files of at most " + detail::megabytes_text(max_bytes) + ", more than the limit of " +
-              std::to_string(max_parts);
-      *error = "cannot split into files of at most " + detail::megabytes_text(max_bytes) + ": " + why +
-               "; nothing written. Use --split-mb " + std::to_string(mb) +
-               " or more, or leave events out with --min-dur or --filter";
-    }
+  if (window_start.empty() || window_start.size() > max_parts)
+    return error ? detail::fail_with(error, detail::split_refusal(sizes, window_start, max_bytes, max_parts)) : false;
+  if (!detail::write_split_files(inputs, path, options, sizes, origin, window_start, progress, parts, error))
     return false;
-  }
-
-  // Pass B: the files.
-  const std::size_t count = window_start.size();
-  std::vector<std::uint32_t> window_of(detail::split_sizes::slices, 0);
-  for (std::size_t w = 0; w < count; ++w) {
-    const std::size_t end = w + 1 < count ? window_start[w + 1] : detail::split_sizes::slices;
-    std::fill(window_of.begin() + static_cast<std::ptrdiff_t>(window_start[w]),
-              window_of.begin() + static_cast<std::ptrdiff_t>(end), static_cast<std::uint32_t>(w));
-  }
-  std::vector<std::FILE*> files(count, nullptr);
-  std::vector<std::unique_ptr<detail::chrome_json_document>> docs(count);
-  bool ok = true;
-  for (std::size_t w = 0; w < count && ok; ++w) {
-    chrome_json_part part;
-    part.path = chrome_json_part_path(path, w + 1);
-    part.from_ns = sizes.slice_ns(window_start[w]);
-    part.to_ns = w + 1 < count ? sizes.slice_ns(window_start[w + 1]) : sizes.last + 1;
-    parts.push_back(part);
-    files[w] = std::fopen(part.path.c_str(), "wb");
-    if (!files[w]) {
-      if (error) *error = part.path + ": cannot write: " + std::strerror(errno);
-      ok = false;
-      break;
-    }
-    docs[w] = std::make_unique<detail::chrome_json_document>(files[w], origin, 256u << 10);
-    docs[w]->begin(inputs);
-  }
-  if (ok) {
-    detail::json_event_filter filter(options);
-    std::uint64_t flow_id = 0;
-    auto doc_for = [&](std::int64_t ns) -> detail::chrome_json_document& {
-      return *docs[window_of[sizes.slice_of(ns)]];
-    };
-    for (const chrome_json_input& in : inputs)
-      if (!detail::convert_input(in, filter, doc_for, flow_id, progress, error)) {
-        ok = false;
-        break;
-      }
-  }
-  for (std::size_t w = 0; w < count; ++w) {
-    if (docs[w]) {
-      char extra[64];
-      std::snprintf(extra, sizeof extra, ",\"part\":%zu,\"parts\":%zu", w + 1, count);
-      if (!docs[w]->end(inputs, options, extra) && ok) {
-        if (error) *error = parts[w].path + ": write error: " + std::strerror(errno);
-        ok = false;
-      }
-      parts[w].result = docs[w]->result();
-      parts[w].bytes = docs[w]->bytes();
-    }
-    if (files[w] && std::fclose(files[w]) != 0 && ok) {
-      if (error) *error = parts[w].path + ": write error: " + std::strerror(errno);
-      ok = false;
-    }
-  }
-  if (ok) progress.finish();
-  return ok;
+  progress.finish();
+  return true;
 }
 
 }  // namespace reader

@@ -3,11 +3,9 @@
 #pragma once
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <iterator>
 #include <set>
 #include <string>
@@ -15,11 +13,10 @@
 #include <vector>
 
 #include "annotations.hpp"
-#include "chrome_json.hpp"
 #include "dump_reader.hpp"
+#include "output.hpp"
 #include "sorted_rows.hpp"
 #include "span_walker.hpp"
-#include "summary.hpp"
 
 namespace edgetrace {
 inline namespace v1 {
@@ -60,6 +57,75 @@ inline const std::string& phase_at(const writer_info& w, std::int64_t ns) {
   return after == w.phases.begin() ? none : std::prev(after)->name;
 }
 
+/// Renders one CSV row per span (spans_csv_header's columns, then one per
+/// argument key). Caches the site's and the thread's fields, which repeat
+/// from one span to the next.
+class spans_csv_rows {
+ public:
+  spans_csv_rows(const dump_reader& r, const std::vector<std::string>& keys) : notes_(r), keys_(keys) {}
+
+  /// The row of `s`, line break included; valid until the next call.
+  const std::string& row(const span_record& s) {
+    if (s.site != last_site_) {
+      last_site_ = s.site;
+      site_prefix_ = csv_field(s.site->name) + "," + csv_field(s.site->category);
+    }
+    if (s.thread != last_thread_) {
+      last_thread_ = s.thread;
+      thread_prefix_ = "," + csv_field(s.thread->name) + "," + std::to_string(s.writer->pid) + "," +
+                       std::to_string(s.thread->os_tid) + ",";
+    }
+    args_.clear();
+    flows_.clear();
+    notes_.claim(s.thread, s.begin_ns, s.end_ns, [&](const annotation& a) {
+      (a.type == format::annotation_record::flow ? flows_ : args_).push_back(&a);
+    });
+    line_ = site_prefix_;
+    line_ += thread_prefix_;
+    number(s.begin_ns);
+    line_ += ',';
+    number(s.duration());
+    line_ += ',';
+    number(s.self_ns);
+    line_ += ',';
+    number(s.depth);
+    line_ += ",,,";
+    line_ += csv_field(phase_at(*s.writer, s.begin_ns));
+    line_ += ',';
+    if (!flows_.empty()) {
+      line_ += csv_field(flows_.back()->name());
+      line_ += ',';
+      number(flows_.back()->value);
+    } else {
+      line_ += ',';
+    }
+    for (const std::string& key : keys_) {
+      line_ += ',';
+      if (const annotation* a = last_with_key(args_, key)) line_ += csv_field(a->value_text());
+    }
+    line_ += '\n';
+    return line_;
+  }
+
+ private:
+  template <class Number>
+  void number(Number v) {
+    char text[24];
+    const auto done = std::to_chars(text, text + sizeof text, v);
+    line_.append(text, done.ptr);
+  }
+
+  span_annotations notes_;
+  const std::vector<std::string>& keys_;
+  const thread_info* last_thread_ = nullptr;
+  std::string thread_prefix_;  // ",thread,pid,tid,"
+  const site_info* last_site_ = nullptr;
+  std::string site_prefix_;  // "name,category"
+  std::vector<const annotation*> args_;
+  std::vector<const annotation*> flows_;
+  std::string line_;
+};
+
 }  // namespace detail
 
 /// Writes every span of an opened dump as CSV, one row per span in time
@@ -71,72 +137,20 @@ inline const std::string& phase_at(const writer_info& w, std::int64_t ns) {
 /// of the CSV. Returns false on a read or write error (`error` says which).
 inline bool write_spans_csv(dump_reader& r, std::FILE* out, std::uint64_t* rows = nullptr,
                             std::string* error = nullptr, const csv_options& options = {}) {
-  if (!r.metadata_read() && !r.read_metadata()) {
-    if (error) *error = r.error();
-    return false;
-  }
+  if (!r.metadata_read() && !r.read_metadata()) return detail::fail_with(error, r.error());
   const std::vector<std::string> keys = detail::argument_keys(r);
   detail::buffered_output o(out);
   o.write(spans_csv_header);
   for (const std::string& key : keys) o.write("," + detail::csv_field("arg:" + key));
   o.put('\n');
   std::uint64_t count = 0;
-  const thread_info* last_thread = nullptr;
-  std::string thread_prefix;  // ",thread,pid,tid,"
-  const site_info* last_site = nullptr;
-  std::string site_prefix;  // "name,category"
-  span_annotations notes(r);
-  std::vector<const annotation*> args;
-  std::vector<const annotation*> flows;
+  detail::spans_csv_rows rows_of(r, keys);
   detail::sorted_rows sorted(options.sort_memory);
   bool sort_ok = true;
-  std::string line;
-  auto number = [&line](auto v) {
-    char text[24];
-    const auto done = std::to_chars(text, text + sizeof text, v);
-    line.append(text, done.ptr);
-  };
   const bool ok = walk_spans(
       r,
       [&](const span_record& s) {
-        if (s.site != last_site) {
-          last_site = s.site;
-          site_prefix = detail::csv_field(s.site->name) + "," + detail::csv_field(s.site->category);
-        }
-        if (s.thread != last_thread) {
-          last_thread = s.thread;
-          thread_prefix = "," + detail::csv_field(s.thread->name) + "," + std::to_string(s.writer->pid) + "," +
-                          std::to_string(s.thread->os_tid) + ",";
-        }
-        args.clear();
-        flows.clear();
-        notes.claim(s.thread, s.begin_ns, s.end_ns, [&](const annotation& a) {
-          (a.type == format::annotation_record::flow ? flows : args).push_back(&a);
-        });
-        line = site_prefix;
-        line += thread_prefix;
-        number(s.begin_ns);
-        line += ',';
-        number(s.duration());
-        line += ',';
-        number(s.self_ns);
-        line += ',';
-        number(s.depth);
-        line += ",,,";
-        line += detail::csv_field(detail::phase_at(*s.writer, s.begin_ns));
-        line += ',';
-        if (!flows.empty()) {
-          line += detail::csv_field(flows.back()->name());
-          line += ',';
-          number(flows.back()->value);
-        } else {
-          line += ',';
-        }
-        for (const std::string& key : keys) {
-          line += ',';
-          if (const annotation* a = last_with_key(args, key)) line += detail::csv_field(a->value_text());
-        }
-        line += '\n';
+        const std::string& line = rows_of.row(s);
         sort_ok = sort_ok && sorted.add(detail::row_key{s.begin_ns, s.writer->pid, s.thread->os_tid, s.depth}, line);
         ++count;
       },
@@ -144,18 +158,9 @@ inline bool write_spans_csv(dump_reader& r, std::FILE* out, std::uint64_t* rows 
   sort_ok = sort_ok && sorted.finish([&](std::string_view row) { o.write(row); });
   const bool write_ok = o.flush();
   if (rows) *rows = count;
-  if (!ok) {
-    if (error) *error = r.error();
-    return false;
-  }
-  if (!sort_ok) {
-    if (error) *error = std::string("write error (temporary file for sorting rows): ") + std::strerror(errno);
-    return false;
-  }
-  if (!write_ok) {
-    if (error) *error = std::string("write error: ") + std::strerror(errno);
-    return false;
-  }
+  if (!ok) return detail::fail_with(error, r.error());
+  if (!sort_ok) return detail::fail_write(error, "write error (temporary file for sorting rows)");
+  if (!write_ok) return detail::fail_write(error);
   return true;
 }
 

@@ -38,30 +38,44 @@ struct diff_row {
   bool within_noise() const { return noise_known && mean_change() <= noise; }
 };
 
+namespace detail {
+
+/// The fields of one side (base or new) of a diff_row.
+struct diff_side {
+  bool diff_row::*in;
+  std::uint64_t diff_row::*calls;
+  std::uint64_t diff_row::*mean;
+  std::uint64_t diff_row::*p50;
+  std::uint64_t diff_row::*p99;
+  std::uint64_t diff_row::*total;
+};
+
+/// Fills `side`'s fields of the rows from one summary's rows.
+inline void add_diff_side(std::map<std::string, diff_row>& rows, const summary_result& summary, const diff_side& side) {
+  for (const summary_row& r : summary.rows) {
+    diff_row& d = rows[r.key];
+    d.key = r.key;
+    d.*side.in = true;
+    d.*side.calls = r.host.count();
+    d.*side.mean = r.host.mean();
+    d.*side.p50 = r.host.percentile(50);
+    d.*side.p99 = r.host.percentile(99);
+    d.*side.total = r.host.total();
+  }
+}
+
+}  // namespace detail
+
 /// Joins two summaries by row key; sorted by impact (|total change|, then
 /// |mean change|, then key).
 inline std::vector<diff_row> diff_summaries(const summary_result& base, const summary_result& next) {
   std::map<std::string, diff_row> rows;
-  for (const summary_row& r : base.rows) {
-    diff_row& d = rows[r.key];
-    d.key = r.key;
-    d.in_base = true;
-    d.calls_base = r.host.count();
-    d.mean_base = r.host.mean();
-    d.p50_base = r.host.percentile(50);
-    d.p99_base = r.host.percentile(99);
-    d.total_base = r.host.total();
-  }
-  for (const summary_row& r : next.rows) {
-    diff_row& d = rows[r.key];
-    d.key = r.key;
-    d.in_new = true;
-    d.calls_new = r.host.count();
-    d.mean_new = r.host.mean();
-    d.p50_new = r.host.percentile(50);
-    d.p99_new = r.host.percentile(99);
-    d.total_new = r.host.total();
-  }
+  detail::add_diff_side(rows, base,
+                        {&diff_row::in_base, &diff_row::calls_base, &diff_row::mean_base, &diff_row::p50_base,
+                         &diff_row::p99_base, &diff_row::total_base});
+  detail::add_diff_side(rows, next,
+                        {&diff_row::in_new, &diff_row::calls_new, &diff_row::mean_new, &diff_row::p50_new,
+                         &diff_row::p99_new, &diff_row::total_new});
   std::vector<diff_row> out;
   for (auto& entry : rows) out.push_back(entry.second);
   auto magnitude = [](std::int64_t v) { return v < 0 ? -v : v; };

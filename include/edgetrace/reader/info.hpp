@@ -4,11 +4,9 @@
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <set>
 #include <string>
@@ -16,6 +14,7 @@
 
 #include "annotations.hpp"
 #include "dump_reader.hpp"
+#include "output.hpp"
 
 namespace edgetrace {
 inline namespace v1 {
@@ -28,25 +27,6 @@ struct info_options {
 };
 
 namespace detail {
-
-inline std::string format_text(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-inline std::string format_text(const char* fmt, ...) {
-  char text[512];
-  va_list args;
-  va_start(args, fmt);
-  const int n = std::vsnprintf(text, sizeof text, fmt, args);
-  va_end(args);
-  return std::string(text, n < 0 ? 0 : std::min<std::size_t>(static_cast<std::size_t>(n), sizeof text - 1));
-}
-
-/// "1.234567 s", "12.345 ms", "250 ns": three significant decimals at most.
-inline std::string format_duration(std::uint64_t ns) {
-  using ull = unsigned long long;
-  if (ns >= 1000000000ull) return format_text("%llu.%06llu s", ull(ns / 1000000000ull), ull(ns % 1000000000ull / 1000));
-  if (ns >= 1000000ull) return format_text("%llu.%03llu ms", ull(ns / 1000000ull), ull(ns % 1000000ull / 1000));
-  if (ns >= 1000ull) return format_text("%llu.%03llu us", ull(ns / 1000ull), ull(ns % 1000ull));
-  return format_text("%llu ns", ull(ns));
-}
 
 /// Time of `ns` relative to the writer's first event: "+1.250 ms", "-3.000 us".
 inline std::string relative_time(const writer_info& w, std::int64_t ns) {
@@ -243,46 +223,120 @@ inline std::string gpu_text(const writer_info& w, std::uint64_t placed_at_launch
   return text;
 }
 
-}  // namespace detail
+/// The "clock" line of a writer: source, invariance, fitted or nominal
+/// rate, pairs ignored.
+inline std::string clock_text(const writer_info& w) {
+  std::string clock = clock_source_name(w.clock_source);
+  if (w.clock_source == static_cast<std::uint8_t>(format::clock_source::x86_tsc))
+    clock += (w.clock_flags & 1) ? " (invariant)" : " (not reported invariant)";
+  if ((w.clock_flags & 2) != 0) clock += " (fallback: the CPU's counter is not invariant)";
+  const double mhz = w.clock.ticks_per_second() / 1e6;
+  if (!w.clock.rate_known())
+    clock += format_text(", rate UNKNOWN (%zu calibration pair(s), no nominal rate): no durations",
+                         w.clock.pairs_used());
+  else
+    switch (w.clock.kind()) {
+      case clock_model::fit::calibrated:
+        clock += format_text(", %.3f MHz fitted from %zu calibration pairs", mhz, w.clock.pairs_used());
+        break;
+      case clock_model::fit::single_pair: clock += format_text(", %.3f MHz nominal (1 calibration pair)", mhz); break;
+      case clock_model::fit::nominal: clock += format_text(", %.3f MHz nominal (no calibration pair)", mhz); break;
+    }
+  if (w.clock.pairs_given() != w.clock.pairs_used())
+    clock += format_text("; %zu pairs out of order or repeated, ignored", w.clock.pairs_given() - w.clock.pairs_used());
+  return clock;
+}
 
-/// Writes the `info` report of an opened dump to `out`. Runs pass 2 to
-/// count events (so the numbers are what a conversion would produce).
-/// Returns false when reading or writing failed; `error` says why.
-inline bool write_info(dump_reader& r, std::FILE* out, const info_options& options = {},
-                       std::string* error = nullptr) {
-  using detail::format_text;
+/// Event totals over every thread of the dump (the "totals" line).
+struct info_totals {
+  std::uint64_t spans = 0, instants = 0, counters = 0, dropped = 0, threads = 0;
+};
+
+/// The thread table of a writer, columns sized to their content (text
+/// columns left, numbers right); adds each thread to `totals`. "" when the
+/// writer has no threads.
+inline std::string thread_table(const writer_info& w, info_totals& totals) {
   using ull = unsigned long long;
-  if (!r.metadata_read() && !r.read_metadata()) {
-    if (error) *error = r.error();
-    return false;
+  using row = std::array<std::string, 8>;
+  std::vector<row> rows;
+  rows.push_back(row{"tid", "name", "spans", "instants", "counters", "dropped", "written", "check"});
+  for (const auto& entry : w.threads) {
+    const thread_info& t = entry.second;
+    ++totals.threads;
+    totals.spans += t.spans;
+    totals.instants += t.instants;
+    totals.counters += t.counters;
+    totals.dropped += t.dropped();
+    std::string check;
+    if (!t.has_stats) check = "no stats record";
+    else if (t.stats_written == t.decoded()) check = "ok";
+    else if (t.missing() != 0) check = format_text("missing %llu", ull(t.missing()));
+    else if (t.undecoded() != 0) check = format_text("ok (%llu before the snapshot's window)", ull(t.undecoded()));
+    else check = format_text("%llu more than written (stats older than the data)", ull(t.decoded() - t.stats_written));
+    rows.push_back(row{t.has_record ? std::to_string(t.os_tid) : "?",
+                       t.has_record ? (t.name.empty() ? "(unnamed)" : t.name) : "(no thread record)",
+                       std::to_string(t.spans), std::to_string(t.instants), std::to_string(t.counters),
+                       std::to_string(t.dropped()), t.has_stats ? std::to_string(t.stats_written) : "-", check});
   }
-  r.allow_unknown_rate();  // counts only; the clock line says the rate is unknown
-  span_annotations notes(r);
-  if (!r.read_events([&notes](const event& e) {
-        if (e.kind == event_kind::span) notes.collect(e.thread, e.site, e.begin_ns, e.end_ns, nullptr, nullptr);
-      })) {
-    if (error) *error = r.error();
-    return false;
+  if (rows.size() == 1) return "";
+  std::array<std::size_t, 8> width{};
+  for (const row& rw : rows)
+    for (std::size_t c = 0; c < rw.size(); ++c) width[c] = std::max(width[c], rw[c].size());
+  std::string text = "\n";
+  for (const row& rw : rows) {
+    std::string line = "  ";
+    for (std::size_t c = 0; c < rw.size(); ++c) {
+      const std::size_t pad = width[c] - rw[c].size();
+      const bool left = c <= 1 || c == 7;  // text columns left, numbers right
+      if (!left) line.append(pad, ' ');
+      line += rw[c];
+      if (left && c != 7) line.append(pad, ' ');
+      if (c != 7) line += "  ";
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    text += line + '\n';
   }
-  // GPU spans whose aligned start fell before their launch, per writer.
-  std::map<const writer_info*, std::pair<std::uint64_t, std::int64_t>> early;
-  if (r.has_gpu() && !r.read_gpu_spans([&](const gpu_span& g) {
-        if (!g.placed_at_launch) return;
-        auto& e = early[g.writer];
-        ++e.first;
-        e.second = std::max(e.second, g.begin_ns - g.host_begin_ns);
-      })) {
-    if (error) *error = r.error();
-    return false;
-  }
-  const read_stats& s = r.stats();
-  std::string text;
-  auto field = [&text](const char* indent, const char* label, const std::string& value) {
-    std::string padded = label;
-    padded.resize(std::max<std::size_t>(padded.size() + 1, 15), ' ');
-    text += indent + padded + value + '\n';
-  };
+  return text;
+}
 
+/// The lines of one writer: process, clock, duration, end record,
+/// snapshot, capture and annotation lines, then its GPU part (with
+/// `early` spans placed at their launch) and its thread table.
+template <class Field>
+void writer_text(const writer_info& w, std::uint64_t early, std::string& text, Field&& field, info_totals& totals) {
+  using ull = unsigned long long;
+  text += format_text("\nwriter 0x%08x\n", static_cast<unsigned>(w.id));
+  if (w.has_process) {
+    field("  ", "process", format_text("%s (pid %llu)", w.process_name.c_str(), ull(w.pid)));
+    field("  ", "clock", clock_text(w));
+    field("  ", "ring capacity", format_text("%llu records per thread", ull(w.ring_capacity)));
+    field("  ", "flush period", format_text("%llu us", ull(w.flush_period_us)));
+  } else {
+    field("  ", "process", "unknown (no process record)");
+  }
+  field("  ", "duration",
+        !w.has_events            ? std::string("no events")
+        : !w.clock.rate_known() ? std::string("unknown (tick rate unknown)")
+                                : format_duration(static_cast<std::uint64_t>(w.last_ns - w.first_ns)));
+  std::uint64_t rejected = 0;
+  for (const auto& t : w.threads) rejected += t.second.stats_rejected;
+  if (rejected != 0)
+    field("  ", "refused",
+          format_text("%llu EDGETRACE_RECORD span(s) more than 1 s outside the trace (not recorded)", ull(rejected)));
+  field("  ", "end record", w.has_end ? "yes (clean shutdown)" : "missing (killed or crashed?)");
+  write_snapshot_info(w, field);
+  write_capture_info(w, field);
+  write_annotation_info(w, field);
+  const std::string table = thread_table(w, totals);
+  if (w.gpu.present) text += gpu_text(w, early);
+  text += table.empty() ? std::string("  (no threads)\n") : table;
+}
+
+/// The dump's own lines: file, size, chunks, status, writers, contents.
+template <class Field>
+void dump_text(const dump_reader& r, const info_options& options, Field&& field) {
+  using ull = unsigned long long;
+  const read_stats& s = r.stats();
   field("", "file", options.display_name.empty() ? r.path() : options.display_name);
   field("", "size", format_text("%llu bytes, format %u.%u", ull(s.file_size), r.version_major(), r.version_minor()));
   field("", "chunks",
@@ -296,116 +350,63 @@ inline bool write_info(dump_reader& r, std::FILE* out, const info_options& optio
   field("", "writers", std::to_string(r.writers().size()));
   if (r.snapshot() != nullptr)
     field("", "contents", "a flight recorder's snapshot: one window of the run (see its writer's snapshot lines)");
+}
 
-  std::uint64_t spans = 0, instants = 0, counters = 0, dropped = 0, threads = 0;
-  for (const writer_info* w : r.writers_in_order()) {
-    text += format_text("\nwriter 0x%08x\n", static_cast<unsigned>(w->id));
-    if (w->has_process) {
-      field("  ", "process", format_text("%s (pid %llu)", w->process_name.c_str(), ull(w->pid)));
-      std::string clock = clock_source_name(w->clock_source);
-      if (w->clock_source == static_cast<std::uint8_t>(format::clock_source::x86_tsc))
-        clock += (w->clock_flags & 1) ? " (invariant)" : " (not reported invariant)";
-      if ((w->clock_flags & 2) != 0) clock += " (fallback: the CPU's counter is not invariant)";
-      const double mhz = w->clock.ticks_per_second() / 1e6;
-      if (!w->clock.rate_known())
-        clock += format_text(", rate UNKNOWN (%zu calibration pair(s), no nominal rate): no durations",
-                             w->clock.pairs_used());
-      else
-        switch (w->clock.kind()) {
-          case clock_model::fit::calibrated:
-            clock += format_text(", %.3f MHz fitted from %zu calibration pairs", mhz, w->clock.pairs_used());
-            break;
-          case clock_model::fit::single_pair: clock += format_text(", %.3f MHz nominal (1 calibration pair)", mhz); break;
-          case clock_model::fit::nominal: clock += format_text(", %.3f MHz nominal (no calibration pair)", mhz); break;
-        }
-      if (w->clock.pairs_given() != w->clock.pairs_used())
-        clock += format_text("; %zu pairs out of order or repeated, ignored",
-                             w->clock.pairs_given() - w->clock.pairs_used());
-      field("  ", "clock", clock);
-      field("  ", "ring capacity", format_text("%llu records per thread", ull(w->ring_capacity)));
-      field("  ", "flush period", format_text("%llu us", ull(w->flush_period_us)));
-    } else {
-      field("  ", "process", "unknown (no process record)");
-    }
-    field("  ", "duration",
-          !w->has_events            ? std::string("no events")
-          : !w->clock.rate_known() ? std::string("unknown (tick rate unknown)")
-                                   : detail::format_duration(static_cast<std::uint64_t>(w->last_ns - w->first_ns)));
-    std::uint64_t rejected = 0;
-    for (const auto& t : w->threads) rejected += t.second.stats_rejected;
-    if (rejected != 0)
-      field("  ", "refused", format_text("%llu EDGETRACE_RECORD span(s) more than 1 s outside the trace (not recorded)",
-                                         ull(rejected)));
-    field("  ", "end record", w->has_end ? "yes (clean shutdown)" : "missing (killed or crashed?)");
-    detail::write_snapshot_info(*w, field);
-    detail::write_capture_info(*w, field);
-    detail::write_annotation_info(*w, field);
-
-    // Thread table, columns sized to their content.
-    using row = std::array<std::string, 8>;
-    std::vector<row> rows;
-    rows.push_back(row{"tid", "name", "spans", "instants", "counters", "dropped", "written", "check"});
-    for (const auto& entry : w->threads) {
-      const thread_info& t = entry.second;
-      ++threads;
-      spans += t.spans;
-      instants += t.instants;
-      counters += t.counters;
-      dropped += t.dropped();
-      std::string check;
-      if (!t.has_stats) check = "no stats record";
-      else if (t.stats_written == t.decoded()) check = "ok";
-      else if (t.missing() != 0) check = format_text("missing %llu", ull(t.missing()));
-      else if (t.undecoded() != 0) check = format_text("ok (%llu before the snapshot's window)", ull(t.undecoded()));
-      else check = format_text("%llu more than written (stats older than the data)", ull(t.decoded() - t.stats_written));
-      rows.push_back(row{t.has_record ? std::to_string(t.os_tid) : "?",
-                         t.has_record ? (t.name.empty() ? "(unnamed)" : t.name) : "(no thread record)",
-                         std::to_string(t.spans), std::to_string(t.instants), std::to_string(t.counters),
-                         std::to_string(t.dropped()), t.has_stats ? std::to_string(t.stats_written) : "-", check});
-    }
-    if (w->gpu.present) text += detail::gpu_text(*w, early[w].first);
-    if (rows.size() == 1) {
-      text += "  (no threads)\n";
-      continue;
-    }
-    std::array<std::size_t, 8> width{};
-    for (const row& rw : rows)
-      for (std::size_t c = 0; c < rw.size(); ++c) width[c] = std::max(width[c], rw[c].size());
-    text += '\n';
-    for (const row& rw : rows) {
-      std::string line = "  ";
-      for (std::size_t c = 0; c < rw.size(); ++c) {
-        const std::size_t pad = width[c] - rw[c].size();
-        const bool left = c <= 1 || c == 7;  // text columns left, numbers right
-        if (!left) line.append(pad, ' ');
-        line += rw[c];
-        if (left && c != 7) line.append(pad, ' ');
-        if (c != 7) line += "  ";
-      }
-      while (!line.empty() && line.back() == ' ') line.pop_back();
-      text += line + '\n';
-    }
-  }
-
-  text += '\n';
-  field("", "totals",
-        format_text("%llu spans, %llu instants, %llu counters, %llu dropped in %llu threads", ull(spans),
-                    ull(instants), ull(counters), ull(dropped), ull(threads)));
-  if (!notes.empty() && notes.unclaimed() != 0)
-    field("", "unattached", format_text("%llu argument(s) or flow step(s) recorded outside every span",
-                                        ull(notes.unclaimed())));
+/// The "diagnostics" section.
+inline std::string diagnostics_text(const dump_reader& r) {
+  using ull = unsigned long long;
   const auto& diags = r.diagnostics();
-  text += format_text("\ndiagnostics (%llu)\n", ull(diags.size() + r.diagnostics_dropped()));
+  std::string text = format_text("\ndiagnostics (%llu)\n", ull(diags.size() + r.diagnostics_dropped()));
   if (diags.empty()) text += "  none\n";
   for (const diagnostic& d : diags)
     text += std::string(d.level == diagnostic::severity::damage ? "  warning: " : "  note: ") + d.message + '\n';
   if (r.diagnostics_dropped() != 0) text += format_text("  ... and %llu more\n", ull(r.diagnostics_dropped()));
+  return text;
+}
 
-  if (std::fwrite(text.data(), 1, text.size(), out) != text.size() || std::fflush(out) != 0) {
-    if (error) *error = std::string("write error: ") + std::strerror(errno);
-    return false;
-  }
-  return true;
+}  // namespace detail
+
+/// Writes the `info` report of an opened dump to `out`. Runs pass 2 to
+/// count events (so the numbers are what a conversion would produce).
+/// Returns false when reading or writing failed; `error` says why.
+inline bool write_info(dump_reader& r, std::FILE* out, const info_options& options = {},
+                       std::string* error = nullptr) {
+  using detail::format_text;
+  using ull = unsigned long long;
+  if (!r.metadata_read() && !r.read_metadata()) return detail::fail_with(error, r.error());
+  r.allow_unknown_rate();  // counts only; the clock line says the rate is unknown
+  span_annotations notes(r);
+  if (!r.read_events([&notes](const event& e) {
+        if (e.kind == event_kind::span) notes.collect(e.thread, e.site, e.begin_ns, e.end_ns, nullptr, nullptr);
+      }))
+    return detail::fail_with(error, r.error());
+  // GPU spans whose aligned start fell before their launch, per writer.
+  std::map<const writer_info*, std::pair<std::uint64_t, std::int64_t>> early;
+  if (r.has_gpu() && !r.read_gpu_spans([&](const gpu_span& g) {
+        if (!g.placed_at_launch) return;
+        auto& e = early[g.writer];
+        ++e.first;
+        e.second = std::max(e.second, g.begin_ns - g.host_begin_ns);
+      }))
+    return detail::fail_with(error, r.error());
+  std::string text;
+  auto field = [&text](const char* indent, const char* label, const std::string& value) {
+    std::string padded = label;
+    padded.resize(std::max<std::size_t>(padded.size() + 1, 15), ' ');
+    text += indent + padded + value + '\n';
+  };
+  detail::dump_text(r, options, field);
+  detail::info_totals totals;
+  for (const writer_info* w : r.writers_in_order()) detail::writer_text(*w, early[w].first, text, field, totals);
+  text += '\n';
+  field("", "totals",
+        format_text("%llu spans, %llu instants, %llu counters, %llu dropped in %llu threads", ull(totals.spans),
+                    ull(totals.instants), ull(totals.counters), ull(totals.dropped), ull(totals.threads)));
+  if (!notes.empty() && notes.unclaimed() != 0)
+    field("", "unattached", format_text("%llu argument(s) or flow step(s) recorded outside every span",
+                                        ull(notes.unclaimed())));
+  text += detail::diagnostics_text(r);
+  return detail::write_text(out, text, error);
 }
 
 }  // namespace reader

@@ -3,10 +3,8 @@
 #pragma once
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <set>
 #include <string>
@@ -15,7 +13,7 @@
 #include "../format.hpp"
 #include "chrome_json.hpp"
 #include "dump_reader.hpp"
-#include "info.hpp"
+#include "output.hpp"
 
 namespace edgetrace {
 inline namespace v1 {
@@ -196,10 +194,7 @@ inline bool write_merged_dump(const std::vector<dump_reader*>& inputs, const mer
       return false;
     }
   }
-  if (!ok || std::fflush(out) != 0) {
-    error = std::string("write error: ") + std::strerror(errno);
-    return false;
-  }
+  if (!ok || std::fflush(out) != 0) return detail::fail_write(&error);
   return true;
 }
 

@@ -3,417 +3,176 @@
 #pragma once
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
-#include <limits>
 #include <map>
-#include <set>
 #include <string>
-#include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "annotations.hpp"
-#include "chrome_json.hpp"
+#include "detail/perfetto_stream.hpp"
 #include "dump_reader.hpp"
-#include "protobuf_writer.hpp"
+#include "output.hpp"
+#include "perfetto_proto.hpp"
 
 namespace edgetrace {
 inline namespace v1 {
 namespace reader {
 
-/// Field numbers and enum values of Perfetto's trace schema (protos/perfetto/
-/// trace/perfetto_trace.proto in google/perfetto), only those written here.
-namespace perfetto_proto {
-// message Trace
-inline constexpr std::uint32_t trace_packet = 1;
-// message TracePacket
-inline constexpr std::uint32_t packet_timestamp = 8;
-inline constexpr std::uint32_t packet_trusted_packet_sequence_id = 10;
-inline constexpr std::uint32_t packet_track_event = 11;
-inline constexpr std::uint32_t packet_interned_data = 12;
-inline constexpr std::uint32_t packet_sequence_flags = 13;
-inline constexpr std::uint32_t packet_track_descriptor = 60;
-// enum TracePacket.SequenceFlags
-inline constexpr std::uint64_t seq_incremental_state_cleared = 1;
-inline constexpr std::uint64_t seq_needs_incremental_state = 2;
-// message TrackDescriptor
-inline constexpr std::uint32_t track_uuid = 1;
-inline constexpr std::uint32_t track_name = 2;
-inline constexpr std::uint32_t track_process = 3;
-inline constexpr std::uint32_t track_thread = 4;
-inline constexpr std::uint32_t track_parent_uuid = 5;
-inline constexpr std::uint32_t track_counter = 8;
-// message ProcessDescriptor
-inline constexpr std::uint32_t process_pid = 1;
-inline constexpr std::uint32_t process_name = 6;
-// message ThreadDescriptor
-inline constexpr std::uint32_t thread_pid = 1;
-inline constexpr std::uint32_t thread_tid = 2;
-inline constexpr std::uint32_t thread_name = 5;
-// message TrackEvent
-inline constexpr std::uint32_t event_category_iids = 3;
-inline constexpr std::uint32_t event_debug_annotations = 4;
-inline constexpr std::uint32_t event_type = 9;
-inline constexpr std::uint32_t event_name_iid = 10;
-inline constexpr std::uint32_t event_track_uuid = 11;
-inline constexpr std::uint32_t event_counter_value = 30;  // int64
-inline constexpr std::uint32_t event_double_counter_value = 44;
-inline constexpr std::uint32_t event_flow_ids = 47;             // fixed64
-inline constexpr std::uint32_t event_terminating_flow_ids = 48;  // fixed64
-// enum TrackEvent.Type
-inline constexpr std::uint64_t type_slice_begin = 1;
-inline constexpr std::uint64_t type_slice_end = 2;
-inline constexpr std::uint64_t type_instant = 3;
-inline constexpr std::uint64_t type_counter = 4;
-// message InternedData
-inline constexpr std::uint32_t interned_event_categories = 1;
-inline constexpr std::uint32_t interned_event_names = 2;
-// messages EventCategory and EventName
-inline constexpr std::uint32_t interned_iid = 1;
-inline constexpr std::uint32_t interned_name = 2;
-// message DebugAnnotation
-inline constexpr std::uint32_t annotation_bool_value = 2;
-inline constexpr std::uint32_t annotation_int_value = 4;
-inline constexpr std::uint32_t annotation_double_value = 5;
-inline constexpr std::uint32_t annotation_string_value = 6;
-inline constexpr std::uint32_t annotation_name = 10;
-}  // namespace perfetto_proto
-
-/// What write_perfetto wrote.
-struct perfetto_result {
-  std::uint64_t packets = 0;
-  std::uint64_t slices = 0;           ///< host spans (a begin and an end each)
-  std::uint64_t instants = 0;         ///< instants and marks
-  std::uint64_t counters = 0;         ///< counter samples
-  std::uint64_t memory_samples = 0;   ///< live-bytes samples on memory pool tracks
-  std::uint64_t loss_markers = 0;     ///< "edgetrace: N records lost" instants
-  std::uint64_t capture_markers = 0;  ///< recording on/off and phase instants
-  std::uint64_t gpu_slices = 0;
-  std::uint64_t flow_steps = 0;       ///< EDGETRACE_FLOW ids attached to slices
-  std::uint64_t launch_flows = 0;     ///< launch -> GPU flows (on the GPU side)
-  std::uint64_t span_args = 0;        ///< debug annotations written
-  std::size_t max_pending = 0;        ///< most slice begins held back on one thread at once
-};
-
 namespace detail {
 
-/// Flow id of EDGETRACE_FLOW(name, id) in writer `writer`: a 64-bit FNV-1a
-/// hash (top bit clear), so no table of flows is kept.
-inline std::uint64_t perfetto_flow_id(std::uint32_t writer, const std::string& name, std::uint64_t id) {
-  std::uint64_t h = 14695981039346656037ull;
-  auto mix = [&h](std::uint64_t v, int bytes) {
-    for (int i = 0; i < bytes; ++i) h = (h ^ ((v >> (8 * i)) & 0xFF)) * 1099511628211ull;
-  };
-  mix(writer, 4);
-  for (char c : name) mix(static_cast<unsigned char>(c), 1);
-  mix(0xFF, 1);
-  mix(id, 8);
-  return h >> 1;
-}
-
-/// Flow id from a host launch span to its GPU work (top bit set): both ends
-/// know the writer, the launching thread and the span's begin tick.
-inline std::uint64_t perfetto_launch_id(std::uint32_t writer, std::uint64_t os_tid, std::uint64_t begin_tick) {
-  std::uint64_t h = perfetto_flow_id(writer, "launch", os_tid);
-  h = (h ^ begin_tick) * 0x9E3779B97F4A7C15ull;
-  return (h ^ (h >> 29)) | (std::uint64_t{1} << 63);
-}
-
-/// The packet stream of one trace: framing of each TracePacket, and the one
-/// packet sequence with its interning tables. Each packet is built in a
-/// reused buffer, then copied once to the output buffer.
-class perfetto_stream {
+/// One write_perfetto: the stream, the host tracks, the result and the
+/// track ids handed out so far; one member per part of the trace.
+class perfetto_conversion {
  public:
-  explicit perfetto_stream(std::FILE* out) : o_(out) {}
+  explicit perfetto_conversion(std::FILE* out) : s_(out), host_(s_, res_) {}
 
-  /// A track descriptor packet: a process, a thread, a counter or a named
-  /// track. `pid`/`tid` < 0: not that kind.
-  void descriptor(std::uint64_t uuid, std::uint64_t parent, std::int64_t pid, std::int64_t tid,
-                  const std::string& name, bool counter) {
-    namespace p = perfetto_proto;
-    start_packet();
-    pb_.begin_message(p::packet_track_descriptor);
-    pb_.add_varint(p::track_uuid, uuid);
-    if (parent != 0) pb_.add_varint(p::track_parent_uuid, parent);
-    if (pid >= 0 && tid < 0) {
-      pb_.begin_message(p::track_process);
-      pb_.add_int(p::process_pid, pid);
-      if (!name.empty()) pb_.add_string(p::process_name, name);
-      pb_.end_message();
-    } else if (pid >= 0) {
-      pb_.begin_message(p::track_thread);
-      pb_.add_int(p::thread_pid, pid);
-      pb_.add_int(p::thread_tid, tid);
-      if (!name.empty()) pb_.add_string(p::thread_name, name);
-      pb_.end_message();
-    } else {
-      pb_.add_string(p::track_name, name);
-      if (counter) {
-        pb_.begin_message(p::track_counter);
-        pb_.end_message();
+  /// Process and thread tracks, and the annotations the host tracks attach.
+  void describe_tracks(const dump_reader& r) {
+    for (const writer_info* w : r.writers_in_order()) {
+      if (!process_track_.emplace(w->pid, next_uuid_).second) continue;
+      s_.descriptor(next_uuid_++, 0, static_cast<std::int64_t>(w->pid), -1, w->process_name, false);
+    }
+    for (const thread_info* t : r.threads_in_order()) {
+      const std::uint64_t uuid = next_uuid_++;
+      s_.descriptor(uuid, process_track_[t->writer->pid], static_cast<std::int64_t>(t->writer->pid),
+                    static_cast<std::int64_t>(t->os_tid), t->name, false);
+      host_.add_thread(t, uuid);
+    }
+    for (const writer_info* w : r.writers_in_order())
+      for (const annotation& a : w->annotations)
+        if (a.thread != nullptr && (a.type == format::annotation_record::arg ||
+                                    a.type == format::annotation_record::arg_name ||
+                                    a.type == format::annotation_record::flow))
+          host_.add_annotation(&a);
+  }
+
+  /// Capture markers: instants on the process track.
+  void write_capture_markers(const dump_reader& r) {
+    for (const writer_info* w : r.writers_in_order()) {
+      const std::uint64_t track = process_track_[w->pid];
+      for (const recording_change& change : w->recording) {
+        const std::string name = change.on ? "edgetrace: recording on" : "edgetrace: recording off";
+        s_.event(change.ns, track, perfetto_proto::type_instant, &name, &edgetrace_category_);
+        ++res_.capture_markers;
+      }
+      for (const phase_change& change : w->phases) {
+        const std::string name = "phase: " + change.name;
+        s_.event(change.ns, track, perfetto_proto::type_instant, &name, &edgetrace_category_);
+        ++res_.capture_markers;
       }
     }
-    pb_.end_message();
-    end_packet();
   }
 
-  /// One TrackEvent. `name`/`category` are interned (null: none, for slice
-  /// ends). Flow ids and arguments go on slice begins.
-  void event(std::int64_t ns, std::uint64_t track, std::uint64_t type, const std::string* name,
-             const std::string* category, const std::vector<std::uint64_t>& flows = {},
-             const std::vector<std::uint64_t>& terminating = {}, const std::vector<const annotation*>& args = {}) {
-    begin_event(ns, track, type, name, category);
-    for (std::uint64_t id : flows) pb_.add_fixed64(perfetto_proto::event_flow_ids, id);
-    for (std::uint64_t id : terminating) pb_.add_fixed64(perfetto_proto::event_terminating_flow_ids, id);
-    add_args(args);
-    end_event();
-  }
-  /// One counter sample: a double (EDGETRACE_COUNTER), or an integer (live
-  /// bytes: a varint is 3 to 5 bytes where a double takes 9).
-  void counter(std::int64_t ns, std::uint64_t track, double value) {
-    begin_event(ns, track, perfetto_proto::type_counter, nullptr, nullptr);
-    pb_.add_double(perfetto_proto::event_double_counter_value, value);
-    end_event();
-  }
-  void counter(std::int64_t ns, std::uint64_t track, std::int64_t value) {
-    begin_event(ns, track, perfetto_proto::type_counter, nullptr, nullptr);
-    pb_.add_int(perfetto_proto::event_counter_value, value);
-    end_event();
-  }
-
-  bool flush() { return o_.flush(); }
-  std::uint64_t packets() const noexcept { return packets_; }
-  std::uint64_t args_written() const noexcept { return args_written_; }
-
- private:
-  /// Opens a TrackEvent packet (interning what it names first); the
-  /// caller adds the event's own fields, then calls end_event().
-  void begin_event(std::int64_t ns, std::uint64_t track, std::uint64_t type, const std::string* name,
-                   const std::string* category) {
-    namespace p = perfetto_proto;
-    const std::uint64_t name_iid = name ? intern(names_, *name, new_names_) : 0;
-    const std::uint64_t category_iid = category ? intern(categories_, *category, new_categories_) : 0;
-    start_packet();
-    pb_.add_varint(p::packet_timestamp, ns > 0 ? static_cast<std::uint64_t>(ns) : 0);
-    if (!new_names_.empty() || !new_categories_.empty()) {
-      pb_.begin_message(p::packet_interned_data);
-      add_interned(p::interned_event_categories, new_categories_);
-      add_interned(p::interned_event_names, new_names_);
-      pb_.end_message();
-    }
-    pb_.begin_message(p::packet_track_event);
-    pb_.add_varint(p::event_type, type);
-    pb_.add_varint(p::event_track_uuid, track);
-    if (name_iid != 0) pb_.add_varint(p::event_name_iid, name_iid);
-    if (category_iid != 0) pb_.add_varint(p::event_category_iids, category_iid);
-  }
-  void end_event() {
-    pb_.end_message();
-    end_packet();
-  }
-
-  using table = std::unordered_map<std::string, std::uint64_t>;
-  using fresh = std::vector<std::pair<std::uint64_t, const std::string*>>;
-
-  /// Every packet is on sequence 1; the first clears its incremental state
-  /// (the interning tables), the others depend on it.
-  void start_packet() {
-    namespace p = perfetto_proto;
-    pb_.clear();
-    pb_.add_varint(p::packet_trusted_packet_sequence_id, 1);
-    pb_.add_varint(p::packet_sequence_flags,
-                   packets_ == 0 ? p::seq_incremental_state_cleared : p::seq_needs_incremental_state);
-  }
-  /// Frames the packet as one `repeated TracePacket packet = 1` of Trace.
-  void end_packet() {
-    frame_.clear();
-    frame_.push_back(static_cast<char>((perfetto_proto::trace_packet << 3) | protobuf_writer::wire_length));
-    protobuf_writer::append_varint(frame_, pb_.bytes().size());
-    o_.write(frame_);
-    o_.write(pb_.bytes());
-    ++packets_;
-  }
-  /// The iid of `s` (>= 1); a new string is queued for the packet's
-  /// interned_data.
-  static std::uint64_t intern(table& t, const std::string& s, fresh& out) {
-    const auto found = t.find(s);
-    if (found != t.end()) return found->second;
-    const auto added = t.emplace(s, t.size() + 1).first;
-    out.emplace_back(added->second, &added->first);  // node-based map: the key's address is stable
-    return added->second;
-  }
-  void add_interned(std::uint32_t field, fresh& entries) {
-    for (const auto& e : entries) {
-      pb_.begin_message(field);
-      pb_.add_varint(perfetto_proto::interned_iid, e.first);
-      pb_.add_string(perfetto_proto::interned_name, *e.second);
-      pb_.end_message();
-    }
-    entries.clear();
-  }
-  /// One debug annotation per key: the last value recorded for it (walking
-  /// back from the last argument, a key already written is skipped).
-  void add_args(const std::vector<const annotation*>& args) {
-    namespace p = perfetto_proto;
-    keys_.clear();
-    for (auto a = args.rbegin(); a != args.rend(); ++a) {
-      std::string key = (*a)->name();
-      if (std::find(keys_.begin(), keys_.end(), key) != keys_.end()) continue;
-      pb_.begin_message(p::event_debug_annotations);
-      pb_.add_string(p::annotation_name, key);
-      if ((*a)->type == format::annotation_record::arg_name) pb_.add_string(p::annotation_string_value, (*a)->value_text());
-      else if ((*a)->is_bool()) pb_.add_bool(p::annotation_bool_value, (*a)->value != 0);
-      else if ((*a)->is_real()) pb_.add_double(p::annotation_double_value, (*a)->real_value());
-      else pb_.add_int(p::annotation_int_value, (*a)->int_value());
-      pb_.end_message();
-      keys_.push_back(std::move(key));
-      ++args_written_;
-    }
-  }
-
-  buffered_output o_;
-  protobuf_writer pb_;
-  std::string frame_;
-  std::vector<std::string> keys_;  // add_args' scratch: keys written for this event
-  table names_, categories_;
-  fresh new_names_, new_categories_;
-  std::uint64_t packets_ = 0;
-  std::uint64_t args_written_ = 0;
-};
-
-/// Puts one dump's host spans on their thread tracks from a backward pass
-/// (dump_reader::read_events_backward: per thread, latest end first, a
-/// span's ancestors before it).
-///
-/// trace_processor sorts all events by timestamp and keeps file order among
-/// equal timestamps; a slice end closes the innermost open slice of its
-/// track. So only events of one track at the same nanosecond need an order:
-/// the ends there before the begins, and outer begins before inner ones.
-/// An end is written when its span arrives (every end at that time arrives
-/// before any later begin could be released); a begin is held until a span
-/// ending before it arrives, which also means every argument and flow step
-/// inside it has been seen. The held spans all contain the latest end seen,
-/// so they are the open ancestors (plus later siblings that begin at the
-/// nanosecond an earlier one ends): memory per thread is the nesting depth
-/// plus such touching chains.
-class perfetto_host_tracks {
- public:
-  perfetto_host_tracks(perfetto_stream& s, perfetto_result& result) : s_(s), result_(result) {}
-
-  /// Starts a thread: its track and its arguments/flow steps (time order).
-  void add_thread(const thread_info* t, std::uint64_t track) {
-    thread_state& state = threads_[t];
-    state.thread = t;
-    state.track = track;
-  }
-  void add_annotation(const annotation* a) {
-    const auto t = threads_.find(a->thread);
-    if (t != threads_.end()) t->second.notes.push_back(a);
-  }
-  /// Sites whose spans launched GPU work: those spans start a launch flow.
-  std::set<const site_info*>& launch_sites() noexcept { return launch_sites_; }
-
-  void on_span(const event& e) {
-    thread_state& t = state(e.thread);
-    assign_after(t, e.end_ns);
-    release(t, [&](const held_span& h) { return h.begin_ns > e.end_ns; });
-    if (e.end_ns != e.begin_ns) s_.event(e.end_ns, t.track, perfetto_proto::type_slice_end, nullptr, nullptr);
-    t.held.push_back(held_span{e.writer, e.site, e.begin_ns, e.end_ns, e.begin_tick, {}, {}});
-    result_.max_pending = std::max(result_.max_pending, t.held.size());
-    ++result_.slices;
-  }
-
-  /// Track of a thread (its events pass through here in order).
-  std::uint64_t track(const thread_info* thread) { return state(thread).track; }
-
-  /// Writes every begin still held (after the pass).
-  void finish() {
-    for (auto& entry : threads_) {
-      assign_after(entry.second, std::numeric_limits<std::int64_t>::min());
-      release(entry.second, [](const held_span&) { return true; });
-    }
-  }
-
- private:
-  struct held_span {
-    const writer_info* writer;
-    const site_info* site;
-    std::int64_t begin_ns, end_ns;
-    std::uint64_t begin_tick;
-    std::vector<const annotation*> args;
-    std::vector<std::uint64_t> flows;
-  };
-  struct thread_state {
-    const thread_info* thread = nullptr;
-    std::uint64_t track = 0;
-    std::vector<const annotation*> notes;  // time order; [0, unassigned) not handed out yet
-    std::size_t unassigned = std::numeric_limits<std::size_t>::max();
-    std::vector<held_span> held;            // arrival order: outer before inner
-  };
-
-  thread_state& state(const thread_info* thread) {
-    if (thread == last_thread_) return *last_state_;
-    thread_state& t = threads_[thread];
-    t.thread = thread;
-    last_thread_ = thread;
-    last_state_ = &t;
-    return t;
-  }
-
-  /// Hands the annotations later than `ns` to the innermost held span that
-  /// contains each: the latest to arrive (that is the one with the earliest
-  /// end, as span_annotations decides in a forward pass).
-  void assign_after(thread_state& t, std::int64_t ns) {
-    if (t.unassigned > t.notes.size()) t.unassigned = t.notes.size();  // first call: every note is pending
-    while (t.unassigned > 0 && t.notes[t.unassigned - 1]->ns > ns) {
-      const annotation* a = t.notes[--t.unassigned];
-      for (auto h = t.held.rbegin(); h != t.held.rend(); ++h) {
-        if (h->begin_ns > a->ns || h->end_ns < a->ns) continue;
-        if (a->type != format::annotation_record::flow) {
-          h->args.insert(h->args.begin(), a);  // arrives latest first; keep time order
-        } else {
-          const std::uint64_t id = perfetto_flow_id(h->writer->id, a->name(), a->value);
-          if (std::find(h->flows.begin(), h->flows.end(), id) == h->flows.end()) h->flows.push_back(id);
+  /// Memory pools (EDGETRACE_ALLOC/FREE): a counter track "memory: POOL" of
+  /// the process, one sample of live bytes per change, as in the JSON.
+  void write_memory(const dump_reader& r) {
+    const memory_timelines memory(r);
+    for (const auto& entry : memory.all()) {
+      const memory_timeline& m = entry.second;
+      std::vector<std::uint64_t> pool_track(m.pools().size(), 0);
+      for (const memory_timeline::point& p : m.points()) {
+        if (pool_track[p.pool] == 0) {
+          pool_track[p.pool] = next_uuid_++;
+          s_.descriptor(pool_track[p.pool], process_track_[entry.first->pid], -1, -1,
+                        "memory: " + m.pools()[p.pool].name, true);
         }
-        break;
+        s_.counter(p.ns, pool_track[p.pool], static_cast<std::int64_t>(p.pool_live));
+        ++res_.memory_samples;
       }
     }
   }
 
-  /// Writes the begins of the held spans that `done` picks, outer first.
-  template <class Done>
-  void release(thread_state& t, Done&& done) {
-    std::size_t kept = 0;
-    for (std::size_t i = 0; i < t.held.size(); ++i) {
-      held_span& h = t.held[i];
-      if (!done(h)) {
-        if (kept != i) t.held[kept] = std::move(h);
-        ++kept;
-        continue;
+  /// A "GPU" process per writer with GPU spans, a track per stream, and
+  /// the resolved GPU spans as slices (the end of their launch's flow).
+  /// False on a read error.
+  bool write_gpu(dump_reader& r) {
+    std::map<const gpu_stream_info*, std::uint64_t> stream_track;
+    for (const writer_info* w : r.writers_in_order()) {
+      if (w->gpu.streams.empty()) continue;
+      const std::uint64_t gpu_process = next_uuid_++;
+      s_.descriptor(gpu_process, 0, static_cast<std::int64_t>(gpu_pid(w->pid)), -1,
+                    "GPU (pid " + std::to_string(w->pid) + ")", false);
+      for (const gpu_stream_info* st : w->gpu.sorted_streams()) {
+        std::string name = "GPU " + std::to_string(st->device);
+        const auto device = w->gpu.devices.find(st->device);
+        if (device != w->gpu.devices.end() && !device->second.name.empty()) name += " (" + device->second.name + ")";
+        stream_track[st] = next_uuid_;
+        s_.descriptor(next_uuid_++, gpu_process, -1, -1, name + " " + st->label(), false);
       }
-      result_.flow_steps += h.flows.size();
-      if (launch_sites_.count(h.site) != 0)
-        h.flows.push_back(perfetto_launch_id(h.writer->id, t.thread->os_tid, h.begin_tick));
-      s_.event(h.begin_ns, t.track, perfetto_proto::type_slice_begin, &display_name(*h.site),
-               &h.site->category, h.flows, {}, h.args);
-      if (h.begin_ns == h.end_ns) s_.event(h.end_ns, t.track, perfetto_proto::type_slice_end, nullptr, nullptr);
     }
-    t.held.resize(kept);
+    const std::string unknown = "(unknown site)", unknown_category = "unknown";
+    return r.read_gpu_spans([&](const gpu_span& g) {
+      if (!g.resolved) return;
+      const std::uint64_t track = stream_track[g.stream];
+      std::vector<std::uint64_t> terminating;
+      if (g.thread != nullptr && g.site != nullptr) {
+        host_.launch_sites().insert(g.site);
+        terminating.push_back(perfetto_launch_id(g.writer->id, g.os_tid, g.host_begin_tick));
+        ++res_.launch_flows;
+      }
+      s_.event(g.begin_ns, track, perfetto_proto::type_slice_begin,
+               g.site ? (g.site->name.empty() ? &unknown : &g.site->name) : &unknown,
+               g.site ? &g.site->category : &unknown_category, {}, terminating);
+      s_.event(g.end_ns, track, perfetto_proto::type_slice_end, nullptr, nullptr);
+      ++res_.gpu_slices;
+    });
   }
 
-  const std::string& display_name(const site_info& site) const { return site.name.empty() ? unnamed_ : site.name; }
+  /// The host events, backwards: spans to their thread's slices, instants,
+  /// counters (a track per counter name and process), loss records. False
+  /// on a read error.
+  bool write_events(dump_reader& r) {
+    std::map<std::pair<const writer_info*, const site_info*>, std::uint64_t> counter_track;
+    const std::string unnamed = "(unnamed)";
+    const bool ok = r.read_events_backward([&](const event& e) {
+      switch (e.kind) {
+        case event_kind::span: host_.on_span(e); break;
+        case event_kind::instant:
+          s_.event(e.begin_ns, host_.track(e.thread), perfetto_proto::type_instant,
+                   e.site->name.empty() ? &unnamed : &e.site->name, &e.site->category);
+          ++res_.instants;
+          break;
+        case event_kind::counter: {
+          auto found = counter_track.find({e.writer, e.site});
+          if (found == counter_track.end()) {
+            found = counter_track.emplace(std::make_pair(e.writer, e.site), next_uuid_++).first;
+            s_.descriptor(found->second, process_track_[e.writer->pid], -1, -1, e.site->name, true);
+          }
+          s_.counter(e.begin_ns, found->second, e.value);
+          ++res_.counters;
+          break;
+        }
+        case event_kind::loss: {
+          const std::string name = "edgetrace: " + std::to_string(e.count) + " records lost";
+          s_.event(e.begin_ns, host_.track(e.thread), perfetto_proto::type_instant, &name, &edgetrace_category_);
+          ++res_.loss_markers;
+          break;
+        }
+      }
+    });
+    if (ok) host_.finish();
+    return ok;
+  }
 
-  perfetto_stream& s_;
-  perfetto_result& result_;
-  std::map<const thread_info*, thread_state> threads_;
-  std::set<const site_info*> launch_sites_;
-  const thread_info* last_thread_ = nullptr;
-  thread_state* last_state_ = nullptr;
-  const std::string unnamed_ = "(unnamed)";
+  /// Flushes the stream; the result with its final counts. False on a
+  /// write error.
+  bool finish(perfetto_result& result) {
+    res_.span_args = s_.args_written();
+    const bool ok = s_.flush();
+    res_.packets = s_.packets();
+    result = res_;
+    return ok;
+  }
+
+ private:
+  perfetto_result res_;
+  perfetto_stream s_;
+  perfetto_host_tracks host_;
+  std::uint64_t next_uuid_ = 1;
+  std::map<std::uint64_t, std::uint64_t> process_track_;  // by pid
+  const std::string edgetrace_category_ = "edgetrace";
 };
 
 }  // namespace detail
@@ -439,133 +198,19 @@ class perfetto_host_tracks {
 /// says why. Damage in the dump is not a failure: see r.damaged().
 inline bool write_perfetto(dump_reader& r, std::FILE* out, perfetto_result* result = nullptr,
                            std::string* error = nullptr) {
-  if (!r.metadata_read() && !r.read_metadata()) {
-    if (error) *error = r.error();
-    return false;
-  }
+  if (!r.metadata_read() && !r.read_metadata()) return detail::fail_with(error, r.error());
+  detail::perfetto_conversion c(out);
+  c.describe_tracks(r);
+  c.write_capture_markers(r);
+  c.write_memory(r);
+  bool ok = !r.has_gpu() || c.write_gpu(r);
+  if (ok) ok = c.write_events(r);
   perfetto_result res;
-  detail::perfetto_stream s(out);
-  detail::perfetto_host_tracks host(s, res);
-  std::uint64_t next_uuid = 1;
-  std::map<std::uint64_t, std::uint64_t> process_track;  // by pid
-  for (const writer_info* w : r.writers_in_order()) {
-    if (!process_track.emplace(w->pid, next_uuid).second) continue;
-    s.descriptor(next_uuid++, 0, static_cast<std::int64_t>(w->pid), -1, w->process_name, false);
-  }
-  for (const thread_info* t : r.threads_in_order()) {
-    const std::uint64_t uuid = next_uuid++;
-    s.descriptor(uuid, process_track[t->writer->pid], static_cast<std::int64_t>(t->writer->pid),
-                 static_cast<std::int64_t>(t->os_tid), t->name, false);
-    host.add_thread(t, uuid);
-  }
-  for (const writer_info* w : r.writers_in_order())
-    for (const annotation& a : w->annotations)
-      if (a.thread != nullptr && (a.type == format::annotation_record::arg ||
-                                  a.type == format::annotation_record::arg_name ||
-                                  a.type == format::annotation_record::flow))
-        host.add_annotation(&a);
-  // Capture markers: instants on the process track.
-  const std::string edgetrace_category = "edgetrace";
-  for (const writer_info* w : r.writers_in_order()) {
-    const std::uint64_t track = process_track[w->pid];
-    for (const recording_change& change : w->recording) {
-      const std::string name = change.on ? "edgetrace: recording on" : "edgetrace: recording off";
-      s.event(change.ns, track, perfetto_proto::type_instant, &name, &edgetrace_category);
-      ++res.capture_markers;
-    }
-    for (const phase_change& change : w->phases) {
-      const std::string name = "phase: " + change.name;
-      s.event(change.ns, track, perfetto_proto::type_instant, &name, &edgetrace_category);
-      ++res.capture_markers;
-    }
-  }
-  // Memory pools (EDGETRACE_ALLOC/FREE): a counter track "memory: POOL" of
-  // the process, one sample of live bytes per change, as in the JSON.
-  const memory_timelines memory(r);
-  for (const auto& entry : memory.all()) {
-    const memory_timeline& m = entry.second;
-    std::vector<std::uint64_t> pool_track(m.pools().size(), 0);
-    for (const memory_timeline::point& p : m.points()) {
-      if (pool_track[p.pool] == 0) {
-        pool_track[p.pool] = next_uuid++;
-        s.descriptor(pool_track[p.pool], process_track[entry.first->pid], -1, -1, "memory: " + m.pools()[p.pool].name,
-                     true);
-      }
-      s.counter(p.ns, pool_track[p.pool], static_cast<std::int64_t>(p.pool_live));
-      ++res.memory_samples;
-    }
-  }
-  bool ok = true;
-  if (r.has_gpu()) {
-    std::map<const gpu_stream_info*, std::uint64_t> stream_track;
-    for (const writer_info* w : r.writers_in_order()) {
-      if (w->gpu.streams.empty()) continue;
-      const std::uint64_t gpu_process = next_uuid++;
-      s.descriptor(gpu_process, 0, static_cast<std::int64_t>(detail::gpu_pid(w->pid)), -1,
-                   "GPU (pid " + std::to_string(w->pid) + ")", false);
-      for (const gpu_stream_info* st : w->gpu.sorted_streams()) {
-        std::string name = "GPU " + std::to_string(st->device);
-        const auto device = w->gpu.devices.find(st->device);
-        if (device != w->gpu.devices.end() && !device->second.name.empty()) name += " (" + device->second.name + ")";
-        stream_track[st] = next_uuid;
-        s.descriptor(next_uuid++, gpu_process, -1, -1, name + " " + st->label(), false);
-      }
-    }
-    const std::string unknown = "(unknown site)", unknown_category = "unknown";
-    ok = r.read_gpu_spans([&](const gpu_span& g) {
-      if (!g.resolved) return;
-      const std::uint64_t track = stream_track[g.stream];
-      std::vector<std::uint64_t> terminating;
-      if (g.thread != nullptr && g.site != nullptr) {
-        host.launch_sites().insert(g.site);
-        terminating.push_back(detail::perfetto_launch_id(g.writer->id, g.os_tid, g.host_begin_tick));
-        ++res.launch_flows;
-      }
-      s.event(g.begin_ns, track, perfetto_proto::type_slice_begin,
-              g.site ? (g.site->name.empty() ? &unknown : &g.site->name) : &unknown,
-              g.site ? &g.site->category : &unknown_category, {}, terminating);
-      s.event(g.end_ns, track, perfetto_proto::type_slice_end, nullptr, nullptr);
-      ++res.gpu_slices;
-    });
-  }
-  std::map<std::pair<const writer_info*, const site_info*>, std::uint64_t> counter_track;
-  const std::string unnamed = "(unnamed)";
-  if (ok)
-    ok = r.read_events_backward([&](const event& e) {
-      switch (e.kind) {
-        case event_kind::span:
-          host.on_span(e);
-          break;
-        case event_kind::instant:
-          s.event(e.begin_ns, host.track(e.thread), perfetto_proto::type_instant,
-                  e.site->name.empty() ? &unnamed : &e.site->name, &e.site->category);
-          ++res.instants;
-          break;
-        case event_kind::counter: {
-          auto found = counter_track.find({e.writer, e.site});
-          if (found == counter_track.end()) {
-            found = counter_track.emplace(std::make_pair(e.writer, e.site), next_uuid++).first;
-            s.descriptor(found->second, process_track[e.writer->pid], -1, -1, e.site->name, true);
-          }
-          s.counter(e.begin_ns, found->second, e.value);
-          ++res.counters;
-          break;
-        }
-        case event_kind::loss: {
-          const std::string name = "edgetrace: " + std::to_string(e.count) + " records lost";
-          s.event(e.begin_ns, host.track(e.thread), perfetto_proto::type_instant, &name, &edgetrace_category);
-          ++res.loss_markers;
-          break;
-        }
-      }
-    });
-  if (ok) host.finish();
-  res.span_args = s.args_written();
-  const bool write_ok = s.flush();
-  res.packets = s.packets();
+  const bool write_ok = c.finish(res);
   if (result) *result = res;
-  if ((!ok || !write_ok) && error) *error = !ok ? r.error() : std::string("write error: ") + std::strerror(errno);
-  return ok && write_ok;
+  if (!ok) return detail::fail_with(error, r.error());
+  if (!write_ok) return detail::fail_write(error);
+  return true;
 }
 
 }  // namespace reader

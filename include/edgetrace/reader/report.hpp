@@ -119,12 +119,10 @@ inline std::string histogram_svg(const summary_row& row, const std::vector<std::
 
 }  // namespace detail
 
-/// The whole report as one HTML document: inline CSS and SVG, the data also
-/// embedded as JSON in <script type="application/json" id="edgetrace-data">;
-/// no script runs and nothing is fetched.
-inline std::string report_html(const summary_result& s, const report_options& options) {
-  using detail::html_escape;
-  using detail::readable_time;
+namespace detail {
+
+/// The document's head: title and the inline style sheet.
+inline std::string report_head(const report_options& options) {
   std::string h;
   h += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>" + html_escape(options.title) +
        "</title>\n<style>\n"
@@ -143,18 +141,12 @@ inline std::string report_html(const summary_result& s, const report_options& op
        ".bar .track{width:520px;height:16px;background:#eceef2;border-radius:3px;overflow:hidden}\n"
        ".bar .fill{height:16px;background:#3f9b62}.note{color:#5b6475;font-size:12px}\n"
        "</style></head><body>\n";
-  char text[512];
-  h += "<h1>" + html_escape(options.title) + "</h1>\n";
-  std::snprintf(text, sizeof text, "%llu spans on %zu thread(s) over %s", static_cast<unsigned long long>(s.spans_read),
-                s.threads, readable_time(s.wall_ns).c_str());
-  h += "<p class=\"sub\">" + html_escape(options.source) + " &middot; " + text + "</p>\n";
-  // What the numbers are over: grouping, sort, phase, and each denominator.
-  const std::string label = detail::group_label(s);
-  h += "<p class=\"sub\" id=\"scope\">by " + html_escape(label) + " &middot; sorted by " +
-       html_escape(detail::sort_label(s)) + " &middot; phase: " + (s.phase.empty() ? "all" : html_escape(s.phase)) +
-       "</p>\n<p class=\"note\" id=\"share\">" + html_escape(detail::share_text(s)) + "</p>\n";
-  if (!s.per.empty()) h += "<p class=\"note\" id=\"per\">" + html_escape(detail::per_text(s)) + "</p>\n";
+  return h;
+}
 
+/// The summary table (the summary's columns, avg/iter and % iter with --per).
+inline std::string report_table(const summary_result& s, const std::string& label) {
+  std::string h;
   h += "<h2>Summary by " + html_escape(label) + "</h2>\n<table id=\"summary\"><thead><tr>";
   for (const auto& c : summary_columns()) {
     const bool key = c.id == summary_column::key;
@@ -186,6 +178,13 @@ inline std::string report_html(const summary_result& s, const report_options& op
     h += "<p class=\"note\">" + std::to_string(s.rows.size()) + " of " + std::to_string(s.rows_before_top) +
          " rows shown.</p>\n";
 
+  return h;
+}
+
+/// The iterations table (marks, spans and flows); "" without iterations.
+inline std::string report_iterations(const summary_result& s) {
+  char text[512];
+  std::string h;
   if (!s.iterations.empty()) {
     // "from" tells a "frame" mark row from a "frame" flow row.
     h += "<h2>Iterations</h2>\n<table id=\"iterations\"><thead><tr><th class=\"l\">iteration</th>"
@@ -203,7 +202,14 @@ inline std::string report_html(const summary_result& s, const report_options& op
     h += "</tbody></table>\n";
   }
 
-  std::string histograms_json = "[";
+  return h;
+}
+
+/// A latency histogram per row (the first options.histograms rows), and
+/// the same data as JSON in `histograms_json`.
+inline std::string report_histograms(const summary_result& s, const report_options& options, std::string& histograms_json) {
+  std::string h;
+  histograms_json = "[";
   h += "<h2>Latency histograms</h2>\n<div class=\"grid\">\n";
   for (std::size_t i = 0; i < s.rows.size() && i < options.histograms; ++i) {
     const summary_row& r = s.rows[i];
@@ -221,6 +227,13 @@ inline std::string report_html(const summary_result& s, const report_options& op
   histograms_json += "]";
   h += "</div>\n<p class=\"note\">Log-spaced bins from min to max; dashed lines: p50 and p99.</p>\n";
 
+  return h;
+}
+
+/// A busy bar per thread, and what busy means.
+inline std::string report_threads(const summary_result& s) {
+  char text[512];
+  std::string h;
   h += "<h2>Thread utilisation</h2>\n<div id=\"threads\">\n";
   for (const thread_usage& t : s.threads_usage) {
     const double u = std::min(t.utilisation(), 1.0);
@@ -235,6 +248,34 @@ inline std::string report_html(const summary_result& s, const report_options& op
   h += "</div>\n<p class=\"note\">Busy = time inside top-level spans (spans no other span on the thread encloses) "
        "minus the self time of waiting spans (" + html_escape(s.wait_rule.empty() ? "none" : s.wait_rule) +
        "), over the dump's duration.</p>\n";
+  return h;
+}
+
+}  // namespace detail
+
+/// The whole report as one HTML document: inline CSS and SVG, the data also
+/// embedded as JSON in <script type="application/json" id="edgetrace-data">;
+/// no script runs and nothing is fetched.
+inline std::string report_html(const summary_result& s, const report_options& options) {
+  using detail::html_escape;
+  using detail::readable_time;
+  std::string h = detail::report_head(options);
+  char text[512];
+  h += "<h1>" + html_escape(options.title) + "</h1>\n";
+  std::snprintf(text, sizeof text, "%llu spans on %zu thread(s) over %s", static_cast<unsigned long long>(s.spans_read),
+                s.threads, readable_time(s.wall_ns).c_str());
+  h += "<p class=\"sub\">" + html_escape(options.source) + " &middot; " + text + "</p>\n";
+  // What the numbers are over: grouping, sort, phase, and each denominator.
+  const std::string label = detail::group_label(s);
+  h += "<p class=\"sub\" id=\"scope\">by " + html_escape(label) + " &middot; sorted by " +
+       html_escape(detail::sort_label(s)) + " &middot; phase: " + (s.phase.empty() ? "all" : html_escape(s.phase)) +
+       "</p>\n<p class=\"note\" id=\"share\">" + html_escape(detail::share_text(s)) + "</p>\n";
+  if (!s.per.empty()) h += "<p class=\"note\" id=\"per\">" + html_escape(detail::per_text(s)) + "</p>\n";
+  h += detail::report_table(s, label);
+  h += detail::report_iterations(s);
+  std::string histograms_json;
+  h += detail::report_histograms(s, options, histograms_json);
+  h += detail::report_threads(s);
   for (const std::string& n : s.notes) h += "<p class=\"note\">" + html_escape(n) + "</p>\n";
 
   std::string data = summary_json(s, options.source);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "output.hpp"
 #include "summary.hpp"
 
 namespace edgetrace {
@@ -16,34 +17,6 @@ namespace reader {
 
 
 namespace detail {
-
-/// A duration with about four significant digits and a readable unit:
-/// "850 ns", "12.35 us", "1.234 ms", "2.500 s".
-inline std::string readable_time(std::uint64_t ns) {
-  char text[32];
-  auto scaled = [&](double v, const char* unit) {
-    if (v < 10) std::snprintf(text, sizeof text, "%.3f %s", v, unit);
-    else if (v < 100) std::snprintf(text, sizeof text, "%.2f %s", v, unit);
-    else std::snprintf(text, sizeof text, "%.1f %s", v, unit);
-  };
-  if (ns < 1000) std::snprintf(text, sizeof text, "%llu ns", static_cast<unsigned long long>(ns));
-  else if (ns < 1000000) scaled(static_cast<double>(ns) / 1e3, "us");
-  else if (ns < 1000000000) scaled(static_cast<double>(ns) / 1e6, "ms");
-  else if (ns < 1000000000000ull) scaled(static_cast<double>(ns) / 1e9, "s");
-  else std::snprintf(text, sizeof text, "%.0f s", static_cast<double>(ns) / 1e9);
-  return text;
-}
-
-inline std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\r\n") == std::string::npos && (s.empty() || (s.front() != ' ' && s.back() != ' ')))
-    return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
 
 inline std::uint64_t column_ns(const summary_row& r, summary_column c) {
   switch (c) {
@@ -110,138 +83,84 @@ inline std::string sort_label(const summary_result& s) {
   return (s.ascending == default_ascending ? "" : s.ascending ? "+" : "-") + name;
 }
 
-inline std::string percent_text(double fraction) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f %%", fraction * 100);
-  return text;
-}
-
-/// Bytes with a binary unit: "512 B", "1.50 KiB", "12.3 MiB", "2.00 GiB".
-inline std::string readable_bytes(std::uint64_t bytes) {
-  char text[32];
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  std::size_t unit = 0;
-  while (v >= 1024 && unit + 1 < sizeof units / sizeof units[0]) {
-    v /= 1024;
-    ++unit;
-  }
-  if (unit == 0) std::snprintf(text, sizeof text, "%llu B", static_cast<unsigned long long>(bytes));
-  else std::snprintf(text, sizeof text, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, units[unit]);
-  return text;
-}
-
-/// Left- or right-aligned text table; widths from the content.
-inline std::string render_table(const std::vector<std::vector<std::string>>& cells, std::size_t left_columns) {
-  std::vector<std::size_t> width;
-  for (const auto& row : cells)
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      if (width.size() <= i) width.push_back(0);
-      width[i] = std::max(width[i], row[i].size());
+/// The rows of the table: one line per row, the host columns, then
+/// avg/iter and % iter (--per), the gpu and the memory columns.
+inline std::string rows_table(const summary_result& s) {
+  std::vector<std::vector<std::string>> cells;
+  std::vector<std::string> header;
+  for (const auto& c : summary_columns())
+    header.push_back(c.id == summary_column::key ? group_label(s) : c.header);
+  if (s.by == group_by::name) header.insert(header.begin() + 1, "category");
+  const bool per = !s.per.empty();
+  if (per) header.insert(header.end(), {"avg/iter", "% iter"});
+  const bool gpu = s.gpu_spans != 0;
+  if (gpu)
+    for (const char* h : {"gpu calls", "gpu total", "gpu mean", "gpu p50", "gpu p99", "gpu max"}) header.push_back(h);
+  if (s.memory) header.insert(header.end(), {"peak mem", "+peak mem"});
+  cells.push_back(header);
+  for (const summary_row& r : s.rows) {
+    std::vector<std::string> line;
+    for (const auto& c : summary_columns()) {
+      if (c.id == summary_column::key) {
+        line.push_back(r.key.size() > 48 ? r.key.substr(0, 45) + "..." : r.key);
+        if (s.by == group_by::name) line.push_back(r.category);
+      } else if (c.id == summary_column::calls) {
+        line.push_back(std::to_string(r.host.count()));
+      } else if (c.id == summary_column::share) {
+        line.push_back(r.waiting() ? "wait" : percent_text(r.share));
+      } else {
+        line.push_back((r.host.exact() || c.percentile == 0 ? "" : "~") +
+                       readable_time(column_ns(r, c.id)));
+      }
     }
+    if (per) line.insert(line.end(), {readable_time(r.per_iteration_ns), percent_text(r.iteration_share)});
+    if (gpu) {
+      const latency_stats& g = r.gpu;
+      const std::string mark = g.exact() ? "" : "~";
+      if (g.count() == 0)
+        line.insert(line.end(), {"-", "-", "-", "-", "-", "-"});
+      else
+        line.insert(line.end(), {std::to_string(g.count()), readable_time(g.total()),
+                                 readable_time(g.mean()), mark + readable_time(g.percentile(50)),
+                                 mark + readable_time(g.percentile(99)), readable_time(g.max())});
+    }
+    if (s.memory) line.insert(line.end(), {readable_bytes(r.mem_peak), readable_bytes(r.mem_growth)});
+    cells.push_back(line);
+  }
+  return render_table(cells, s.by == group_by::name ? 2 : 1);
+}
+
+/// The iterations (and flows) table.
+inline std::string iterations_table(const summary_result& s) {
   std::string out;
-  for (std::size_t r = 0; r < cells.size(); ++r) {
-    std::string line;
-    for (std::size_t i = 0; i < cells[r].size(); ++i) {
-      const std::string& cell = cells[r][i];
-      const std::string pad(width[i] - cell.size(), ' ');
-      if (i) line += "  ";
-      line += i < left_columns ? cell + pad : pad + cell;
+  const bool flows = std::any_of(s.iterations.begin(), s.iterations.end(), [](const iteration_row& it) { return it.from_flow; });
+  const bool others = std::any_of(s.iterations.begin(), s.iterations.end(), [](const iteration_row& it) { return !it.from_flow; });
+  out += flows ? (others ? "\niterations and flows\n" : "\nflows\n") : "\niterations\n";
+  std::vector<std::vector<std::string>> cells = {
+      {"iteration", "from", "count", "mean", "p50", "p90", "p99", "max", "per second"}};
+  for (const iteration_row& it : s.iterations) {
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%.2f", it.per_second());
+    if (it.latency.count() == 0) {  // e.g. flows whose ids all had one step: no latency to show
+      cells.push_back({it.name, it.from(), "0", "-", "-", "-", "-", "-", "-"});
+      continue;
     }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-    if (r == 0) {
-      std::size_t total = 0;
-      for (std::size_t i = 0; i < width.size(); ++i) total += width[i] + (i ? 2 : 0);
-      out += std::string(total, '-') + "\n";
-    }
+    cells.push_back({it.name, it.from(), std::to_string(it.latency.count()),
+                     readable_time(it.latency.mean()), readable_time(it.latency.percentile(50)),
+                     readable_time(it.latency.percentile(90)),
+                     readable_time(it.latency.percentile(99)), readable_time(it.latency.max()),
+                     rate});
   }
+  out += render_table(cells, 2);
   return out;
 }
 
-}  // namespace detail
-
-/// The aligned terminal table (rows, then iterations, then notes).
-inline std::string summary_table(const summary_result& s, const std::string& source) {
+/// The lines under the tables: what self, gpu and mem mean, flow rows,
+/// cut and single-step iterations, then the notes.
+inline std::string table_footer(const summary_result& s) {
   std::string out;
-  char head[512];
-  std::snprintf(head, sizeof head, "%s: %llu spans on %zu thread(s) over %s; by %s, sorted by %s; %zu of %zu rows%s%s\n",
-                source.c_str(), static_cast<unsigned long long>(s.spans_read), s.threads,
-                detail::readable_time(s.wall_ns).c_str(), detail::group_label(s).c_str(), detail::sort_label(s).c_str(),
-                s.rows.size(), s.rows_before_top, s.phase.empty() ? "" : "; phase ", s.phase.c_str());
-  out += head;
-  out += detail::share_text(s) + "\n";
-  if (!s.per.empty()) out += detail::per_text(s) + "\n";
-  out += "\n";
-  if (s.rows.empty()) {
-    out += "(no spans match)\n";
-  } else {
-    std::vector<std::vector<std::string>> cells;
-    std::vector<std::string> header;
-    for (const auto& c : summary_columns())
-      header.push_back(c.id == summary_column::key ? detail::group_label(s) : c.header);
-    if (s.by == group_by::name) header.insert(header.begin() + 1, "category");
-    const bool per = !s.per.empty();
-    if (per) header.insert(header.end(), {"avg/iter", "% iter"});
-    const bool gpu = s.gpu_spans != 0;
-    if (gpu)
-      for (const char* h : {"gpu calls", "gpu total", "gpu mean", "gpu p50", "gpu p99", "gpu max"}) header.push_back(h);
-    if (s.memory) header.insert(header.end(), {"peak mem", "+peak mem"});
-    cells.push_back(header);
-    for (const summary_row& r : s.rows) {
-      std::vector<std::string> line;
-      for (const auto& c : summary_columns()) {
-        if (c.id == summary_column::key) {
-          line.push_back(r.key.size() > 48 ? r.key.substr(0, 45) + "..." : r.key);
-          if (s.by == group_by::name) line.push_back(r.category);
-        } else if (c.id == summary_column::calls) {
-          line.push_back(std::to_string(r.host.count()));
-        } else if (c.id == summary_column::share) {
-          line.push_back(r.waiting() ? "wait" : detail::percent_text(r.share));
-        } else {
-          line.push_back((r.host.exact() || c.percentile == 0 ? "" : "~") +
-                         detail::readable_time(detail::column_ns(r, c.id)));
-        }
-      }
-      if (per) line.insert(line.end(), {detail::readable_time(r.per_iteration_ns), detail::percent_text(r.iteration_share)});
-      if (gpu) {
-        const latency_stats& g = r.gpu;
-        const std::string mark = g.exact() ? "" : "~";
-        if (g.count() == 0)
-          line.insert(line.end(), {"-", "-", "-", "-", "-", "-"});
-        else
-          line.insert(line.end(), {std::to_string(g.count()), detail::readable_time(g.total()),
-                                   detail::readable_time(g.mean()), mark + detail::readable_time(g.percentile(50)),
-                                   mark + detail::readable_time(g.percentile(99)), detail::readable_time(g.max())});
-      }
-      if (s.memory) line.insert(line.end(), {detail::readable_bytes(r.mem_peak), detail::readable_bytes(r.mem_growth)});
-      cells.push_back(line);
-    }
-    out += detail::render_table(cells, s.by == group_by::name ? 2 : 1);
-  }
-  if (!s.iterations.empty()) {
-    const bool flows = std::any_of(s.iterations.begin(), s.iterations.end(), [](const iteration_row& it) { return it.from_flow; });
-    const bool others = std::any_of(s.iterations.begin(), s.iterations.end(), [](const iteration_row& it) { return !it.from_flow; });
-    out += flows ? (others ? "\niterations and flows\n" : "\nflows\n") : "\niterations\n";
-    std::vector<std::vector<std::string>> cells = {
-        {"iteration", "from", "count", "mean", "p50", "p90", "p99", "max", "per second"}};
-    for (const iteration_row& it : s.iterations) {
-      char rate[32];
-      std::snprintf(rate, sizeof rate, "%.2f", it.per_second());
-      if (it.latency.count() == 0) {  // e.g. flows whose ids all had one step: no latency to show
-        cells.push_back({it.name, it.from(), "0", "-", "-", "-", "-", "-", "-"});
-        continue;
-      }
-      cells.push_back({it.name, it.from(), std::to_string(it.latency.count()),
-                       detail::readable_time(it.latency.mean()), detail::readable_time(it.latency.percentile(50)),
-                       detail::readable_time(it.latency.percentile(90)),
-                       detail::readable_time(it.latency.percentile(99)), detail::readable_time(it.latency.max()),
-                       rate});
-    }
-    out += detail::render_table(cells, 2);
-  }
   out += "\nself = duration minus direct children on the same thread; share: see the header (all self time: " +
-         detail::readable_time(s.self_total_ns) + ")\n";
+         readable_time(s.self_total_ns) + ")\n";
   if (s.gpu_spans != 0)
     out += "gpu = time the GPU spent between the start and end events of the row's CUDA scopes (as the GPU measured it)\n";
   if (s.memory)
@@ -261,6 +180,26 @@ inline std::string summary_table(const summary_result& s, const std::string& sou
              " flow id(s) with a single recorded step; not latency samples\n";
   }
   for (const std::string& n : s.notes) out += "note: " + n + "\n";
+  return out;
+}
+
+}  // namespace detail
+
+/// The aligned terminal table (rows, then iterations, then notes).
+inline std::string summary_table(const summary_result& s, const std::string& source) {
+  std::string out;
+  char head[512];
+  std::snprintf(head, sizeof head, "%s: %llu spans on %zu thread(s) over %s; by %s, sorted by %s; %zu of %zu rows%s%s\n",
+                source.c_str(), static_cast<unsigned long long>(s.spans_read), s.threads,
+                detail::readable_time(s.wall_ns).c_str(), detail::group_label(s).c_str(), detail::sort_label(s).c_str(),
+                s.rows.size(), s.rows_before_top, s.phase.empty() ? "" : "; phase ", s.phase.c_str());
+  out += head;
+  out += detail::share_text(s) + "\n";
+  if (!s.per.empty()) out += detail::per_text(s) + "\n";
+  out += "\n";
+  out += s.rows.empty() ? std::string("(no spans match)\n") : detail::rows_table(s);
+  if (!s.iterations.empty()) out += detail::iterations_table(s);
+  out += detail::table_footer(s);
   return out;
 }
 
@@ -312,21 +251,35 @@ inline std::string summary_csv(const summary_result& s) {
   return out;
 }
 
-/// JSON document: rows, iterations, thread usage and notes.
-inline std::string summary_json(const summary_result& s, const std::string& source) {
-  std::string out = "{\"source\":";
+namespace detail {
+
+/// Appends one element per item: `element(out, item)` after `first_sep`
+/// (first) or `sep` (others).
+template <class Items, class Element>
+void append_json_list(std::string& out, const Items& items, const char* first_sep, const char* sep, Element&& element) {
+  bool first = true;
+  for (const auto& item : items) {
+    out += first ? first_sep : sep;
+    first = false;
+    element(out, item);
+  }
+}
+
+/// The document's fields before "rows": what the summary is over.
+inline void append_json_header(std::string& out, const summary_result& s, const std::string& source) {
+  out += "{\"source\":";
   append_json_string(out, source);
-  out += ",\"group_by\":\"" + std::string(detail::group_name(s.by)) + "\",\"grouping\":";
-  append_json_string(out, detail::group_label(s));
+  out += ",\"group_by\":\"" + std::string(group_name(s.by)) + "\",\"grouping\":";
+  append_json_string(out, group_label(s));
   out += ",\"sorted_by\":";
-  append_json_string(out, detail::sort_label(s));
+  append_json_string(out, sort_label(s));
   out += ",\"phase\":";
   append_json_string(out, s.phase);
   out += ",\"share_self_ns\":" + std::to_string(s.share_self_ns) + ",\"wait_self_ns\":" + std::to_string(s.wait_self_ns) +
          ",\"rows_waiting\":" + std::to_string(s.rows_waiting) + ",\"wait_rule\":";
   append_json_string(out, s.wait_rule);
   out += ",\"share_text\":";
-  append_json_string(out, detail::share_text(s));
+  append_json_string(out, share_text(s));
   if (!s.per.empty()) {
     out += ",\"per\":{\"name\":";
     append_json_string(out, s.per);
@@ -344,80 +297,84 @@ inline std::string summary_json(const summary_result& s, const std::string& sour
   char text[64];
   std::snprintf(text, sizeof text, "%.6f", log_buckets::relative_error);
   out += ",\"estimate_relative_error\":" + std::string(text);
+}
+
+/// One row object.
+inline void append_json_row(std::string& out, const summary_result& s, const summary_row& r) {
+  char text[64];
+  out += "{\"key\":";
+  append_json_string(out, r.key);
+  out += ",\"category\":";
+  append_json_string(out, r.category);
+  out += ",\"calls\":" + std::to_string(r.host.count());
+  out += ",\"host\":{";
+  bool first_field = true;
+  for (const auto& c : summary_columns()) {
+    if (*c.group == 0) continue;
+    std::string name = c.id == summary_column::p999 ? "p999" : c.name;
+    out += (first_field ? "\"" : ",\"") + name + "_ns\":" + std::to_string(column_ns(r, c.id));
+    first_field = false;
+  }
+  out += std::string(",\"exact\":") + (r.host.exact() ? "true" : "false") + "}";
+  if (r.gpu.count() != 0) {
+    const latency_stats& g = r.gpu;
+    out += ",\"gpu\":{\"calls\":" + std::to_string(g.count()) + ",\"total_ns\":" + std::to_string(g.total()) +
+           ",\"mean_ns\":" + std::to_string(g.mean()) + ",\"min_ns\":" + std::to_string(g.min()) +
+           ",\"p50_ns\":" + std::to_string(g.percentile(50)) + ",\"p99_ns\":" + std::to_string(g.percentile(99)) +
+           ",\"max_ns\":" + std::to_string(g.max()) + ",\"exact\":" + (g.exact() ? "true" : "false") + "}";
+  }
+  if (s.memory)
+    out += ",\"mem_peak_bytes\":" + std::to_string(r.mem_peak) + ",\"mem_growth_bytes\":" + std::to_string(r.mem_growth);
+  out += ",\"wait_self_ns\":" + std::to_string(r.wait_self_ns) + ",\"waiting\":" + (r.waiting() ? "true" : "false") +
+         ",\"first_begin_ns\":" + std::to_string(r.first_begin_ns);
+  if (!s.per.empty()) {
+    std::snprintf(text, sizeof text, ",\"iteration_share\":%.6f", r.iteration_share);
+    out += ",\"per_iteration_ns\":" + std::to_string(r.per_iteration_ns) + text;
+  }
+  std::snprintf(text, sizeof text, ",\"share\":%.6f}", r.share);
+  out += text;
+}
+
+/// One iteration object.
+inline void append_json_iteration(std::string& out, const iteration_row& it) {
+  char text[64];
+  out += "{\"name\":";
+  append_json_string(out, it.name);
+  out += std::string(",\"from\":\"") + it.from() + "\"";
+  out += ",\"count\":" + std::to_string(it.latency.count()) + ",\"skipped\":" + std::to_string(it.skipped) +
+         ",\"cut_at_pause\":" + std::to_string(it.cut_at_pause) + ",\"single_step\":" + std::to_string(it.single_step);
+  out += ",\"mean_ns\":" + std::to_string(it.latency.mean()) + ",\"min_ns\":" + std::to_string(it.latency.min()) +
+         ",\"p50_ns\":" + std::to_string(it.latency.percentile(50)) +
+         ",\"p90_ns\":" + std::to_string(it.latency.percentile(90)) +
+         ",\"p99_ns\":" + std::to_string(it.latency.percentile(99)) + ",\"max_ns\":" + std::to_string(it.latency.max());
+  std::snprintf(text, sizeof text, ",\"per_second\":%.6f}", it.per_second());
+  out += text;
+}
+
+/// One thread-usage object.
+inline void append_json_thread(std::string& out, const thread_usage& t) {
+  out += "{\"thread\":";
+  append_json_string(out, t.label);
+  out += ",\"busy_ns\":" + std::to_string(t.busy_ns) + ",\"covered_ns\":" + std::to_string(t.covered_ns) +
+         ",\"wait_ns\":" + std::to_string(t.wait_ns) + ",\"wall_ns\":" + std::to_string(t.wall_ns) +
+         ",\"top_level_spans\":" + std::to_string(t.spans) + "}";
+}
+
+}  // namespace detail
+
+/// JSON document: rows, iterations, thread usage and notes.
+inline std::string summary_json(const summary_result& s, const std::string& source) {
+  std::string out;
+  detail::append_json_header(out, s, source);
   out += ",\"rows\":[";
-  bool first = true;
-  for (const summary_row& r : s.rows) {
-    out += first ? "\n" : ",\n";
-    first = false;
-    out += "{\"key\":";
-    append_json_string(out, r.key);
-    out += ",\"category\":";
-    append_json_string(out, r.category);
-    out += ",\"calls\":" + std::to_string(r.host.count());
-    out += ",\"host\":{";
-    bool first_field = true;
-    for (const auto& c : summary_columns()) {
-      if (*c.group == 0) continue;
-      std::string name = c.id == summary_column::p999 ? "p999" : c.name;
-      out += (first_field ? "\"" : ",\"") + name + "_ns\":" + std::to_string(detail::column_ns(r, c.id));
-      first_field = false;
-    }
-    out += std::string(",\"exact\":") + (r.host.exact() ? "true" : "false") + "}";
-    if (r.gpu.count() != 0) {
-      const latency_stats& g = r.gpu;
-      out += ",\"gpu\":{\"calls\":" + std::to_string(g.count()) + ",\"total_ns\":" + std::to_string(g.total()) +
-             ",\"mean_ns\":" + std::to_string(g.mean()) + ",\"min_ns\":" + std::to_string(g.min()) +
-             ",\"p50_ns\":" + std::to_string(g.percentile(50)) + ",\"p99_ns\":" + std::to_string(g.percentile(99)) +
-             ",\"max_ns\":" + std::to_string(g.max()) + ",\"exact\":" + (g.exact() ? "true" : "false") + "}";
-    }
-    if (s.memory)
-      out += ",\"mem_peak_bytes\":" + std::to_string(r.mem_peak) + ",\"mem_growth_bytes\":" + std::to_string(r.mem_growth);
-    out += ",\"wait_self_ns\":" + std::to_string(r.wait_self_ns) + ",\"waiting\":" + (r.waiting() ? "true" : "false") +
-           ",\"first_begin_ns\":" + std::to_string(r.first_begin_ns);
-    if (!s.per.empty()) {
-      std::snprintf(text, sizeof text, ",\"iteration_share\":%.6f", r.iteration_share);
-      out += ",\"per_iteration_ns\":" + std::to_string(r.per_iteration_ns) + text;
-    }
-    std::snprintf(text, sizeof text, ",\"share\":%.6f}", r.share);
-    out += text;
-  }
+  detail::append_json_list(out, s.rows, "\n", ",\n",
+                           [&s](std::string& o, const summary_row& r) { detail::append_json_row(o, s, r); });
   out += "],\"iterations\":[";
-  first = true;
-  for (const iteration_row& it : s.iterations) {
-    out += first ? "\n" : ",\n";
-    first = false;
-    out += "{\"name\":";
-    append_json_string(out, it.name);
-    out += std::string(",\"from\":\"") + it.from() + "\"";
-    out += ",\"count\":" + std::to_string(it.latency.count()) + ",\"skipped\":" + std::to_string(it.skipped) +
-           ",\"cut_at_pause\":" + std::to_string(it.cut_at_pause) + ",\"single_step\":" + std::to_string(it.single_step);
-    out += ",\"mean_ns\":" + std::to_string(it.latency.mean()) +
-           ",\"min_ns\":" + std::to_string(it.latency.min()) +
-           ",\"p50_ns\":" + std::to_string(it.latency.percentile(50)) +
-           ",\"p90_ns\":" + std::to_string(it.latency.percentile(90)) +
-           ",\"p99_ns\":" + std::to_string(it.latency.percentile(99)) +
-           ",\"max_ns\":" + std::to_string(it.latency.max());
-    std::snprintf(text, sizeof text, ",\"per_second\":%.6f}", it.per_second());
-    out += text;
-  }
+  detail::append_json_list(out, s.iterations, "\n", ",\n", detail::append_json_iteration);
   out += "],\"threads\":[";
-  first = true;
-  for (const thread_usage& t : s.threads_usage) {
-    out += first ? "\n" : ",\n";
-    first = false;
-    out += "{\"thread\":";
-    append_json_string(out, t.label);
-    out += ",\"busy_ns\":" + std::to_string(t.busy_ns) + ",\"covered_ns\":" + std::to_string(t.covered_ns) +
-           ",\"wait_ns\":" + std::to_string(t.wait_ns) + ",\"wall_ns\":" + std::to_string(t.wall_ns) +
-           ",\"top_level_spans\":" + std::to_string(t.spans) + "}";
-  }
+  detail::append_json_list(out, s.threads_usage, "\n", ",\n", detail::append_json_thread);
   out += "],\"notes\":[";
-  first = true;
-  for (const std::string& n : s.notes) {
-    out += first ? "" : ",";
-    first = false;
-    append_json_string(out, n);
-  }
+  detail::append_json_list(out, s.notes, "", ",", append_json_string);
   out += "]}\n";
   return out;
 }

@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "latency.hpp"
-#include "summary_format.hpp"
+#include "dump_reader.hpp"
+#include "output.hpp"
 
 namespace edgetrace {
 inline namespace v1 {
