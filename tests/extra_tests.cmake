@@ -3,7 +3,7 @@
 # Included at the end of tests/CMakeLists.txt.
 
 # The doctest main is linked into every test: give it the sanitizers too.
-edgetrace_project_sanitizers(edgetrace_doctest_main)
+edgetrace_project_sanitizers(edgetrace_doctest_runner)
 
 # Label `toolchain`: entries that only run the compiler or CMake on a file or
 # a separate project (compile-fail, codegen identity, packaging). Nothing the
@@ -149,7 +149,8 @@ if(TARGET edgetrace_runtime)
   # Cross builds link it (the check that matters there); running it needs the
   # host's `edgetrace` and the emulator inside a cmake -P script, so not there.
   if(NOT CMAKE_CROSSCOMPILING)
-    add_test(NAME separate_runtime
+    # Part of the separate_runtime knob configuration (knob_configurations.cmake).
+    add_test(NAME separate_runtime_app@separate_runtime
       COMMAND ${CMAKE_COMMAND} -DAPP=$<TARGET_FILE:separate_runtime_app> -DCLI=$<TARGET_FILE:edgetrace_cli>
         -DDUMP=${EDGETRACE_TEST_TMP}/separate_runtime.etr -P ${CMAKE_CURRENT_SOURCE_DIR}/separate/check.cmake)
   endif()
