@@ -10,6 +10,21 @@
 #include <edgetrace: compilation stopped, see the error above>
 #endif
 
+/// The version of edgetrace: the one place it is written. CMakeLists.txt
+/// reads these three lines (project(VERSION), the package's version file);
+/// `edgetrace --version` and the JSON's metadata print the string.
+#define EDGETRACE_VERSION_MAJOR 0
+#define EDGETRACE_VERSION_MINOR 1
+#define EDGETRACE_VERSION_PATCH 0
+/// MAJOR * 10000 + MINOR * 100 + PATCH, for #if comparisons.
+#define EDGETRACE_VERSION (EDGETRACE_VERSION_MAJOR * 10000 + EDGETRACE_VERSION_MINOR * 100 + EDGETRACE_VERSION_PATCH)
+#define EDGETRACE_DETAIL_STRINGIFY2(x) #x
+#define EDGETRACE_DETAIL_STRINGIFY(x) EDGETRACE_DETAIL_STRINGIFY2(x)
+/// "MAJOR.MINOR.PATCH".
+#define EDGETRACE_VERSION_STRING                                                         \
+  EDGETRACE_DETAIL_STRINGIFY(EDGETRACE_VERSION_MAJOR) "." EDGETRACE_DETAIL_STRINGIFY( \
+      EDGETRACE_VERSION_MINOR) "." EDGETRACE_DETAIL_STRINGIFY(EDGETRACE_VERSION_PATCH)
+
 /// EDGETRACE_ENABLED: 1 (default) compiles tracing in; 0 turns every macro
 /// into nothing (arguments are still type-checked, never evaluated).
 #ifndef EDGETRACE_ENABLED
@@ -113,8 +128,3 @@ static_assert(sizeof(EDGETRACE_EXCLUDED_CATEGORIES "") >= 1,
 #define EDGETRACE_DETAIL_CONCAT2(a, b) a##b
 #define EDGETRACE_DETAIL_CONCAT(a, b) EDGETRACE_DETAIL_CONCAT2(a, b)
 #define EDGETRACE_DETAIL_UNIQUE(prefix) EDGETRACE_DETAIL_CONCAT(prefix, __COUNTER__)
-
-#define EDGETRACE_VERSION_MAJOR 0
-#define EDGETRACE_VERSION_MINOR 1
-#define EDGETRACE_VERSION_PATCH 0
-#define EDGETRACE_VERSION_STRING "0.1.0"
