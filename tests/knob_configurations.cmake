@@ -6,8 +6,10 @@
 #   ctest -L compact_scopes        one of them
 #   ctest -R '@'                   the same as -L knob
 #   cmake --build B --target knob_configurations   builds only their targets
-# Included last by tests/CMakeLists.txt: an entry copies the environment,
-# labels and timeout of the entry it varies.
+# Included last by tests/CMakeLists.txt (when EDGETRACE_TEST_KNOBS is ON, the
+# default; the sanitizer and aarch64 presets turn it off to keep CI within
+# its time budget): an entry copies the environment, labels and timeout of
+# the entry it varies.
 
 add_custom_target(knob_configurations)
 
@@ -78,17 +80,6 @@ function(edgetrace_knob_configuration name)
   endforeach()
 endfunction()
 
-# Labels an entry defined elsewhere as part of configuration <name>.
-function(edgetrace_knob_entry name test)
-  if(TEST ${test})
-    get_test_property(${test} LABELS labels)
-    if(NOT labels)
-      set(labels)
-    endif()
-    set_tests_properties(${test} PROPERTIES LABELS "${labels};knob;${name}")
-  endif()
-endfunction()
-
 # Which tests each knob changes (config.hpp documents the knobs):
 #
 # EDGETRACE_ENABLED=0 compiles every macro to nothing: runtime_test checks
@@ -121,8 +112,6 @@ edgetrace_knob_configuration(separate_runtime
   RUNTIME_LIBRARY
   TRACE_APP
   TESTS runtime_test hooks_test:hooks_test_recording capture_test lifecycle_test)
-edgetrace_knob_entry(separate_runtime separate_runtime_app@separate_runtime)
-edgetrace_knob_entry(separate_runtime gpu_test@separate_runtime)
 
 # EDGETRACE_CLOCK_MONOTONIC=1 reads clock_gettime instead of the cycle
 # counter (detail/tick.hpp): timing against steady_clock (runtime_test),

@@ -96,6 +96,21 @@ static_assert(sizeof(EDGETRACE_EXCLUDED_CATEGORIES "") >= 1,
 #if (EDGETRACE_SEPARATE_RUNTIME != 0) && (EDGETRACE_SEPARATE_RUNTIME != 1)
 #error "EDGETRACE_SEPARATE_RUNTIME must be 0 or 1"
 #endif
+/// EDGETRACE_ABI_NAMESPACE: the inline namespace every declaration of
+/// edgetrace lives in (edgetrace::EDGETRACE_ABI_NAMESPACE::...), named after
+/// the runtime mode: `v1` header-only, `v1_rt` with EDGETRACE_SEPARATE_RUNTIME=1.
+/// Public names are spelled without it (edgetrace::flush()). A program whose
+/// TUs disagree on the mode, or that omits the runtime library, fails to
+/// link, naming the missing edgetrace::v1_rt::detail::... function, instead
+/// of binding the separate TUs to a header-only TU's inline copies of the
+/// runtime (tests/abi). The reader headers use it too: the tools do not care,
+/// and one rule for every header is easier to keep than two.
+#if EDGETRACE_SEPARATE_RUNTIME
+#define EDGETRACE_ABI_NAMESPACE v1_rt
+#else
+#define EDGETRACE_ABI_NAMESPACE v1
+#endif
+
 /// How the runtime's entry points are declared and defined: inline in the
 /// header-only build, ordinary external functions with a separate runtime.
 #if EDGETRACE_SEPARATE_RUNTIME
