@@ -23,8 +23,9 @@ add_custom_target(knob_configurations)
 #                                this configuration start it instead of trace_app
 #     TESTS <test>[:<entry>]...) tests/<test>.cpp as target <test>.<name>, run
 #                                as <test>@<name> with the environment of the
-#                                ctest entry <entry> (default: <test>), its
-#                                output file renamed <test>@<name>...
+#                                ctest entry <entry> (default: <test>); its
+#                                scratch files (and EDGETRACE_OUTPUT) are in
+#                                tests/tmp/<name>/
 function(edgetrace_knob_configuration name)
   cmake_parse_arguments(PARSE_ARGV 1 knob "RUNTIME_LIBRARY;TRACE_APP" "" "DEFINES;TESTS")
   if(knob_RUNTIME_LIBRARY)
@@ -37,6 +38,9 @@ function(edgetrace_knob_configuration name)
     set(library edgetrace::edgetrace)
   endif()
 
+  # Scratch files of their own: the tests use fixed names in their directory.
+  set(tmp ${EDGETRACE_TEST_TMP}/${name})
+  file(MAKE_DIRECTORY ${tmp})
   set(trace_app trace_app)
   if(knob_TRACE_APP)
     set(trace_app trace_app.${name})
@@ -55,7 +59,8 @@ function(edgetrace_knob_configuration name)
     set(target ${test}.${name})
     add_executable(${target} ${test}.cpp)
     target_link_libraries(${target} PRIVATE edgetrace_doctest_runner ${library})
-    target_compile_definitions(${target} PRIVATE ${knob_DEFINES} EDGETRACE_TEST_TRACE_APP="$<TARGET_FILE:${trace_app}>")
+    target_compile_definitions(${target} PRIVATE ${knob_DEFINES} EDGETRACE_TEST_TRACE_APP="$<TARGET_FILE:${trace_app}>"
+                                                 EDGETRACE_TEST_TMPDIR="${tmp}")
     edgetrace_project_warnings(${target})
     add_dependencies(${target} edgetrace_cli ${trace_app})
     add_dependencies(knob_configurations ${target})
@@ -69,8 +74,8 @@ function(edgetrace_knob_configuration name)
     set_tests_properties(${test}@${name} PROPERTIES LABELS "${labels}")
     get_test_property(${entry} ENVIRONMENT environment)
     if(environment)
-      # Its own output file: ctest runs the configurations side by side.
-      string(REPLACE "${EDGETRACE_TEST_TMP}/${test}" "${EDGETRACE_TEST_TMP}/${test}@${name}" environment "${environment}")
+      # Its output file in its own directory: ctest runs the configurations side by side.
+      string(REPLACE "${EDGETRACE_TEST_TMP}/" "${tmp}/" environment "${environment}")
       set_tests_properties(${test}@${name} PROPERTIES ENVIRONMENT "${environment}")
     endif()
     get_test_property(${entry} TIMEOUT timeout)
