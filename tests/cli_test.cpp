@@ -2,6 +2,8 @@
 // Tests of the `edgetrace` command line (tools/edgetrace.cpp): exit codes, messages, outputs, on crafted dumps.
 #include <doctest/doctest.h>
 
+#include <edgetrace/config.hpp>
+
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -133,7 +135,7 @@ TEST_CASE("help and version exit 0") {
   CHECK(contains(sub.out, "usage: edgetrace info DUMP"));
   const run_result version = run_cli({"--version"});
   CHECK(version.code == 0);
-  CHECK(contains(version.out, "edgetrace 0.1.0 (dump format " + (std::to_string(edgetrace::format::version_major) + "." + std::to_string(edgetrace::format::version_minor)) + ")"));
+  CHECK(contains(version.out, std::string("edgetrace ") + EDGETRACE_VERSION_STRING + " (dump format " + (std::to_string(edgetrace::format::version_major) + "." + std::to_string(edgetrace::format::version_minor)) + ")"));
 }
 
 TEST_CASE("unreadable inputs exit 2 with 'edgetrace: error: FILE: what'") {

@@ -3,7 +3,7 @@
 # Included at the end of tests/CMakeLists.txt.
 
 # The doctest main is linked into every test: give it the sanitizers too.
-edgetrace_project_sanitizers(edgetrace_doctest_main)
+edgetrace_project_sanitizers(edgetrace_doctest_runner)
 
 # Label `toolchain`: entries that only run the compiler or CMake on a file or
 # a separate project (compile-fail, codegen identity, packaging). Nothing the
@@ -64,6 +64,26 @@ edgetrace_compile_check(compile_fail_runtime_name_control pass runtime_name.cpp
 if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
   edgetrace_compile_check(compile_fail_cxx14 fail cxx14.cpp -std=c++14 "" "edgetrace needs C++17" config.hpp)
   edgetrace_compile_check(compile_fail_cxx14_control pass cxx14.cpp ${edgetrace_std_flag} "" "edgetrace needs C++17")
+endif()
+
+# --- The runtime mode is in every mangled name (EDGETRACE_ABI_NAMESPACE) -----
+# A program that mixes header-only and EDGETRACE_SEPARATE_RUNTIME=1 TUs fails
+# to link, naming edgetrace::v1_rt::...; its control links (tests/abi).
+if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang" AND NOT CMAKE_CROSSCOMPILING)
+  add_test(NAME abi_mode_mix_fails_to_link
+    COMMAND ${CMAKE_COMMAND}
+      -DCOMPILER=${CMAKE_CXX_COMPILER} -DSTD_FLAG=${edgetrace_std_flag} -DINCLUDE_DIR=${edgetrace_include_dir}
+      -DSOURCE_DIR=${CMAKE_CURRENT_SOURCE_DIR}/abi -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/abi
+      -P ${CMAKE_CURRENT_SOURCE_DIR}/abi/check_abi_mix.cmake)
+  set_tests_properties(abi_mode_mix_fails_to_link PROPERTIES LABELS "compile_fail;toolchain")
+  # Every header gets the macro from config.hpp (directly or through another
+  # header): an undefined EDGETRACE_ABI_NAMESPACE would silently become a
+  # namespace of that name.
+  add_test(NAME abi_namespace_defined_in_every_header
+    COMMAND ${CMAKE_COMMAND}
+      -DCOMPILER=${CMAKE_CXX_COMPILER} -DSTD_FLAG=${edgetrace_std_flag} -DINCLUDE_DIR=${edgetrace_include_dir}
+      -P ${CMAKE_CURRENT_SOURCE_DIR}/abi/check_headers.cmake)
+  set_tests_properties(abi_namespace_defined_in_every_header PROPERTIES LABELS "compile_fail;toolchain")
 endif()
 
 # --- Codegen: compiled-out macros leave byte-identical machine code ---------
@@ -149,9 +169,11 @@ if(TARGET edgetrace_runtime)
   # Cross builds link it (the check that matters there); running it needs the
   # host's `edgetrace` and the emulator inside a cmake -P script, so not there.
   if(NOT CMAKE_CROSSCOMPILING)
-    add_test(NAME separate_runtime
+    # Part of the separate_runtime knob configuration (knob_configurations.cmake).
+    add_test(NAME separate_runtime_app@separate_runtime
       COMMAND ${CMAKE_COMMAND} -DAPP=$<TARGET_FILE:separate_runtime_app> -DCLI=$<TARGET_FILE:edgetrace_cli>
         -DDUMP=${EDGETRACE_TEST_TMP}/separate_runtime.etr -P ${CMAKE_CURRENT_SOURCE_DIR}/separate/check.cmake)
+    set_tests_properties(separate_runtime_app@separate_runtime PROPERTIES LABELS "knob;separate_runtime")
   endif()
 endif()
 

@@ -359,7 +359,7 @@ TEST_CASE("gpu clock: garbage anchors never overflow") {
 namespace {
 
 /// A child's dump path, unique per test process (gpu_test and
-/// gpu_test_separate_runtime may run at the same time).
+/// gpu_test@separate_runtime may run at the same time).
 std::string tmp(const std::string& name) {
   return std::string(EDGETRACE_TEST_TMPDIR) + "/" + std::to_string(::getpid()) + "_" + name;
 }

@@ -120,8 +120,7 @@ std::string run_on_terminal(const std::vector<std::string>& args, int& exit_code
 }  // namespace
 
 // Runs only in the child started by pipeline_dump().
-TEST_CASE("json viewers workload") {
-  if (std::getenv("ETTEST_JSON_VIEWERS_WORKLOAD") == nullptr) return;
+TEST_CASE("json viewers workload" * doctest::skip(std::getenv("ETTEST_JSON_VIEWERS_WORKLOAD") == nullptr)) {
   pipeline_workload();
 }
 

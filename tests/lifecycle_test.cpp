@@ -197,11 +197,9 @@ TEST_CASE("lifecycle: signal flush chains to the app's own handler") {
   CHECK(dump.named("app_span").size() == 1000);
 }
 
-TEST_CASE("lifecycle: EDGETRACE_FORK=follow gives the child a dump of its own") {
-  if (edgetrace_test::sanitized_build) {
-    MESSAGE("skipped in sanitizer builds: the child allocates after fork (see sanitized_build)");
-    return;
-  }
+// Skipped in sanitizer builds: the child allocates after fork (see sanitized_build).
+TEST_CASE("lifecycle: EDGETRACE_FORK=follow gives the child a dump of its own" *
+          doctest::skip(edgetrace_test::sanitized_build)) {
   const std::string dump_path = fresh("follow.etr");
   const auto r = run({app, "fork-follow"}, {"EDGETRACE_OUTPUT=" + dump_path, "EDGETRACE_FORK=follow"});
   CHECK(r.exit_code == 0);

@@ -423,8 +423,7 @@ TEST_CASE("protobuf_writer encodes as the protobuf encoding guide says") {
 }
 
 // Runs only in the child started by record_perfetto_workload.
-TEST_CASE("perfetto workload") {
-  if (std::getenv("ETTEST_PERFETTO_WORKLOAD") == nullptr) return;
+TEST_CASE("perfetto workload" * doctest::skip(std::getenv("ETTEST_PERFETTO_WORKLOAD") == nullptr)) {
   perfetto_workload(40);
 }
 
@@ -506,10 +505,15 @@ TEST_CASE("perfetto: a real run decodes to exactly the dump's slices, instants, 
   CHECK(ratio > 2.0);
 }
 
-TEST_CASE("perfetto: a GPU run has one track per stream and launch flows to the GPU slices") {
-#ifndef EDGETRACE_TEST_GPU_APP
-  MESSAGE("gpu_app not built: skipped");
+#ifdef EDGETRACE_TEST_GPU_APP
+constexpr bool gpu_app_built = true;
 #else
+constexpr bool gpu_app_built = false;
+#endif
+
+TEST_CASE("perfetto: a GPU run has one track per stream and launch flows to the GPU slices" *
+          doctest::skip(!gpu_app_built)) {
+#ifdef EDGETRACE_TEST_GPU_APP
   const std::string dump = scratch("perfetto_gpu.etr");
   std::remove(dump.c_str());
   const auto app = run({EDGETRACE_TEST_GPU_APP, "pipeline"}, {"EDGETRACE_OUTPUT=" + dump});

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-// edgetrace-test: both-configs
 // The runtime traced in-process (ctest sets EDGETRACE_OUTPUT for this test):
 // round trip of every event kind, exact accounting with drops across
 // threads, timing against steady_clock, first-span cost, run-time filter.
-// Built with EDGETRACE_ENABLED=0 it checks that nothing is traced at all.
+// Built with EDGETRACE_ENABLED=0 (runtime_test@disabled, tests/knob_configurations.cmake)
+// it checks that nothing is traced at all.
 #include <doctest/doctest.h>
 
 #include <edgetrace/edgetrace.hpp>

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The full test run: installs what is missing, then builds and runs the whole ctest suite three times:
-#   release  g++, RelWithDebInfo, with benchmarks
+#   release  g++, RelWithDebInfo, with benchmarks, and the tests again under each build knob
+#            (label knob: runtime_test@compact_scopes, ...; tests/knob_configurations.cmake)
 #   asan     clang++, AddressSanitizer + UndefinedBehaviorSanitizer, LeakSanitizer on (also builds the
 #            libFuzzer target reader_fuzz)
 #   tsan     clang++, ThreadSanitizer
@@ -13,13 +14,18 @@
 # already runs them with clang). The `clang` preset (plain clang++) stays available, not run here.
 # About 26 minutes on 2 quiet cores, ~12 of them the sanitizer presets (measured: docs/RELIABILITY.md).
 #
-# Usage: bash tools/run_tests.sh        (Debian/Ubuntu; apt-get needs root or sudo)
+# Usage: bash tools/run_tests.sh [--help]   (Debian/Ubuntu; apt-get needs root or sudo)
 #   EDGETRACE_LONG_TESTS=1   long reliability variants (10 s stress, 10 kills, 1000 forks; docs/RELIABILITY.md)
 #   EDGETRACE_FUZZ_SECONDS=N fuzz the reader for N seconds instead of 60
 #   RUN_TESTS_PRESETS="release clang"   presets to run instead of "release asan tsan"
 # Ends with a combined summary in ctest's words; exits non-zero if any step
 # or test failed. Build trees: build/<preset>.
 set -euo pipefail
+case ${1-} in
+  "") ;;
+  -h | --help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; exit 0 ;;
+  *) echo "usage: bash tools/run_tests.sh [--help] (settings are environment variables: see --help)" >&2; exit 1 ;;
+esac
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 started=$SECONDS

@@ -10,6 +10,21 @@
 #include <edgetrace: compilation stopped, see the error above>
 #endif
 
+/// The version of edgetrace: the one place it is written. CMakeLists.txt
+/// reads these three lines (project(VERSION), the package's version file);
+/// `edgetrace --version` and the JSON's metadata print the string.
+#define EDGETRACE_VERSION_MAJOR 0
+#define EDGETRACE_VERSION_MINOR 1
+#define EDGETRACE_VERSION_PATCH 0
+/// MAJOR * 10000 + MINOR * 100 + PATCH, for #if comparisons.
+#define EDGETRACE_VERSION (EDGETRACE_VERSION_MAJOR * 10000 + EDGETRACE_VERSION_MINOR * 100 + EDGETRACE_VERSION_PATCH)
+#define EDGETRACE_DETAIL_STRINGIFY2(x) #x
+#define EDGETRACE_DETAIL_STRINGIFY(x) EDGETRACE_DETAIL_STRINGIFY2(x)
+/// "MAJOR.MINOR.PATCH".
+#define EDGETRACE_VERSION_STRING                                                         \
+  EDGETRACE_DETAIL_STRINGIFY(EDGETRACE_VERSION_MAJOR) "." EDGETRACE_DETAIL_STRINGIFY( \
+      EDGETRACE_VERSION_MINOR) "." EDGETRACE_DETAIL_STRINGIFY(EDGETRACE_VERSION_PATCH)
+
 /// EDGETRACE_ENABLED: 1 (default) compiles tracing in; 0 turns every macro
 /// into nothing (arguments are still type-checked, never evaluated).
 #ifndef EDGETRACE_ENABLED
@@ -81,6 +96,21 @@ static_assert(sizeof(EDGETRACE_EXCLUDED_CATEGORIES "") >= 1,
 #if (EDGETRACE_SEPARATE_RUNTIME != 0) && (EDGETRACE_SEPARATE_RUNTIME != 1)
 #error "EDGETRACE_SEPARATE_RUNTIME must be 0 or 1"
 #endif
+/// EDGETRACE_ABI_NAMESPACE: the inline namespace every declaration of
+/// edgetrace lives in (edgetrace::EDGETRACE_ABI_NAMESPACE::...), named after
+/// the runtime mode: `v1` header-only, `v1_rt` with EDGETRACE_SEPARATE_RUNTIME=1.
+/// Public names are spelled without it (edgetrace::flush()). A program whose
+/// TUs disagree on the mode, or that omits the runtime library, fails to
+/// link, naming the missing edgetrace::v1_rt::detail::... function, instead
+/// of binding the separate TUs to a header-only TU's inline copies of the
+/// runtime (tests/abi). The reader headers use it too: the tools do not care,
+/// and one rule for every header is easier to keep than two.
+#if EDGETRACE_SEPARATE_RUNTIME
+#define EDGETRACE_ABI_NAMESPACE v1_rt
+#else
+#define EDGETRACE_ABI_NAMESPACE v1
+#endif
+
 /// How the runtime's entry points are declared and defined: inline in the
 /// header-only build, ordinary external functions with a separate runtime.
 #if EDGETRACE_SEPARATE_RUNTIME
@@ -113,8 +143,3 @@ static_assert(sizeof(EDGETRACE_EXCLUDED_CATEGORIES "") >= 1,
 #define EDGETRACE_DETAIL_CONCAT2(a, b) a##b
 #define EDGETRACE_DETAIL_CONCAT(a, b) EDGETRACE_DETAIL_CONCAT2(a, b)
 #define EDGETRACE_DETAIL_UNIQUE(prefix) EDGETRACE_DETAIL_CONCAT(prefix, __COUNTER__)
-
-#define EDGETRACE_VERSION_MAJOR 0
-#define EDGETRACE_VERSION_MINOR 1
-#define EDGETRACE_VERSION_PATCH 0
-#define EDGETRACE_VERSION_STRING "0.1.0"

@@ -3,6 +3,7 @@
 // chunk framing, LEB128 varints and CRC-32. docs/FORMAT.md is the spec.
 #pragma once
 
+#include <edgetrace/config.hpp>
 #include <edgetrace/detail/kinds.hpp>
 
 #include <array>

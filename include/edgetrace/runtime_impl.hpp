@@ -10,7 +10,7 @@
 //   #include <edgetrace/runtime_impl.hpp>
 //
 // (CMake: link edgetrace::runtime instead, which does both). Forgetting it
-// is a link error naming edgetrace::v1::detail::push_slow and friends.
+// is a link error naming edgetrace::v1_rt::detail::push_slow and friends.
 #pragma once
 
 #ifndef EDGETRACE_SEPARATE_RUNTIME

@@ -80,8 +80,16 @@ if(MODE STREQUAL "find_package")
     message(FATAL_ERROR "edgetrace help does not point to ${prefix}/share/doc/edgetrace:\n${last_output}")
   endif()
 
+  # The package has config.hpp's version, and checks the architecture: it
+  # holds a static library and an executable (no ARCH_INDEPENDENT).
+  file(READ ${versions} version_file)
+  if(NOT version_file MATCHES "CMAKE_SIZEOF_VOID_P")
+    message(FATAL_ERROR "${versions} accepts any architecture, but the package exports a static library")
+  endif()
+  include(${SOURCE_DIR}/cmake/edgetrace_version.cmake)
+  edgetrace_read_version(${SOURCE_DIR}/include/edgetrace/config.hpp version)
   run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/consumer/find_package -B ${consumer_build} ${configure_args}
-      -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+      -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DEDGETRACE_EXPECTED_VERSION=${version})
   # The package must come from the prefix, not from the build tree.
   file(STRINGS ${consumer_build}/CMakeCache.txt dir_line REGEX "^edgetrace_DIR:")
   string(FIND "${dir_line}" "${prefix}" at)

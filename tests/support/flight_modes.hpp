@@ -71,6 +71,7 @@ inline int run_mode(const char* mode, int argc, char** argv) {
     *nowhere = 1;
     return 0;
   }
+#if !EDGETRACE_SEPARATE_RUNTIME  // the lock is the runtime's own, not declared to a separate-runtime program
   if (std::strcmp(mode, "flight-crash-locked") == 0) {
     std::thread([n] { record("before", n); }).join();
     sleep_ms(300);
@@ -79,6 +80,7 @@ inline int run_mode(const char* mode, int argc, char** argv) {
     *nowhere = 1;
     return 0;
   }
+#endif
   if (std::strcmp(mode, "flight-storm") == 0) {
     const int gap_us = argc > 3 ? std::atoi(argv[3]) : 0;
     for (int i = 0; i < n; ++i) {

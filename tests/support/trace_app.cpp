@@ -305,11 +305,13 @@ int sig_ign_mode() {
 /// "quick-exit-locked": std::quick_exit(9) on a thread that holds the
 /// runtime's category lock, as a signal handler calling quick_exit() can
 /// find it: the exit must not wait for that lock.
+#if !EDGETRACE_SEPARATE_RUNTIME  // the lock is the runtime's own, not declared to a separate-runtime program
 [[noreturn]] void quick_exit_locked_mode() {
   spans(100);
   edgetrace::detail::category_mutex.native().lock();  // unannotated: held on purpose until the exit
   std::quick_exit(9);
 }
+#endif
 
 /// "fork-names": the parent interns "parent_name" and records 5 spans with
 /// it, then forks; the child interns "child_name" and records 30 spans with
@@ -852,7 +854,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (std::strcmp(mode, "quick-exit") == 0) quick_exit_mode();
+#if !EDGETRACE_SEPARATE_RUNTIME
   if (std::strcmp(mode, "quick-exit-locked") == 0) quick_exit_locked_mode();
+#endif
   if (std::strcmp(mode, "fork-names") == 0) return fork_names_mode();
   if (std::strcmp(mode, "dense") == 0) return dense_mode(argc > 2 ? std::atoi(argv[2]) : 1000000);
   if (std::strcmp(mode, "arg-dense") == 0) return arg_dense_mode(argc > 2 ? std::atoi(argv[2]) : 10000);

@@ -6,6 +6,8 @@
 // (docs/PERFORMANCE.md, "Compile cost").
 #pragma once
 
+#include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
+
 namespace edgetrace {
 inline namespace v1 {
 namespace detail {

@@ -4,6 +4,8 @@
 // the real CUDA runtime, tests with a fake GPU; nothing here needs CUDA.
 #pragma once
 
+#include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
+
 #include <cstddef>
 
 namespace edgetrace {

@@ -3,6 +3,8 @@
 // headers need not include all of format.hpp (docs/FORMAT.md has the rest).
 #pragma once
 
+#include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
+
 namespace edgetrace {
 inline namespace v1 {
 namespace format {

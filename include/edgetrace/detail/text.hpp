@@ -6,6 +6,8 @@
 // <cstddef>, so category.hpp can use it on the hot path's include line.
 #pragma once
 
+#include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
+
 #include <cstddef>
 
 namespace edgetrace {

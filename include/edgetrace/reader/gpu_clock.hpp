@@ -3,6 +3,8 @@
 // anchors into a GPU time axis and fits host = offset + rate * gpu to them.
 #pragma once
 
+#include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

@@ -2,6 +2,8 @@
 // Streaming latency statistics: count/total/min/max, exact percentiles up to a sample bound, then a log-bucket histogram.
 #pragma once
 
+#include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

@@ -2,6 +2,8 @@
 // A small protobuf wire-format encoder (varints, fixed64, doubles, strings, nested messages), no library needed.
 #pragma once
 
+#include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
+
 #include <cstdint>
 #include <cstring>
 #include <string>

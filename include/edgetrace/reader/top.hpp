@@ -2,6 +2,8 @@
 // The `edgetrace top` table: calls, rate and latency per span name over the last seconds of a trace, in bounded memory.
 #pragma once
 
+#include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
+
 #include <algorithm>
 #include <cstdint>
 #include <deque>

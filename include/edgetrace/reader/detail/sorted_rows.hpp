@@ -2,6 +2,8 @@
 // Text rows put in key order with bounded memory: sorted in memory up to a limit, beyond it as sorted runs in temporary files merged at the end.
 #pragma once
 
+#include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
