@@ -12,7 +12,7 @@
 #include <cstdint>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 
 /// A run-time span name obtained once from edgetrace::intern(); copying it
 /// is free and using it costs the same as a string literal.
@@ -114,7 +114,7 @@ template <bool Condition, class Then, class Else>
 using select_t = typename select_type<Condition, Then, Else>::type;
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
 
 #define EDGETRACE_DETAIL_CATEGORY_TYPE(cat) edgetrace_category_##cat

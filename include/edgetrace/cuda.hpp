@@ -46,7 +46,7 @@
 #include <cuda_runtime_api.h>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 /// The stream argument of EDGETRACE_CUDA_SCOPE, type-checked as a stream.
@@ -127,7 +127,7 @@ inline constexpr gpu_backend cudart_backend = {
 };
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
 
 /// Records a span named by the string literal `name` until the end of the

@@ -45,7 +45,7 @@
 #endif
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 /// What a compiled-out scope becomes: an empty object whose constructor
@@ -201,7 +201,7 @@ template <class String>
 auto phase(const String& name) noexcept -> decltype(static_cast<const char*>(name.data()), void()) {}
 #endif
 
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
 
 #if EDGETRACE_ENABLED

@@ -12,7 +12,7 @@
 #include <cstring>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace format {
 
 /// File header: 8 magic bytes, u16 major, u16 minor, u32 reserved (0).
@@ -327,5 +327,5 @@ inline bool get_snapshot_payload(const unsigned char* in, const unsigned char* e
 }
 
 }  // namespace format
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -27,7 +27,7 @@
 #include <cstdint>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 namespace nvtx {
 
@@ -111,7 +111,7 @@ inline const bool installed = (detail::install_scope_hooks(&hooks), true);
 
 }  // namespace nvtx
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
 
 #endif  // EDGETRACE_ENABLED

@@ -34,10 +34,10 @@
 #endif
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 template void push_slow<void>(thread_ring* ring, std::uint64_t word, std::uint64_t a, std::uint64_t b) noexcept;
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
 #endif

@@ -17,7 +17,7 @@
 #include <string>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 /// Starts tracing once per process; every later call is a guard check.
@@ -212,5 +212,5 @@ EDGETRACE_DETAIL_API bool active() noexcept {
 }
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

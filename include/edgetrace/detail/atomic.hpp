@@ -9,7 +9,7 @@
 #include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 /// Memory orders for the light headers, with the values the builtins take.
@@ -78,5 +78,5 @@ class spin_lock {
 };
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -19,7 +19,7 @@
 #include <vector>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 /// What the encoder asks its owner: the flusher passes itself in; a test
@@ -232,5 +232,5 @@ class chunk_writer {
 };
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

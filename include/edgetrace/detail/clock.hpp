@@ -15,7 +15,7 @@
 #endif
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 inline format::clock_source tick_source(std::uint8_t mode) noexcept {
@@ -105,5 +105,5 @@ inline calibration_pair calibrate(std::uint8_t mode, int tries = 7) noexcept {
 }
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -23,7 +23,7 @@
 #include <vector>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 /// Records in, chunks out. One per stream, used by one thread at a time.
@@ -495,5 +495,5 @@ class chunk_encoder : public chunk_writer {
 };
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

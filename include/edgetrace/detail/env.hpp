@@ -19,7 +19,7 @@
 extern char** environ;
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 /// Prints "edgetrace: <message>\n" on stderr with a single write() (no
@@ -325,5 +325,5 @@ inline bool runtime_category_selected(const char* filter, const char* name) noex
 }
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -16,7 +16,7 @@
 #include <cstdint>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 /// An instant, mark or counter sample in any mode but the plain counter.
@@ -140,5 +140,5 @@ EDGETRACE_DETAIL_ALWAYS_INLINE std::uint8_t recording() noexcept {
 }
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -19,7 +19,7 @@
 #include <pthread.h>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 /// Flight mode's start, instead of open_output (flusher): maps the ring
 /// here, so the app never waits on its page faults, and opens nothing.
@@ -284,5 +284,5 @@ inline void install_crash_handlers() noexcept {
 }
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

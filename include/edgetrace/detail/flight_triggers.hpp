@@ -12,7 +12,7 @@
 #include <vector>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 /// EDGETRACE_TRIGGER="infer>20ms,frame>40ms": a comma list of NAME>LIMIT,
@@ -350,5 +350,5 @@ class flight_triggers {
 };
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -15,7 +15,7 @@
 #include <cstdint>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 /// The process-wide runtime (see runtime_stream for its state).
@@ -281,5 +281,5 @@ alignas(runtime) inline unsigned char runtime_storage[sizeof(runtime)];
 inline bool owns_runtime(const runtime* rt) noexcept { return rt != nullptr && rt->owner_pid_ == ::getpid(); }
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

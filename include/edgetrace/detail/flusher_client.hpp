@@ -14,7 +14,7 @@
 #include <cstdint>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 /// Why the flusher calls a client.
@@ -57,5 +57,5 @@ struct flusher_client {
 EDGETRACE_DETAIL_API void register_flusher_client(flusher_client& client) noexcept;
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -9,7 +9,7 @@
 #include <cstddef>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 /// Result codes: the CUDA runtime's own cudaError_t values, so a real
@@ -61,5 +61,5 @@ struct gpu_backend {
 };
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -14,7 +14,7 @@
 #include <cstdint>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 /// Two timing events created together on one device, reused for ever.
@@ -189,5 +189,5 @@ EDGETRACE_DETAIL_API gpu_thread* gpu_attach_thread() noexcept;
 EDGETRACE_DETAIL_API void gpu_turn_off(const char* call, int error) noexcept;
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

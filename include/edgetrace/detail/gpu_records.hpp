@@ -15,7 +15,7 @@
 #include <vector>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 /// Gpu chunks are sealed near this payload size.
@@ -154,5 +154,5 @@ class gpu_chunk_writer {
 };
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

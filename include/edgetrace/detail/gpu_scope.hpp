@@ -16,7 +16,7 @@
 #include <type_traits>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 /// Ends a host span begun in `mode` with begin value `begin` (a tick, or
@@ -207,7 +207,7 @@ template <class Category>
 using gpu_scope_t = std::conditional_t<Category::compiled_in, gpu_span_scope<Category>, null_scope>;
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
 
 /// A span named by the literal `name` plus the GPU time of the work the

@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 /// Spans the flusher resolves in one periodic cycle (3 CUDA calls each).
@@ -532,5 +532,5 @@ EDGETRACE_DETAIL_API gpu_thread* gpu_attach_thread() noexcept {
 EDGETRACE_DETAIL_API void gpu_turn_off(const char* call, int error) noexcept { gpu().turn_off(call, error); }
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -12,7 +12,7 @@
 #include <cstdint>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 /// Mode-byte bit (category_state::enabled): call the installed hooks. The
@@ -53,5 +53,5 @@ EDGETRACE_DETAIL_API const char* category_name(std::uint32_t index) noexcept;
 inline atomic_cell<const scope_hooks*> installed_hooks{nullptr};
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

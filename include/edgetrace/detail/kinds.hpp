@@ -6,7 +6,7 @@
 #include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace format {
 
 /// What a site records. A mark is an iteration/frame boundary (1.1); it is
@@ -40,5 +40,5 @@ constexpr bool is_argument(site_kind kind) noexcept {
 constexpr bool is_annotation(site_kind kind) noexcept { return static_cast<unsigned char>(kind) >= 4; }
 
 }  // namespace format
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 /// The dump's descriptor and what the flusher knows of the file. The
@@ -269,5 +269,5 @@ class dump_file {
 };
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

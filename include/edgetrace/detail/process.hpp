@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 // ------------------------------------------------------------ exit
@@ -351,6 +351,6 @@ inline bool start_from_environment() noexcept {
 }
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
 

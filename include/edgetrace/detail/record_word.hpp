@@ -10,7 +10,7 @@
 #include <cstdint>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 constexpr record_tag tag_of(std::uint64_t word) noexcept { return static_cast<record_tag>(word & 3); }
@@ -39,5 +39,5 @@ constexpr std::uint64_t pack_loss(std::uint64_t count) noexcept { return (count 
 constexpr std::uint64_t loss_count(std::uint64_t word) noexcept { return word >> 2; }
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

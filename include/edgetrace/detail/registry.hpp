@@ -34,7 +34,7 @@
 #include <link.h>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 // ------------------------------------------------------------ categories
@@ -394,5 +394,5 @@ EDGETRACE_DETAIL_API void register_flusher_client(flusher_client& client) noexce
 }
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

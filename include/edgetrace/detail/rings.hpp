@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 inline thread_ring* map_ring(std::uint64_t records) noexcept {
@@ -217,5 +217,5 @@ class flusher_wake {
 };
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

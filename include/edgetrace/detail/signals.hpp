@@ -16,7 +16,7 @@
 #include <ctime>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 /// True if `signo` is ignored now (an inherited SIG_IGN: nohup, a shell's
@@ -118,5 +118,5 @@ inline void install_signal_flush() noexcept {
 }
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 // ------------------------------------------------------------ fork follow
@@ -382,5 +382,5 @@ inline void push_measured(std::uint64_t word, std::uint64_t start_ns, std::uint6
 }
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -15,7 +15,7 @@
 #include <cstdint>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 /// A span's begin value when its mode is anything but "record with the CPU
@@ -138,5 +138,5 @@ template <class Category>
 using scope_t = select_t<Category::compiled_in, span_scope<Category>, null_scope>;
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -14,7 +14,7 @@
 #include <cstddef>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 /// Cache line size used for padding (fixed on purpose: see STYLE.md).
@@ -157,5 +157,5 @@ struct spsc_queue {
 };
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 /// EDGETRACE_ON_FULL=wait: how long a thread waits for room while the
@@ -506,5 +506,5 @@ class runtime_stream : public encoder_host {
 };
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -11,7 +11,7 @@
 #include <cstddef>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 /// One item of a comma-separated list: [begin, end), spaces around it
@@ -91,5 +91,5 @@ constexpr std::size_t edit_distance(const char* a, const char* b) noexcept {
 }
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

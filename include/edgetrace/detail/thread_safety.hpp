@@ -32,7 +32,7 @@
 #define EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS EDGETRACE_DETAIL_TSA(no_thread_safety_analysis)
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 /// std::mutex with the capability attribute, so clang can check who holds
@@ -73,5 +73,5 @@ class EDGETRACE_DETAIL_SCOPED_CAPABILITY mutex_lock {
 };
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

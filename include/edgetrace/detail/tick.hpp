@@ -16,7 +16,7 @@
 #endif
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 /// The clock a recording category uses, stored in the category's flag so
@@ -72,5 +72,5 @@ EDGETRACE_DETAIL_ALWAYS_INLINE std::uint64_t ticks(std::uint8_t mode) noexcept {
 }
 
 }  // namespace detail
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

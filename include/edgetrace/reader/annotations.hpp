@@ -15,7 +15,7 @@
 #include "dump_reader.hpp"
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
 /// One step of a flow: a span that recorded EDGETRACE_FLOW(name, id).
@@ -379,5 +379,5 @@ class memory_timelines {
 };
 
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -14,7 +14,7 @@
 #include "output.hpp"
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
 /// Converts several opened dumps into one Chrome JSON document on `out`
@@ -70,7 +70,7 @@ inline bool write_chrome_json(dump_reader& r, std::FILE* out, const chrome_json_
 }
 
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
 
 #include "chrome_json_split.hpp"  // IWYU pragma: export

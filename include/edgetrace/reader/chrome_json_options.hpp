@@ -12,7 +12,7 @@
 #include "dump_reader.hpp"
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
 /// Options of write_chrome_json.
@@ -67,5 +67,5 @@ struct chrome_json_input {
 };
 
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

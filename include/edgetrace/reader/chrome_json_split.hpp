@@ -16,7 +16,7 @@
 #include "output.hpp"
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
 /// The most files write_chrome_json_split writes for one output.
@@ -264,5 +264,5 @@ inline bool write_chrome_json_split(const std::vector<chrome_json_input>& inputs
 }
 
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -11,7 +11,7 @@
 #include "../format.hpp"
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
 /// One (tick, CLOCK_MONOTONIC, CLOCK_REALTIME) triple from a calibration chunk.
@@ -187,5 +187,5 @@ class clock_model {
 };
 
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

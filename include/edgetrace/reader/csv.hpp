@@ -19,7 +19,7 @@
 #include "span_walker.hpp"
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
 /// The CSV's first columns (docs/ANALYSIS.md documents each). The gpu_*
@@ -165,5 +165,5 @@ inline bool write_spans_csv(dump_reader& r, std::FILE* out, std::uint64_t* rows 
 }
 
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

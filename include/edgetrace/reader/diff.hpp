@@ -13,7 +13,7 @@
 #include "summary.hpp"
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
 /// One name in either run. Missing on one side: that side's fields are 0
@@ -240,5 +240,5 @@ inline std::string diff_json(const std::vector<diff_row>& rows, const std::strin
 }
 
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -26,7 +26,7 @@
 #include "snapshot.hpp"
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
 /// Streaming reader of one dump file. Usage:
@@ -399,5 +399,5 @@ class dump_reader {
 };
 
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -12,7 +12,7 @@
 #include <vector>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
 /// GPU time → host CLOCK_MONOTONIC ns for one device of one writer.
@@ -223,5 +223,5 @@ class gpu_clock {
 };
 
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

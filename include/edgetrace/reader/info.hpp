@@ -17,7 +17,7 @@
 #include "output.hpp"
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
 /// Options of write_info.
@@ -410,5 +410,5 @@ inline bool write_info(dump_reader& r, std::FILE* out, const info_options& optio
 }
 
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -10,7 +10,7 @@
 #include <vector>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
 /// Log-linear buckets over u64 nanoseconds (HdrHistogram-like, 7 sub-bucket
@@ -181,5 +181,5 @@ class latency_stats {
 };
 
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -16,7 +16,7 @@
 #include "output.hpp"
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
 /// How to put the inputs on one timeline.
@@ -213,5 +213,5 @@ inline std::vector<chrome_json_input> merged_json_inputs(const std::vector<dump_
 }
 
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

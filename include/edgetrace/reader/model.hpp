@@ -20,7 +20,7 @@
 #include "snapshot.hpp"
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
 /// Version of the edgetrace tools, printed by `--version` and in outputs.
@@ -385,5 +385,5 @@ struct read_stats {
 };
 
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

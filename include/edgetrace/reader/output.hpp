@@ -15,7 +15,7 @@
 #include <vector>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
 /// Appends `s` as a JSON string literal (with quotes) to `out`. Quotes,
@@ -286,5 +286,5 @@ inline std::string render_table(const std::vector<std::vector<std::string>>& cel
 
 }  // namespace detail
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

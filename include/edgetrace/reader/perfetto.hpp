@@ -17,7 +17,7 @@
 #include "perfetto_proto.hpp"
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
 namespace detail {
@@ -214,5 +214,5 @@ inline bool write_perfetto(dump_reader& r, std::FILE* out, perfetto_result* resu
 }
 
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

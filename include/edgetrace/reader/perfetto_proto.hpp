@@ -6,7 +6,7 @@
 #include <cstdint>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
 /// Field numbers and enum values of Perfetto's trace schema (protos/perfetto/
@@ -84,5 +84,5 @@ struct perfetto_result {
 };
 
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -11,7 +11,7 @@
 #include <vector>
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
 /// Builds one protobuf message in memory, nested messages included.
@@ -116,5 +116,5 @@ class protobuf_writer {
 };
 
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

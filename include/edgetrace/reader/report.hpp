@@ -12,7 +12,7 @@
 #include "summary.hpp"
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
 struct report_options {
@@ -288,5 +288,5 @@ inline std::string report_html(const summary_result& s, const report_options& op
 }
 
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -12,7 +12,7 @@
 #include "clock_model.hpp"
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
 /// What one writer's snapshot chunk says (docs/FORMAT.md, "11 snapshot").
@@ -134,5 +134,5 @@ inline std::string snapshot_text(const snapshot_record& s) {
 }
 
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -9,7 +9,7 @@
 #include "dump_reader.hpp"
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
 /// One span with its place in the tree, handed out once all its children
@@ -90,5 +90,5 @@ bool walk_spans(dump_reader& r, OnSpan&& on_span, OnOther&& on_other) {
 }
 
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

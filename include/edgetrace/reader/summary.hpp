@@ -25,7 +25,7 @@
 #include "summary_model.hpp"
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
 /// Builds a summary over one or more dumps, streaming each (memory: rows,
@@ -519,7 +519,7 @@ class summary_builder : private detail::summary_selection {
 };
 
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
 
 // The output functions (summary_table, summary_csv, summary_json) live in

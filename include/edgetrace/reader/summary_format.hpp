@@ -12,7 +12,7 @@
 #include "summary.hpp"
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
 
@@ -380,5 +380,5 @@ inline std::string summary_json(const summary_result& s, const std::string& sour
 }
 
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

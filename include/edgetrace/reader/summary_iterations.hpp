@@ -13,7 +13,7 @@
 #include "dump_reader.hpp"
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
 /// Whether recording of writer `w` was switched off (edgetrace::pause(),
@@ -161,5 +161,5 @@ inline bool natural_less(const std::string& a, const std::string& b) {
 }
 
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -19,7 +19,7 @@
 #include "latency.hpp"
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
 /// What one row of the summary stands for.
@@ -288,5 +288,5 @@ inline std::string dropped_records_text(const dropped_records& d) {
 // ----------------------------------------------------------------------------
 
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

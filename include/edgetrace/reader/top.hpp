@@ -16,7 +16,7 @@
 #include "output.hpp"
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
 /// Options of top_window.
@@ -177,5 +177,5 @@ inline std::string top_table(const top_result& t, const top_options& options) {
 }
 
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

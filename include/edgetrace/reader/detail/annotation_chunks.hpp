@@ -17,7 +17,7 @@
 #include "payload_cursor.hpp"
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 namespace detail {
 
@@ -171,5 +171,5 @@ class annotation_decoder {
 
 }  // namespace detail
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -17,7 +17,7 @@
 #include "chrome_json_document.hpp"
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 namespace detail {
 
@@ -145,5 +145,5 @@ inline bool read_all_metadata(const std::vector<chrome_json_input>& inputs, std:
 
 }  // namespace detail
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -19,7 +19,7 @@
 #include "../output.hpp"
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 namespace detail {
 
@@ -466,5 +466,5 @@ class chrome_json_document {
 
 }  // namespace detail
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

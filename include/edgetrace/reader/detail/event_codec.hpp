@@ -8,7 +8,7 @@
 #include "payload_cursor.hpp"
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 namespace detail {
 
@@ -109,5 +109,5 @@ decode_error decode_events(payload_cursor& cursor, std::uint64_t base_tick, OnEv
 
 }  // namespace detail
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -16,7 +16,7 @@
 #include "payload_cursor.hpp"
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 namespace detail {
 
@@ -197,5 +197,5 @@ inline void resolve_capture(writer_info& w) {
 
 }  // namespace detail
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -11,7 +11,7 @@
 #include "../clock_model.hpp"
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 namespace detail {
 
@@ -85,5 +85,5 @@ inline void read_calibration(payload_cursor& in, std::vector<calibration_pair>& 
 
 }  // namespace detail
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace

@@ -21,7 +21,7 @@
 #include "../protobuf_writer.hpp"
 
 namespace edgetrace {
-inline namespace v1 {
+inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
 namespace detail {
@@ -343,5 +343,5 @@ class perfetto_host_tracks {
 
 }  // namespace detail
 }  // namespace reader
-}  // namespace v1
+}  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
