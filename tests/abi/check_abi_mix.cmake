@@ -8,6 +8,9 @@
 #            separate TU bound to the header-only TU's inline copies and linked).
 #   control  separate_tu.cpp alone + runtime_tu.cpp (what edgetrace::runtime holds):
 #            must link, so the failure above is the mix, not the setup.
+#   both     the mix with the runtime too: it links (two runtimes, one per
+#            mode), so at run time the second runtime to start must say so
+#            and stay off instead of writing the same dump a second time.
 # Both at -O0: the header-only TU then emits every inline function it uses.
 # Inputs (-D): COMPILER, STD_FLAG, INCLUDE_DIR, SOURCE_DIR (tests/abi), WORK_DIR.
 foreach(var COMPILER STD_FLAG INCLUDE_DIR SOURCE_DIR WORK_DIR)
@@ -59,3 +62,20 @@ if(NOT link_output MATCHES "edgetrace::v1_rt::detail::[a-z_]+")
                       "${link_output}")
 endif()
 message(STATUS "control linked; the mix did not, the linker named ${CMAKE_MATCH_0}")
+
+link(both header_only separate runtime)
+if(NOT link_result EQUAL 0)
+  message(FATAL_ERROR "both: the mix with the runtime TU does not link:\n${link_output}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -E env EDGETRACE_OUTPUT=${WORK_DIR}/both.etr ${WORK_DIR}/both
+                RESULT_VARIABLE run_result OUTPUT_VARIABLE run_output ERROR_VARIABLE run_output)
+if(NOT run_result EQUAL 0)
+  message(FATAL_ERROR "both: the traced mix exited with ${run_result}:\n${run_output}")
+endif()
+if(NOT run_output MATCHES "mixes files built with and without EDGETRACE_SEPARATE_RUNTIME=1")
+  message(FATAL_ERROR "both: the second runtime did not say it stays off:\n${run_output}")
+endif()
+if(NOT EXISTS ${WORK_DIR}/both.etr)
+  message(FATAL_ERROR "both: the first runtime wrote no dump")
+endif()
+message(STATUS "both linked; at run time the second runtime stayed off and said so")

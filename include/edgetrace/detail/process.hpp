@@ -14,6 +14,7 @@
 #include <edgetrace/detail/slow_path.hpp>
 #include <edgetrace/detail/thread_safety.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -27,6 +28,14 @@
 #include <unistd.h>
 
 namespace edgetrace {
+namespace abi {
+/// Bit 1: a header-only runtime started; bit 2: a separate one. Outside the
+/// ABI namespace on purpose, so both builds of the runtime share this one.
+inline std::atomic<unsigned>& runtime_builds_started_word() noexcept {
+  static std::atomic<unsigned> word{0};
+  return word;
+}
+}  // namespace abi
 inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
@@ -310,6 +319,19 @@ inline void fork_child() noexcept EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
   restart_mutex.unlock();
 }
 
+/// Whether the other build of the runtime (header-only, or a separate
+/// runtime) is already tracing in this process: files that disagree on
+/// EDGETRACE_SEPARATE_RUNTIME link two runtimes (each name carries its
+/// mode), and both would write EDGETRACE_OUTPUT. Called by each runtime
+/// once, as it starts; the second to start says so and stays off.
+inline bool other_runtime_started() noexcept {
+  constexpr unsigned mine = EDGETRACE_SEPARATE_RUNTIME ? 2u : 1u;
+  if ((abi::runtime_builds_started_word().fetch_or(mine) & ~mine) == 0) return false;
+  report("this program mixes files built with and without EDGETRACE_SEPARATE_RUNTIME=1, so it holds two "
+         "runtimes; only the first to start traces (build every file the same way)");
+  return true;
+}
+
 inline bool start_from_environment() noexcept {
   check_unknown_variables();
   const char* output = std::getenv("EDGETRACE_OUTPUT");
@@ -321,6 +343,7 @@ inline bool start_from_environment() noexcept {
     }
     return false;
   }
+  if (other_runtime_started()) return false;
   settings config = read_settings();
   choose_clock(config);
   auto* rt = new (runtime_storage) runtime(config);

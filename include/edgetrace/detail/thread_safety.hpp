@@ -9,6 +9,8 @@
 // and forwards.
 #pragma once
 
+#include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
+
 #include <chrono>
 #include <condition_variable>
 #include <mutex>

@@ -2,6 +2,8 @@
 // What every sink writes with: a buffered FILE* output that remembers its first error and counts bytes, JSON string escaping, number and duration text, CSV fields, aligned tables, the GPU process pid, and the one "write error" line.
 #pragma once
 
+#include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>

@@ -2,6 +2,8 @@
 // The numbers of Perfetto's trace schema that write_perfetto uses, and what it reports back (perfetto_result).
 #pragma once
 
+#include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
+
 #include <cstddef>
 #include <cstdint>
 

@@ -2,6 +2,8 @@
 // Output of `edgetrace summary`: the aligned table, CSV and JSON, with the header lines that say what each number is over.
 #pragma once
 
+#include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
