@@ -178,6 +178,24 @@ TEST_CASE("unreadable inputs exit 2 with 'edgetrace: error: FILE: what'") {
     CHECK(r.code == 2);
     CHECK(contains(r.err, "edgetrace: error: " + temp_path("no/such/dir/out.json") + ": cannot write"));
   }
+  SUBCASE("a failed write removes only a regular file, never a device or a link to one") {
+    // The output is a symlink to /dev/full: every write fails. Removing the
+    // half-written output must not remove the link (nor, run as root with
+    // -o /dev/full itself, the device node).
+    const std::string path = write_dump("cli_good_full.etr", sample_dump().build());
+    const std::string link = temp_path("cli_full_link.json");
+    std::remove(link.c_str());
+    REQUIRE(::symlink("/dev/full", link.c_str()) == 0);
+    for (const char* command : {"json", "csv", "perfetto"}) {
+      CAPTURE(command);
+      const run_result r = run_cli({command, path, "-o", link});
+      CHECK(r.code == 2);
+      CHECK(contains(r.err, "write error"));
+      struct stat st;
+      CHECK(::lstat(link.c_str(), &st) == 0);
+    }
+    std::remove(link.c_str());
+  }
 }
 
 TEST_CASE("a clean dump converts with exit 0, to the default path or stdout") {

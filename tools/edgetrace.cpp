@@ -724,6 +724,13 @@ class percent_line {
   bool started_ = false;
 };
 
+/// Removes a half-written OUT, but only a regular file: an output that is
+/// a device (/dev/full), a FIFO or a symlink is never removed.
+void remove_partial_output(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) std::remove(path.c_str());
+}
+
 /// Writes OUT ('-': stdout) with `convert(FILE*, error) -> bool` from the
 /// opened dump `r`. A failed conversion leaves no partial OUT behind; the
 /// exit code is report()'s (3 for a damaged dump).
@@ -741,7 +748,7 @@ int write_one_output(const et::dump_reader& r, const std::string& dump, const st
   }
   const bool closed = to_stdout ? std::fflush(out) == 0 : std::fclose(out) == 0;
   if (!ok || !closed) {
-    if (!to_stdout) std::remove(output.c_str());  // never leave half a file behind
+    if (!to_stdout) remove_partial_output(output);  // never leave half a file behind
     return input_error(ok || error.rfind("write", 0) == 0 ? output : dump, error.empty() ? "write error" : error);
   }
   return report(r, dump, true, what + (to_stdout ? " written to stdout" : " written to " + output));
@@ -779,7 +786,7 @@ int run_json_split(const command& c, et::dump_reader& r, const std::string& dump
     ok = et::write_chrome_json_split({in}, output, split_mb * 1000000, options, parts, &error);
   }
   if (!ok) {
-    for (const auto& part : parts) std::remove(part.path.c_str());
+    for (const auto& part : parts) remove_partial_output(part.path);
     // A promise the split cannot keep is the option's value, not the input.
     if (parts.empty() && error.rfind("cannot split", 0) == 0) return usage_error(&c, dump + ": " + error);
     return input_error(dump, error);
@@ -822,7 +829,7 @@ int run_json_single(et::dump_reader& r, const std::string& dump, const std::stri
   }
   const bool closed = to_stdout ? std::fflush(out) == 0 : std::fclose(out) == 0;
   if (!ok || !closed) {
-    if (!to_stdout) std::remove(output.c_str());  // never leave half a JSON document behind
+    if (!to_stdout) remove_partial_output(output);  // never leave half a JSON document behind
     const bool write_failed = ok || error.rfind("write", 0) == 0;
     return input_error(write_failed ? output : dump, error.empty() ? "write error" : error);
   }
@@ -1058,7 +1065,7 @@ int run_merge(const char* name, const arguments& args) {
   }
   const bool closed = std::fclose(out) == 0;
   if (!ok || !closed) {
-    std::remove(output->c_str());
+    remove_partial_output(*output);
     return input_error(*output, error.empty() ? "write error" : error);
   }
   return report_all(readers, "merged into " + *output);
