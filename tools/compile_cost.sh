@@ -59,7 +59,9 @@ for h in "${std_headers[@]}"; do
 int main() { return 0; }"
 done
 add_case "all std headers of the enabled path" < <(
-  for f in "$root"/include/edgetrace/{edgetrace,config,category,format,clock}.hpp "$root"/include/edgetrace/detail/{ring,env,runtime}.hpp; do
+  # Every project header the enabled path includes, as the compiler sees it.
+  for f in $(g++ -std=c++17 -I"$root/include" -MM -x c++ "$root/include/edgetrace/edgetrace.hpp" |
+             tr ' \\' '\n\n' | grep '/include/edgetrace/'); do
     grep -h '^#include <[a-z_]*>' "$f" || true  # config.hpp has none
   done | sort -u
   echo 'int main() { return 0; }')
