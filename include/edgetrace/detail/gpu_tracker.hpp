@@ -47,9 +47,6 @@ inline constexpr std::uint64_t gpu_anchor_timeout_ns = 2000000;
 /// At exit: how long the flusher waits for events still in flight.
 inline constexpr std::uint64_t gpu_final_wait_ns = 500000000;
 
-inline void gpu_at_exit() noexcept;
-inline void gpu_fork_child() noexcept;
-
 /// The GPU side of the process: start-up, the thread registry, and the
 /// flusher client that resolves events and writes gpu chunks.
 class gpu_tracker : public flusher_client {
@@ -76,6 +73,8 @@ class gpu_tracker : public flusher_client {
   std::atomic<bool> off_reason_ready_{false};
   /// Set (release) by the atexit handler: resolve what is left, then stop.
   std::atomic<bool> final_requested_{false};
+  /// The tracker start() ran on (the process's one), for at_exit.
+  static inline gpu_tracker* started_ = nullptr;
 
   // ------------------------------------------------------------ any thread
 
@@ -98,6 +97,20 @@ class gpu_tracker : public flusher_client {
     if (!quiet) report("%s; GPU spans are off, host spans continue", off_reason_);
   }
 
+  /// At exit (registered by start()): the flusher's final pass waits for
+  /// events still in flight.
+  static void at_exit() noexcept {
+    if (gpu_state.load(std::memory_order_acquire) != gpu_on || started_ == nullptr) return;
+    started_->final_requested_.store(true, std::memory_order_release);
+    flush();
+  }
+
+  /// A forked child never touches the parent's CUDA state.
+  static void fork_child() noexcept {
+    gpu_state.store(gpu_off, std::memory_order_relaxed);
+    current_gpu_thread = nullptr;
+  }
+
   /// The first GPU scope of the process: checks that CUDA works. On any
   /// failure one stderr line, and GPU spans stay off (host spans go on).
   void start(const gpu_backend* backend) noexcept {
@@ -114,10 +127,11 @@ class gpu_tracker : public flusher_client {
     if (backend->runtime_version(&runtime_version_) != gpu_success) runtime_version_ = 0;
     if (error != gpu_success || count <= 0) return unavailable(*backend, error);
     device_count_ = count;
-    pthread_atfork(nullptr, nullptr, &gpu_fork_child);
+    pthread_atfork(nullptr, nullptr, &fork_child);
     // Registered after the CUDA runtime initialised, so it runs before
     // the runtime's own teardown (atexit order is last in, first out).
-    std::atexit(&gpu_at_exit);
+    started_ = this;
+    std::atexit(&at_exit);
     // Every field above is written before registration publishes the
     // client (release), so the flusher sees them all.
     register_flusher_client(*this);
@@ -485,18 +499,6 @@ class gpu_tracker : public flusher_client {
 inline gpu_tracker& gpu() noexcept {
   static gpu_tracker* const tracker = new gpu_tracker;
   return *tracker;
-}
-
-inline void gpu_at_exit() noexcept {
-  if (gpu_state.load(std::memory_order_acquire) != gpu_on) return;
-  gpu().final_requested_.store(true, std::memory_order_release);
-  flush();
-}
-
-/// A forked child never touches the parent's CUDA state.
-inline void gpu_fork_child() noexcept {
-  gpu_state.store(gpu_off, std::memory_order_relaxed);
-  current_gpu_thread = nullptr;
 }
 
 /// Retires the thread's state when the thread exits (a thread_local's
