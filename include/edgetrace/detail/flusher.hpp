@@ -19,7 +19,7 @@ inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 /// The process-wide runtime (see runtime_stream for its state).
-class runtime : public runtime_stream, private flusher_output {
+class runtime final : public runtime_stream, private flusher_output {
  public:
   explicit runtime(const settings& config) noexcept : runtime_stream(config) {}
 
