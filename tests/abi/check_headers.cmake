@@ -24,8 +24,9 @@ foreach(header IN LISTS headers)
       # runtime.hpp; runtime_impl.hpp is for EDGETRACE_SEPARATE_RUNTIME=1).
       continue()
     endif()
-    if(NOT result EQUAL 0 AND errors MATCHES "fatal error: [A-Za-z_0-9/]+\\.h: No such file")
-      # A third-party header this machine lacks (cuda_runtime.h, nvtx3): at
+    if(NOT result EQUAL 0 AND errors MATCHES "fatal error: ([A-Za-z_0-9/]+\\.h: No such file|'[A-Za-z_0-9/]+\\.h' file not found)")
+      # A third-party header this compiler cannot find (cuda_runtime.h, nvtx3;
+      # g++ and clang word it differently): at
       # least an edgetrace header must be included before the namespace opens.
       file(READ ${INCLUDE_DIR}/${header} text)
       string(FIND "${text}" "#include <edgetrace/" include_at)
