@@ -276,7 +276,7 @@ void BM_flusher_encode(benchmark::State& state) {
     f.ring->read_pos.store(f.ring->begin, std::memory_order_relaxed);
     f.ring->write_pos.store(f.ring->begin + (slots - 1), std::memory_order_relaxed);
     const std::uint64_t before = f.file_size();
-    spans += f.rt->drain(*f.ring);
+    spans += f.rt->drain(*f.ring, 0);
     f.rt->flush_output();
     bytes += f.file_size() - before;
     if (f.file_size() > (256u << 20)) ::ftruncate(f.fd, 0);

@@ -4,6 +4,7 @@
 
 #include <edgetrace/edgetrace.hpp>
 #include <edgetrace/detail/encoder.hpp>
+#include <edgetrace/detail/rings.hpp>
 #include <edgetrace/reader/dump_reader.hpp>
 
 #include <cstdint>
@@ -128,14 +129,30 @@ struct read_back {
   const rd::writer_info& writer() const { return reader.writers().begin()->second; }
 };
 
+/// A mapped ring (the encoder builds its chunks in the ring's own
+/// buffers) whose drain lock the test holds throughout, as the flusher
+/// does while it encodes.
+struct held_ring {
+  dt::thread_ring& ring;
+  dt::ring_encoding& enc;
+  /// A ring of the default size (1 MiB), whose chunks are sealed at the
+  /// format's target payload, as the bytes below were.
+  held_ring() EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS : ring(*dt::map_ring(43690)), enc(dt::encoding_of(ring)) {
+    REQUIRE(enc.lock());
+  }
+  ~held_ring() EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
+    enc.unlock();
+    dt::unmap_ring(&ring);
+  }
+};
+
 /// One thread's records in, as the flusher feeds them.
-struct fixture {
+struct fixture : held_ring {
   table_host host;
   dt::chunk_encoder encoder{host};
-  dt::thread_ring ring;
   dt::settings config{};
 
-  fixture() {
+  fixture() EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
     host.categories = {{1, "enc_a"}, {2, "enc_b"}};
     host.names = {{3, "dynamic"}, {4, "resnet"}};
     cat_a.index = 1;
@@ -149,11 +166,16 @@ struct fixture {
     encoder.write_calibration({2000000000ull, 2000000000ull, 7000000000ull});
     ring.os_tid = 4242;
     std::strcpy(ring.name, "worker");
-    encoder.announce_thread(ring);
+    encoder.begin_ring(ring, enc, 0);
   }
-  void add(const dt::record& r) { encoder.add(ring, r); }
-  std::vector<unsigned char> finish() {
-    encoder.end_thread();
+  void add(const dt::record& r) EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS { encoder.add(ring, enc, r); }
+  void add_loss(std::uint64_t count, std::uint64_t first, std::uint64_t last) EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
+    encoder.add_loss(ring, enc, count, first, last);
+  }
+  void begin_ring() EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS { encoder.begin_ring(ring, enc, 0); }
+  void end_ring() EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS { encoder.end_ring(enc); }
+  std::vector<unsigned char> finish() EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
+    encoder.end_ring(enc);
     encoder.write_thread_stats(ring);
     encoder.write_end();
     return encoder.output();
@@ -173,7 +195,7 @@ TEST_CASE("events round-trip: spans, named spans, instants, marks, counters, los
   f.add(site_record(work, 6000, 6500));  // ends before the previous record: a rebase
   f.add(site_record(work, 9000, 9000));  // zero length
   f.add(site_record(depth, 100, bits(-1e300)));  // far back: a rebase on an instant-like record
-  f.encoder.add_loss(f.ring, 2, 9500, 9600);  // a retired thread's pending loss, in a chunk of its own
+  f.add_loss(2, 9500, 9600);  // a retired thread's pending loss, in a chunk of its own
   read_back back(f.finish());
   REQUIRE(back.ok);
   for (const auto& d : back.reader.diagnostics()) MESSAGE(d.message);
@@ -325,11 +347,10 @@ TEST_CASE("capture chunks, client chunks and records of an unloaded library") {
 TEST_CASE("a full output batch is handed to the host; forgotten definitions are written again") {
   fixture f;
   for (std::uint64_t i = 0; i < 100000; ++i) f.add(site_record(work, 1000 + 10 * i, 1005 + 10 * i));
-  f.encoder.end_thread();
+  f.end_ring();
   CHECK(f.host.outputs_full > 0);  // the host would write them; here they stay
   f.encoder.forget_definitions();  // as after a truncated file: a new thread id, the site defined again
-  f.ring.announced = false;
-  f.encoder.announce_thread(f.ring);
+  f.begin_ring();
   f.add(site_record(work, 900000, 900100));
   read_back back(f.finish());
   REQUIRE(back.ok);
@@ -352,12 +373,15 @@ TEST_CASE("bytes: the chunks are those the encoder wrote before it became a room
   dt::chunk_encoder encoder(host);
   encoder.set_writer_id(0x2468ACE1u);
   encoder.write_calibration({1000, 1000, 5000000000ull});
-  dt::thread_ring ring;
+  held_ring held;
+  dt::thread_ring& ring = held.ring;
   ring.os_tid = 4242;
   std::strcpy(ring.name, "worker");
-  encoder.announce_thread(ring);
-  golden_records([&](const dt::record& r) { encoder.add(ring, r); });
-  encoder.end_thread();
+  [&]() EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
+    encoder.begin_ring(ring, held.enc, 0);
+    golden_records([&](const dt::record& r) EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS { encoder.add(ring, held.enc, r); });
+    encoder.end_ring(held.enc);
+  }();
   encoder.write_capture({{fmt::capture_record::recording, 5500, false, fmt::capture_reason::api, std::string()},
                          {fmt::capture_record::phase, 5600, false, fmt::capture_reason::api, "warm-up"},
                          {fmt::capture_record::recording, 5700, true, fmt::capture_reason::duration, std::string()}});
@@ -367,7 +391,79 @@ TEST_CASE("bytes: the chunks are those the encoder wrote before it became a room
   encoder.write_thread_stats(ring);
   encoder.write_end();
   const std::vector<unsigned char>& out = encoder.output();
-  CHECK(out.size() == 9605);
-  CHECK(fmt::crc32(out.data(), out.size()) == 0xDECE32D0u);
+  // 9605 bytes and CRC 0xDECE32D0 before format 1.7 added one varint (0 here:
+  // nothing encoded by the thread itself) to the thread stats chunk.
+  CHECK(out.size() == 9606);
+  CHECK(fmt::crc32(out.data(), out.size()) == 0xD8EC3F84u);
   CHECK(host.outputs_full == 0);
+}
+
+TEST_CASE("a thread that encodes its own records and the flusher write one stream, in order") {
+  fixture f;
+  // The flusher meets the span first: it defines the site and caches it in the ring.
+  f.add(site_record(work, 1000, 1100));
+  f.end_ring();
+  // Then the ring's own thread (EDGETRACE_ON_FULL=wait under overload):
+  // 100,000 spans (five chunks' worth, four buffers), an instant the flusher
+  // never saw, and more spans.
+  std::vector<dt::record> records;
+  std::uint64_t t = 2000;
+  for (int i = 0; i < 100000; ++i, t += 40) records.push_back(site_record(work, t, t + 25 + i % 5));
+  const std::size_t instant_at = records.size();
+  records.push_back(site_record(tick, t, 0));
+  for (int i = 0; i < 100; ++i, t += 40) records.push_back(site_record(work, t + 10, t + 30));
+  std::uint64_t encoded = 0;
+  bool handed = false;
+  const dt::record* stopped = [&]() EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
+    return f.enc.encode_alone(records.data(), records.data() + records.size(), f.ring.thread_id, encoded, handed);
+  }();
+  // Every buffer handed over, the flusher has taken none: it stops before
+  // the instant, with records left that need no definition.
+  CHECK(handed);
+  const auto stop_index = static_cast<std::size_t>(stopped - records.data());
+  CHECK(stop_index < instant_at);
+  CHECK(stop_index > 80000);  // four full chunks of ~3-byte spans
+  CHECK(encoded == stop_index);
+  [&]() EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS { CHECK_FALSE(f.enc.can_start()); }();
+  // The flusher takes them and goes on: the rest, the instant's definition and
+  // the chunk the thread left open (none here) in one drain.
+  f.ring.written.store(f.ring.written.load(std::memory_order_relaxed) + encoded, std::memory_order_relaxed);
+  f.begin_ring();
+  [&]() EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
+    f.encoder.add_run(f.ring, f.enc, stopped, records.data() + records.size());
+  }();
+  // The thread goes on alone once more (the instant is cached now), into a
+  // chunk it leaves open for the flusher's next drain to seal.
+  f.end_ring();
+  std::vector<dt::record> more;
+  for (int i = 0; i < 10; ++i, t += 40) more.push_back(site_record(i % 2 ? tick : work, t + 10, i % 2 ? 0 : t + 30));
+  std::uint64_t encoded_more = 0;
+  bool handed_more = false;
+  [&]() EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
+    CHECK(f.enc.encode_alone(more.data(), more.data() + more.size(), f.ring.thread_id, encoded_more, handed_more) ==
+          more.data() + more.size());
+  }();
+  CHECK(encoded_more == more.size());
+  CHECK_FALSE(handed_more);
+  f.ring.written.store(f.ring.written.load(std::memory_order_relaxed) + encoded_more, std::memory_order_relaxed);
+  f.begin_ring();
+  read_back back(f.finish());
+  REQUIRE(back.ok);
+  CHECK_FALSE(back.reader.damaged());
+  const std::size_t total = 1 + records.size() + more.size();
+  REQUIRE(back.events.size() == total);
+  const rd::thread_info& thread = back.writer().threads.begin()->second;
+  CHECK(thread.stats_written == total);
+  // Every event as it was recorded, in order.
+  CHECK(back.events[0].end_tick == 1100);
+  bool same = true;
+  for (std::size_t i = 0; i < records.size() + more.size() && same; ++i) {
+    const dt::record& r = i < records.size() ? records[i] : more[i - records.size()];
+    const rd::event& e = back.events[i + 1];
+    const bool span = dt::site_of(r.word) == &sites[work];
+    same = e.begin_tick == r.t_begin && (!span || e.end_tick == r.t_end) &&
+           e.site->name == (span ? "work" : "tick");
+    if (!same) MESSAGE("event " << i + 1 << " differs");
+  }
+  CHECK(same);
 }

@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <fcntl.h>
+#include <map>
+#include <csignal>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -33,20 +35,35 @@ std::string fresh(const std::string& name) { return edgetrace_test::fresh_file(t
 /// loss, the thread's own totals.
 struct thread_figures {
   std::string name;
-  std::uint64_t spans = 0, lost = 0, written = 0, dropped = 0;
+  std::uint64_t spans = 0, lost = 0, written = 0, dropped = 0, helped = 0;
   bool has_stats = false;
+  /// Spans of each name, and spans that ended before the one decoded
+  /// before them on the thread (chunks out of order).
+  std::map<std::string, std::uint64_t> named;
+  std::uint64_t out_of_order = 0;
 };
 
 std::vector<thread_figures> dense_threads(const std::string& path) {
   std::vector<thread_figures> out;
   edgetrace::reader::dump_reader reader;
   REQUIRE(reader.open(path));
-  REQUIRE(reader.read_events([](const edgetrace::reader::event&) {}));
+  std::map<const edgetrace::reader::thread_info*, std::map<std::string, std::uint64_t>> named;
+  std::map<const edgetrace::reader::thread_info*, std::pair<std::uint64_t, std::uint64_t>> order;  // last end, count
+  REQUIRE(reader.read_events([&](const edgetrace::reader::event& e) {
+    if (e.kind != edgetrace::reader::event_kind::span) return;
+    ++named[e.thread][e.site->name];
+    auto& last = order[e.thread];
+    // A span ends no earlier than the one before it, unless it is nested in
+    // it (late_span ends inside dense_span, which is recorded after it).
+    if (e.end_tick < last.first && e.site->name == "dense_span") ++last.second;
+    if (e.site->name == "dense_span") last.first = e.end_tick;
+  }));
   CHECK(reader.complete());
   CHECK_FALSE(reader.damaged());
   for (const auto* t : reader.threads_in_order()) {
     if (t->name.rfind("dense-", 0) != 0) continue;
-    out.push_back({t->name, t->spans, t->lost, t->stats_written, t->stats_dropped, t->has_stats});
+    out.push_back({t->name, t->spans, t->lost, t->stats_written, t->stats_dropped, t->stats_helped, t->has_stats,
+                   named[t], order[t].second});
   }
   return out;
 }
@@ -73,6 +90,62 @@ TEST_CASE("overload: 2 threads in 4 KiB rings under the default policy (wait): e
     CHECK(t.written == static_cast<std::uint64_t>(spans_per_thread));
     CHECK(t.dropped == 0);
     CHECK(t.lost == 0);
+    // A ring this small fills at once: its thread encodes its own records
+    // (detail/help.hpp) into the same stream, in order.
+    CHECK(t.helped > 0);
+    CHECK(t.helped <= t.written);
+    CHECK(t.out_of_order == 0);
+  }
+  ::unlink(path.c_str());
+}
+
+TEST_CASE("overload: threads that encode their own records stop at what only the flusher can encode, and lose nothing") {
+  // An argument every 1000th span and, half-way, a span site nobody recorded
+  // before: a helping thread cannot encode either alone.
+  const std::string path = fresh("overload-mixed.etr");
+  const auto r = run({app, "dense-mixed", std::to_string(threads), std::to_string(spans_per_thread)},
+                     {"EDGETRACE_OUTPUT=" + path, "EDGETRACE_BUFFER_KB=4"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.empty());
+  const auto figures = dense_threads(path);
+  REQUIRE(figures.size() == threads);
+  edgetrace::reader::dump_reader reader;
+  REQUIRE(reader.open(path));
+  REQUIRE(reader.read_metadata());
+  std::map<std::uint64_t, std::uint64_t> arguments;  // thread id -> arguments
+  for (const auto& w : reader.writers())
+    for (const auto& a : w.second.annotations) ++arguments[a.thread_id];
+  const auto n = static_cast<std::uint64_t>(spans_per_thread);
+  for (const auto& t : figures) {
+    CAPTURE(t.name);
+    CHECK(t.named.at("dense_span") == n);
+    CHECK(t.named.at("late_span") == n / 2);
+    CHECK(t.written == n + n / 2 + (n + 999) / 1000);  // spans, late spans, arguments
+    CHECK(t.dropped == 0);
+    CHECK(t.lost == 0);
+    CHECK(t.out_of_order == 0);
+  }
+  std::uint64_t total_arguments = 0;
+  for (const auto& a : arguments) total_arguments += a.second;
+  CHECK(total_arguments == threads * ((n + 999) / 1000));
+  ::unlink(path.c_str());
+}
+
+TEST_CASE("overload: SIGTERM on a thread that encodes its own records, with signal flush: a complete dump, no hang") {
+  const std::string path = fresh("overload-term.etr");
+  const auto started = std::chrono::steady_clock::now();
+  const auto r = run({app, "dense-term", std::to_string(threads)},
+                     {"EDGETRACE_OUTPUT=" + path, "EDGETRACE_BUFFER_KB=4", "EDGETRACE_SIGNAL_FLUSH=1"});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  CHECK(r.exit_code == 128 + SIGTERM);
+  CHECK(seconds < (edgetrace_test::sanitized_build || edgetrace_test::emulated() ? 20.0 : 5.0));
+  const auto figures = dense_threads(path);  // complete, undamaged
+  REQUIRE(figures.size() == threads);
+  for (const auto& t : figures) {
+    CAPTURE(t.name);
+    CHECK(t.spans > 1000);
+    CHECK(t.lost == 0);
+    CHECK(t.out_of_order == 0);
   }
   ::unlink(path.c_str());
 }

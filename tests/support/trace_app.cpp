@@ -26,6 +26,7 @@ const bool app_handler_installed = std::getenv("TRACE_APP_HANDLER") != nullptr &
 #include <cstring>
 #include <dirent.h>
 #include <new>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -368,31 +369,82 @@ int paced_mode(double seconds, int rate) {
 }
 }  // namespace
 
-// ---- mode for tests/overload_test.cpp: "dense-threads THREADS COUNT" -------
-// THREADS threads, released together, each records COUNT empty spans as fast
-// as it can (the peer harness's w1_2t); prints "issued N" (all threads).
+// ---- modes for tests/overload_test.cpp ------------------------------------
 namespace {
-int dense_threads_mode(int threads, int count) {
-  std::atomic<int> ready{0};
+/// THREADS threads named dense-0, dense-1, ..., each running body(index)
+/// once all of them have started (released together, as the peer
+/// harness's w1_2t is). Returns them running.
+template <class Body>
+std::vector<std::thread> start_dense_threads(int threads, Body body) {
+  std::atomic<int> ready{0}, released{0};
   std::atomic<bool> go{false};
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
+    pool.emplace_back([&ready, &released, &go, body, t] {
       char name[16];
       std::snprintf(name, sizeof name, "dense-%d", t);
       edgetrace::set_thread_name(name);
       ready.fetch_add(1);
       while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-      for (int i = 0; i < count; ++i) {
-        EDGETRACE_SCOPE(app, "dense_span");
-      }
+      released.fetch_add(1);  // the last use of this function's locals
+      body(t);
     });
   }
   while (ready.load() != threads) std::this_thread::yield();
   go.store(true, std::memory_order_release);
+  while (released.load() != threads) std::this_thread::yield();
+  return pool;
+}
+
+/// Joins the threads and prints "issued N".
+int join_dense_threads(std::vector<std::thread>& pool, long long issued) {
   for (auto& thread : pool) thread.join();
-  std::printf("issued %lld\n", static_cast<long long>(threads) * count);
+  std::printf("issued %lld\n", issued);
   return 0;
+}
+
+// "dense-threads THREADS COUNT": each thread records COUNT empty spans as fast
+// as it can; prints "issued N" (all threads).
+int dense_threads_mode(int threads, int count) {
+  auto pool = start_dense_threads(threads, [count](int) {
+    for (int i = 0; i < count; ++i) {
+      EDGETRACE_SCOPE(app, "dense_span");
+    }
+  });
+  return join_dense_threads(pool, static_cast<long long>(threads) * count);
+}
+
+// "dense-mixed THREADS COUNT": dense-threads with what a thread that encodes
+// its own records under overload cannot encode alone: an argument on every
+// 1000th span, and from the middle of the loop on a second span site,
+// "late_span", inside each span, that nobody recorded before. Prints
+// "issued N" (dense_span spans, all threads).
+int dense_mixed_mode(int threads, int count) {
+  auto pool = start_dense_threads(threads, [count](int) {
+    for (int i = 0; i < count; ++i) {
+      EDGETRACE_SCOPE(app, "dense_span");
+      if (i % 1000 == 0) EDGETRACE_ARG(app, "i", i);
+      if (i >= count / 2) {
+        EDGETRACE_SCOPE(app, "late_span");
+      }
+    }
+  });
+  return join_dense_threads(pool, static_cast<long long>(threads) * count);
+}
+
+// "dense-term THREADS": the threads record back-to-back spans until, after
+// 300 ms, the first of them gets SIGTERM (pthread_kill: the handler runs on
+// a thread that may be encoding its own records). Its default action ends
+// the process.
+int dense_term_mode(int threads) {
+  auto pool = start_dense_threads(threads, [](int) {
+    for (;;) {
+      EDGETRACE_SCOPE(app, "dense_span");
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  pthread_kill(pool[0].native_handle(), SIGTERM);
+  for (;;) pause();
 }
 }  // namespace
 
@@ -862,6 +914,9 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "arg-dense") == 0) return arg_dense_mode(argc > 2 ? std::atoi(argv[2]) : 10000);
   if (std::strcmp(mode, "dense-threads") == 0)
     return dense_threads_mode(argc > 2 ? std::atoi(argv[2]) : 2, argc > 3 ? std::atoi(argv[3]) : 1000000);
+  if (std::strcmp(mode, "dense-mixed") == 0)
+    return dense_mixed_mode(argc > 2 ? std::atoi(argv[2]) : 2, argc > 3 ? std::atoi(argv[3]) : 1000000);
+  if (std::strcmp(mode, "dense-term") == 0) return dense_term_mode(argc > 2 ? std::atoi(argv[2]) : 2);
   // ---- tests/clock_start_test.cpp: "die-early", "record-absurd".
   if (std::strcmp(mode, "die-early") == 0) {
     // Spans of 0.5-1.5 ms from the start of main; at 12 ms the process dies

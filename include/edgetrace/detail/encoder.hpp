@@ -13,6 +13,7 @@
 #include <edgetrace/detail/clock.hpp>
 #include <edgetrace/detail/record_word.hpp>
 #include <edgetrace/detail/ring.hpp>
+#include <edgetrace/detail/ring_encoding.hpp>
 #include <edgetrace/format.hpp>
 
 #include <cstddef>
@@ -26,56 +27,120 @@ namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
-/// Records in, chunks out. One per stream, used by one thread at a time.
+/// Records in, chunks out. One per stream, used by one thread at a time
+/// (the flusher). A ring's own chunk and site cache are in its
+/// ring_encoding, whose drain lock the caller holds while it adds that
+/// ring's records: between the flusher's visits the ring's thread may
+/// encode into them itself (detail/help.hpp).
 class chunk_encoder : public chunk_writer {
  public:
   explicit chunk_encoder(encoder_host& host) noexcept : chunk_writer(host) {}
 
-  /// Encodes one drained record of `ring` (its thread announced first:
-  /// announce_thread). Spans, instants and counters go to the thread's
-  /// events chunk, annotations to the annotations chunk; records of an
-  /// unloaded library are dropped and counted in-band.
-  EDGETRACE_DETAIL_ALWAYS_INLINE void add(thread_ring& ring, const record& r) {
+  /// Starts on `ring`'s records: announces its thread, empties a site
+  /// cache filled under older definitions (or checked against an older
+  /// `unloaded_epoch`), and emits what its thread handed over meanwhile.
+  void begin_ring(thread_ring& ring, ring_encoding& enc, std::uint64_t unloaded_epoch)
+      EDGETRACE_DETAIL_REQUIRES(enc) {
+    announce_thread(ring, enc);
+    if (enc.generation != generation()) {
+      enc.clear_cache();
+      enc.generation = generation();
+    }
+    enc.unloaded_epoch = unloaded_epoch;
+    unloaded_loss_.end = nullptr;  // a loss record is only extended within one visit
+    take_handed(enc);
+  }
+
+  /// Encodes `ring`'s records [first, last) in order: runs of known sites
+  /// through the ring's own loop, the rest one by one (add).
+  void add_run(thread_ring& ring, ring_encoding& enc, const record* first, const record* last)
+      EDGETRACE_DETAIL_REQUIRES(enc) {
+    if (triggers_ != nullptr) {  // every record is judged: one by one
+      for (; first != last; ++first) add(ring, enc, *first);
+      return;
+    }
+    if (EDGETRACE_DETAIL_UNLIKELY(enc.generation != generation_.load(order_relaxed))) {
+      enc.clear_cache();  // the stream started again during this drain (begin_ring checked it before)
+      enc.generation = generation_.load(order_relaxed);
+    }
+    std::uint64_t encoded = 0;
+    while (first != last) {
+      first = enc.encode_known(first, last, ring.thread_id, encoded);
+      if (first == last) break;
+      add(ring, enc, *first++);  // a new site, an annotation, a full chunk: the long way
+    }
+    ring.written.store(ring.written.load(order_relaxed) + encoded, order_relaxed);
+  }
+
+  /// Encodes one drained record of `ring`. Spans, instants and counters go
+  /// to the thread's events chunk, annotations to the annotations chunk;
+  /// records of an unloaded library are dropped and counted in-band.
+  EDGETRACE_DETAIL_ALWAYS_INLINE void add(thread_ring& ring, ring_encoding& enc, const record& r)
+      EDGETRACE_DETAIL_REQUIRES(enc) {
     // One site lookup per record: annotations (and unloaded sites) leave
     // here, spans, instants and counters go on to encode with it.
     const site_cache_entry* slot = nullptr;
     if (EDGETRACE_DETAIL_LIKELY(tag_of(r.word) == tag_site)) {
-      slot = &site_entry(r.word);
-      if (EDGETRACE_DETAIL_UNLIKELY(format::is_annotation(slot->kind))) return annotation(ring, r, *slot);
+      slot = &site_entry(enc, r.word);
+      if (EDGETRACE_DETAIL_UNLIKELY(format::is_annotation(slot->kind))) return annotation(ring, enc, r, *slot);
+    } else if (tag_of(r.word) == tag_named) {
+      slot = &named_entry(enc, r.word);
     } else if (EDGETRACE_DETAIL_UNLIKELY(tag_of(r.word) == tag_more)) {
-      return allocation_bytes(ring, r);
+      return allocation_bytes(ring, enc, r);
     }
-    if (cursor_ == nullptr) {
-      start_events_chunk(ring, reference_tick(r, slot));
-    } else if (EDGETRACE_DETAIL_UNLIKELY(static_cast<std::size_t>(cursor_ - chunk_.data()) >
-                                         format::chunk_header_size + format::target_event_payload)) {
-      finish_events_chunk();
-      start_events_chunk(ring, reference_tick(r, slot));
-    }
-    encode(ring, r, slot);
+    make_room(ring, enc, reference_tick(r, slot));
+    encode(ring, enc, r, slot);
   }
 
   /// Seals what add() built for the thread (its events, then annotations).
-  void end_thread() {
-    finish_events_chunk();
+  void end_ring(ring_encoding& enc) EDGETRACE_DETAIL_REQUIRES(enc) {
+    finish_events_chunk(enc);
     emit_annotations();
   }
 
   /// An in-band loss of the thread in an events chunk of its own: `count`
   /// records lost between ticks `first` and `last`.
-  void add_loss(thread_ring& ring, std::uint64_t count, std::uint64_t first, std::uint64_t last) {
-    finish_events_chunk();  // a no-op after end_thread, where the flusher calls it
-    start_events_chunk(ring, first);
-    encode(ring, record{pack_loss(count), first, last}, nullptr);
-    finish_events_chunk();
+  void add_loss(thread_ring& ring, ring_encoding& enc, std::uint64_t count, std::uint64_t first, std::uint64_t last)
+      EDGETRACE_DETAIL_REQUIRES(enc) {
+    finish_events_chunk(enc);  // a no-op after end_ring, where the flusher calls it
+    enc.start(ring.thread_id, first);
+    enc.put(record{pack_loss(count), first, last}, nullptr);
+    finish_events_chunk(enc);
   }
 
-  /// Writes the thread chunk of `ring` (numbering it on first sight), and
-  /// again after the thread was renamed.
-  void announce_thread(thread_ring& ring) {
+  /// Seals and emits the payloads `ring`'s thread handed over, after any
+  /// pending definitions they use. No lock: the hand-off is its own.
+  void take_handed(ring_encoding& enc) {
+    if (!enc.has_handed()) return;
+    emit_definitions();
+    enc.take([this](unsigned char* chunk, std::uint32_t payload) {
+      const std::size_t size = format::seal_chunk(chunk, format::chunk_type::events, writer_id_, payload);
+      out_.insert(out_.end(), chunk, chunk + size);
+      if (out_.size() >= output_batch) host_->output_full();
+    });
+  }
+
+  /// The generation of the site table: a ring's cache filled under another
+  /// is emptied before use. Acquire: a helping thread reads it before it
+  /// trusts its cache (detail/help.hpp).
+  std::uint64_t generation() const noexcept { return generation_.load(order_acquire); }
+
+  /// Whether `ring`'s thread chunk is in the stream as it now stands.
+  bool announced(const thread_ring& ring) const noexcept { return ring.announced_in == stream_generation_; }
+
+  /// Writes the thread chunk of `ring`: on first sight, and on the first
+  /// sight since the stream started again (forget_definitions) with a new
+  /// number, its count from 0 and its open chunk sealed under the old one;
+  /// and again after the thread was renamed.
+  void announce_thread(thread_ring& ring, ring_encoding& enc) EDGETRACE_DETAIL_REQUIRES(enc) {
     const std::uint32_t version = ring.name_version.load(std::memory_order_acquire);
-    if (ring.announced && version == ring.name_version_seen) return;
-    if (!ring.announced) ring.thread_id = next_thread_id_++;
+    if (announced(ring) && version == ring.name_version_seen) return;
+    if (!announced(ring)) {
+      finish_events_chunk(enc);  // encoded before the stream started again: it lands without definitions
+      ring.thread_id = next_thread_id_++;
+      ring.written.store(0, order_relaxed);
+      ring.helped.store(0, order_relaxed);
+    }
     std::vector<unsigned char>& b = scratch_;
     begin_chunk(b);
     put_varint(b, ring.thread_id);
@@ -86,16 +151,17 @@ class chunk_encoder : public chunk_writer {
       ring.name_version_seen = ring.name_version.load(std::memory_order_relaxed);
     }
     emit_chunk(b, format::chunk_type::thread);
-    ring.announced = true;
+    ring.announced_in = stream_generation_;
   }
 
   void write_thread_stats(const thread_ring& ring) {
     std::vector<unsigned char>& b = scratch_;
     begin_chunk(b);
     put_varint(b, ring.thread_id);
-    put_varint(b, ring.written);
+    put_varint(b, ring.written.load(order_relaxed));
     put_varint(b, dropped_records(ring));
     put_varint(b, ring.rejected.load(std::memory_order_relaxed));  // 1.3: older readers skip it
+    put_varint(b, ring.helped.load(std::memory_order_relaxed));    // 1.7: older readers skip it
     emit_chunk(b, format::chunk_type::thread_stats);
   }
 
@@ -162,7 +228,8 @@ class chunk_encoder : public chunk_writer {
   /// defined on first sight like the rings' own records.
   std::uint32_t word_site_id(std::uint64_t word) {
     if (tag_of(word) == tag_named) return named_site_id(word);
-    return site_id(site_of(word));
+    site_cache_entry entry;
+    return site_id(site_of(word), entry);
   }
 
   /// Seals a client's payload as a chunk, after any pending definitions it
@@ -178,7 +245,7 @@ class chunk_encoder : public chunk_writer {
   /// Literal sites are looked up (and defined) again on next sight.
   void forget_site_cache() noexcept {
     site_ids_.clear();
-    for (site_cache_entry& entry : site_cache_) entry = {};
+    next_generation();
   }
 
   /// Every site, category and thread name is defined again before its next
@@ -186,46 +253,33 @@ class chunk_encoder : public chunk_writer {
   void forget_definitions() noexcept {
     forget_site_cache();
     named_ids_.clear();
-    for (named_cache_entry& entry : named_cache_) entry = {};
     forget_categories();
+    ++stream_generation_;
   }
 
-  /// Forgets cached sites for which unloaded(site) is true (unloaded
-  /// libraries): their records must not be read, and a library loaded
-  /// later may reuse the addresses.
+  /// Forgets sites for which unloaded(site) is true (unloaded libraries):
+  /// their records must not be read, and a library loaded later may reuse
+  /// the addresses. Every ring's cache is emptied before its next use.
   template <class Unloaded>
   void forget_sites_where(Unloaded&& unloaded) {
-    for (site_cache_entry& entry : site_cache_)
-      if (entry.key != nullptr && unloaded(entry.key)) entry = {};
     for (auto it = site_ids_.begin(); it != site_ids_.end();) it = unloaded(it->first) ? site_ids_.erase(it) : ++it;
+    next_generation();
   }
 
  private:
-  struct site_cache_entry {
-    const site* key;
-    std::uint32_t id;  ///< 0: the site's library was unloaded (the record is dropped)
-    std::uint32_t category : 24;  ///< 16 bytes an entry keep encoding fast; indexes stay far below 2^24
-    format::site_kind kind;
-  };
-  static_assert(sizeof(site_cache_entry) == 16, "the site cache is sized for 16-byte entries");
-  struct named_cache_entry {
-    std::uint64_t key;
-    std::uint32_t id;  ///< 0 = empty (site ids start at 1)
-  };
   /// What site_entry returns for a site in an unloaded library's range.
-  static constexpr site_cache_entry unloaded_site{nullptr, 0, 0, static_cast<format::site_kind>(255)};
-  static constexpr std::size_t max_event_size = 1 + 3 * format::max_varint_size + 8;
+  static constexpr site_cache_entry unloaded_site{0, 0, 0, static_cast<format::site_kind>(255)};
 
-  /// Dump id of a literal site; defines it on first sight. A direct-mapped
-  /// cache in front of the hash map keeps dense loops cheap to encode.
-  /// 0 if the site's library was unloaded before it was first read.
-  EDGETRACE_DETAIL_NOINLINE std::uint32_t site_id(const site* s) {
-    site_cache_entry& slot = site_cache_[(reinterpret_cast<std::uintptr_t>(s) >> 3) & 255];
-    if (slot.key == s) return slot.id;
+  void next_generation() noexcept { generation_.store(generation_.load(order_relaxed) + 1, order_release); }
+
+  /// Dump id of a literal site, and its cache entry in `entry`; defines it
+  /// on first sight. 0 if the site's library was unloaded before it was
+  /// first read.
+  EDGETRACE_DETAIL_NOINLINE std::uint32_t site_id(const site* s, site_cache_entry& entry) {
     auto found = site_ids_.find(s);
     if (found != site_ids_.end()) {
-      slot = found->second;
-      return slot.id;
+      entry = found->second;
+      return entry.id;
     }
     // The only read of a descriptor, while its library cannot be marked
     // unloaded (and so cannot be unmapped).
@@ -237,67 +291,33 @@ class chunk_encoder : public chunk_writer {
     const auto read = [](const site& d, void* c) {
       reading& ctx = *static_cast<reading*>(c);
       chunk_encoder& self = *ctx.self;
-      ctx.entry = {ctx.s, self.next_site_id_++, d.category->index, d.kind};
+      ctx.entry = {pack_site(ctx.s), self.next_site_id_++, d.category->index, d.kind};
       self.define_category(d.category->index, d.category->name);
       self.define_site(ctx.entry.id, d.kind, d.category->index, d.name, std::strlen(d.name), d.file, d.line);
     };
     if (!host_->read_loaded_site(s, read, &context)) return 0;
     site_ids_.emplace(s, context.entry);
-    slot = context.entry;
-    return context.entry.id;
+    entry = context.entry;
+    return entry.id;
   }
 
   /// The cache entry (dump id, category, kind) of the literal site in
   /// record word `word`, defining the site on first sight; unloaded_site if
-  /// its library is gone. Direct-mapped: a dense loop of one site costs one
-  /// compare.
-  EDGETRACE_DETAIL_ALWAYS_INLINE const site_cache_entry& site_entry(std::uint64_t word) {
-    const site* s = site_of(word);
-    const site_cache_entry& slot = site_cache_[(word >> 3) & 255];
-    if (EDGETRACE_DETAIL_UNLIKELY(slot.key != s) && site_id(s) == 0) return unloaded_site;  // else fills the slot
+  /// its library is gone. A dense loop of one site costs one compare.
+  EDGETRACE_DETAIL_ALWAYS_INLINE const site_cache_entry& site_entry(ring_encoding& enc, std::uint64_t word)
+      EDGETRACE_DETAIL_REQUIRES(enc) {
+    site_cache_entry& slot = enc.slot(word);
+    if (EDGETRACE_DETAIL_UNLIKELY(slot.key != word) && site_id(site_of(word), slot) == 0) return unloaded_site;
     return slot;
-  }
-
-  /// Drops a record of an unloaded library (cold): counted in the thread's
-  /// total and in an in-band loss record at its place in the stream.
-  EDGETRACE_DETAIL_NOINLINE void drop_unloaded(thread_ring& ring, const record& r) {
-    ++ring.unloaded_dropped;
-    // If it was an allocation, its second record (tag_more) goes too.
-    pending_alloc_ = {ring.thread_id, 0, 0, 0};
-    if (cursor_ != nullptr && cursor_ == unloaded_loss_.end) {  // nothing encoded since the last drop
-      cursor_ = unloaded_loss_.at;
-      ref_ = unloaded_loss_.ref;
-      ++unloaded_loss_.count;
-      if (r.t_begin > unloaded_loss_.last) unloaded_loss_.last = r.t_begin;
-    } else {
-      if (cursor_ == nullptr) {
-        start_events_chunk(ring, r.t_begin);
-      } else if (static_cast<std::size_t>(cursor_ - chunk_.data()) >
-                 format::chunk_header_size + format::target_event_payload) {
-        finish_events_chunk();
-        start_events_chunk(ring, r.t_begin);
-      }
-      unloaded_loss_ = {cursor_, nullptr, ref_, 1, r.t_begin, r.t_begin};
-    }
-    encode(ring, record{pack_loss(unloaded_loss_.count), unloaded_loss_.first, unloaded_loss_.last}, nullptr);
-    unloaded_loss_.end = cursor_;
   }
 
   /// Dump id of a (category, interned name) span site.
   std::uint32_t named_site_id(std::uint64_t word) {
     const std::uint64_t key = named_key(word);
-    // Same direct-mapped cache as for literal sites: a hash lookup per
-    // record would let a fast producer outrun the flusher.
-    named_cache_entry& slot = named_cache_[(key ^ (key >> 30)) & 255];
-    if (slot.key == key && slot.id != 0) return slot.id;
     auto found = named_ids_.find(key);
-    if (found != named_ids_.end()) {
-      slot = {key, found->second};
-      return found->second;
-    }
+    if (found != named_ids_.end()) return found->second;
     const std::uint32_t id = next_site_id_++;
     named_ids_.emplace(key, id);
-    slot = {key, id};
     const std::uint32_t category_index = named_category(word);
     host_->category_name(category_index, name_scratch_);
     define_category(category_index, name_scratch_.c_str());
@@ -306,41 +326,64 @@ class chunk_encoder : public chunk_writer {
     return id;
   }
 
-  // ---- events chunk being built. The buffer is sized once to hold a full
-  // chunk plus one worst-case event, so encoding writes through a raw
-  // cursor with no per-byte capacity checks.
-
-  void start_events_chunk(const thread_ring& ring, std::uint64_t base) {
-    if (chunk_.size() != format::chunk_header_size + format::target_event_payload + 2 * max_event_size +
-                             format::chunk_trailer_size)
-      chunk_.assign(format::chunk_header_size + format::target_event_payload + 2 * max_event_size +
-                        format::chunk_trailer_size,
-                    0);
-    cursor_ = chunk_.data() + format::chunk_header_size;
-    unloaded_loss_.end = nullptr;  // a loss record is only extended in its own chunk
-    cursor_ = format::put_varint(cursor_, ring.thread_id);
-    cursor_ = format::put_varint(cursor_, base);
-    ref_ = base;
+  /// The cache entry of a named span's word (a hash lookup per record
+  /// would let a fast producer outrun the flusher).
+  EDGETRACE_DETAIL_ALWAYS_INLINE const site_cache_entry& named_entry(ring_encoding& enc, std::uint64_t word)
+      EDGETRACE_DETAIL_REQUIRES(enc) {
+    site_cache_entry& slot = enc.slot(word);
+    if (EDGETRACE_DETAIL_UNLIKELY(slot.key != word))
+      slot = {word, named_site_id(word), named_category(word), format::site_kind::span};
+    return slot;
   }
 
-  void finish_events_chunk() {
-    if (cursor_ == nullptr) return;
-    const auto payload = static_cast<std::uint32_t>(cursor_ - chunk_.data() - format::chunk_header_size);
-    cursor_ = nullptr;
-    emit_definitions();  // a reader meets every site before its first use
-    const std::size_t size = format::seal_chunk(chunk_.data(), format::chunk_type::events, writer_id_, payload);
-    out_.insert(out_.end(), chunk_.data(), chunk_.data() + size);
-    if (out_.size() >= output_batch) host_->output_full();
+  /// Drops a record of an unloaded library (cold): counted in the thread's
+  /// total and in an in-band loss record at its place in the stream.
+  EDGETRACE_DETAIL_NOINLINE void drop_unloaded(thread_ring& ring, ring_encoding& enc, const record& r)
+      EDGETRACE_DETAIL_REQUIRES(enc) {
+    ++ring.unloaded_dropped;
+    // If it was an allocation, its second record (tag_more) goes too.
+    pending_alloc_ = {ring.thread_id, 0, 0, 0};
+    if (enc.open() && enc.cursor() == unloaded_loss_.end) {  // nothing encoded since the last drop
+      enc.set_cursor(unloaded_loss_.at);
+      enc.set_ref(unloaded_loss_.ref);
+      ++unloaded_loss_.count;
+      if (r.t_begin > unloaded_loss_.last) unloaded_loss_.last = r.t_begin;
+    } else {
+      make_room(ring, enc, r.t_begin);
+      unloaded_loss_ = {enc.cursor(), nullptr, enc.ref(), 1, r.t_begin, r.t_begin};
+    }
+    enc.put(record{pack_loss(unloaded_loss_.count), unloaded_loss_.first, unloaded_loss_.last}, nullptr);
+    unloaded_loss_.end = enc.cursor();
+  }
+
+  // ---- the events chunk: in the ring's own buffers (ring_encoding).
+
+  /// Opens a chunk counting from tick `base` if none is open, after
+  /// sealing a full one.
+  void make_room(thread_ring& ring, ring_encoding& enc, std::uint64_t base) EDGETRACE_DETAIL_REQUIRES(enc) {
+    if (enc.open() && !enc.full()) return;
+    finish_events_chunk(enc);
+    enc.start(ring.thread_id, base);
+    unloaded_loss_.end = nullptr;
+  }
+
+  /// Seals the open chunk (after the definitions it uses) into the output.
+  void finish_events_chunk(ring_encoding& enc) EDGETRACE_DETAIL_REQUIRES(enc) {
+    if (!enc.open()) return;
+    unloaded_loss_.end = nullptr;  // a loss record is only extended in its own chunk
+    enc.hand_over();
+    take_handed(enc);
   }
 
   /// An allocation's bytes (tag_more): the pair is complete.
-  EDGETRACE_DETAIL_NOINLINE void allocation_bytes(thread_ring& ring, const record& r) {
+  EDGETRACE_DETAIL_NOINLINE void allocation_bytes(thread_ring& ring, ring_encoding& enc, const record& r)
+      EDGETRACE_DETAIL_REQUIRES(enc) {
     if (EDGETRACE_DETAIL_UNLIKELY(pending_alloc_.thread_id == ring.thread_id && pending_alloc_.site_id == 0)) {
-      drop_unloaded(ring, r);  // its allocation's library was unloaded
+      drop_unloaded(ring, enc, r);  // its allocation's library was unloaded
       pending_alloc_.thread_id = 0;
       return;
     }
-    ++ring.written;
+    count_written(ring);
     if (pending_alloc_.thread_id == ring.thread_id) {
       unsigned char body[5 * format::max_varint_size];
       unsigned char* p = annotation_head(body, pending_alloc_.thread_id, pending_alloc_.tick, pending_alloc_.site_id);
@@ -353,13 +396,14 @@ class chunk_encoder : public chunk_writer {
 
   /// A literal-site record whose kind is an annotation (or whose library
   /// was unloaded: unloaded_site's kind counts as one, so it comes here).
-  EDGETRACE_DETAIL_NOINLINE void annotation(thread_ring& ring, const record& r, const site_cache_entry& slot) {
+  EDGETRACE_DETAIL_NOINLINE void annotation(thread_ring& ring, ring_encoding& enc, const record& r,
+                                            const site_cache_entry& slot) EDGETRACE_DETAIL_REQUIRES(enc) {
     const format::site_kind kind = slot.kind;
     if (EDGETRACE_DETAIL_UNLIKELY(slot.id == 0)) {  // unloaded_site
-      drop_unloaded(ring, r);
+      drop_unloaded(ring, enc, r);
       return;
     }
-    ++ring.written;
+    count_written(ring);
     const std::uint32_t id = slot.id;
     if (kind == format::site_kind::alloc) {
       pending_alloc_ = {ring.thread_id, id, r.t_begin, r.t_end};
@@ -394,78 +438,36 @@ class chunk_encoder : public chunk_writer {
     }
     put_annotation(type, body, p);
   }
-  static constexpr std::uint64_t special_code(format::special_type type) noexcept {
-    return (std::uint64_t{static_cast<std::uint8_t>(type)} << 2) | 3;
+
+  /// One more record of `ring` written (the lock holder alone counts).
+  static void count_written(thread_ring& ring) noexcept {
+    ring.written.store(ring.written.load(order_relaxed) + 1, order_relaxed);
   }
 
-  /// Makes `t` the new reference, with a rebase event if ticks went back
-  /// (another core's clock, a signal handler recording mid-push).
-  EDGETRACE_DETAIL_ALWAYS_INLINE void advance(std::uint64_t t) {
-    if (EDGETRACE_DETAIL_UNLIKELY(t < ref_)) {
-      cursor_ = format::put_varint(cursor_, special_code(format::special_type::rebase));
-      cursor_ = format::put_varint(cursor_, t);
-      ref_ = t;
-    }
-  }
-
-  /// Encodes one record at cursor_ (at most max_event_size bytes). `slot`:
-  /// the record's site_entry for a literal site (tag_site), else null.
-  EDGETRACE_DETAIL_ALWAYS_INLINE void encode(thread_ring& ring, const record& r, const site_cache_entry* slot) {
-    const record_tag tag = tag_of(r.word);
-    std::uint32_t id;
-    format::site_kind kind = format::site_kind::span;
+  /// Encodes one record into the open chunk. `slot`: the record's cache
+  /// entry (a literal or named site), or null for an in-band loss.
+  EDGETRACE_DETAIL_ALWAYS_INLINE void encode(thread_ring& ring, ring_encoding& enc, const record& r,
+                                             const site_cache_entry* slot) EDGETRACE_DETAIL_REQUIRES(enc) {
     if (EDGETRACE_DETAIL_LIKELY(slot != nullptr)) {
-      id = slot->id;
-      kind = slot->kind;
-    } else if (tag == tag_named) {
-      id = named_site_id(r.word);
-    } else {
-      advance(r.t_begin);
-      cursor_ = format::put_varint(cursor_, special_code(format::special_type::loss));
-      cursor_ = format::put_varint(cursor_, r.t_begin - ref_);
-      cursor_ = format::put_varint(cursor_, r.t_end >= r.t_begin ? r.t_end - r.t_begin : 0);
-      cursor_ = format::put_varint(cursor_, loss_count(r.word));
-      ref_ = r.t_end >= r.t_begin ? r.t_end : r.t_begin;
-      return;
+      count_written(ring);
+      // Latency triggers: without any, this branch is all a record pays.
+      if (EDGETRACE_DETAIL_UNLIKELY(triggers_ != nullptr) && triggers_->watches(slot->id))
+        host_->watched_record(ring, slot->id, r);
     }
-    ++ring.written;
-    // Latency triggers: without any, this branch is all a record pays.
-    if (EDGETRACE_DETAIL_UNLIKELY(triggers_ != nullptr) && triggers_->watches(id)) host_->watched_record(ring, id, r);
-    if (EDGETRACE_DETAIL_LIKELY(kind == format::site_kind::span)) {
-      advance(r.t_end);
-      cursor_ = format::put_varint(cursor_, std::uint64_t{id} << 2);
-      cursor_ = format::put_varint(cursor_, r.t_end - ref_);
-      cursor_ = format::put_varint(cursor_, r.t_end >= r.t_begin ? r.t_end - r.t_begin : 0);
-      ref_ = r.t_end;
-    } else {
-      advance(r.t_begin);
-      const auto type = kind == format::site_kind::counter ? format::event_type::counter : format::event_type::instant;
-      cursor_ = format::put_varint(cursor_, (std::uint64_t{id} << 2) | static_cast<std::uint8_t>(type));
-      cursor_ = format::put_varint(cursor_, r.t_begin - ref_);
-      ref_ = r.t_begin;
-      if (kind == format::site_kind::counter) {
-        format::put_u64(cursor_, r.t_end);
-        cursor_ += 8;
-      }
-    }
+    enc.put(r, slot);
   }
 
   /// The tick an events chunk starting with `r` takes as its base.
   static std::uint64_t reference_tick(const record& r, const site_cache_entry* slot) noexcept {
-    if (tag_of(r.word) == tag_loss) return r.t_begin;
-    if (tag_of(r.word) == tag_named) return r.t_end;
-    return slot->kind == format::site_kind::span ? r.t_end : r.t_begin;
+    return ring_encoding::reference_tick(r, slot != nullptr ? slot->kind : format::site_kind::span);
   }
 
-  std::vector<unsigned char> chunk_;         ///< events chunk being built
-  std::vector<unsigned char> client_chunk_;  ///< flusher clients' chunk being sealed
   // Scratch space reused. Members rather than locals: a fork() can
   // snapshot the flusher mid-cycle, and memory reachable only from its
   // stack would look leaked in the child.
+  std::vector<unsigned char> client_chunk_;  ///< flusher clients' chunk being sealed
   std::vector<unsigned char> scratch_;
   std::string name_scratch_;
-  std::uint64_t ref_ = 0;
-  unsigned char* cursor_ = nullptr;  ///< next byte of the events payload; null = no chunk open
   /// An allocation record whose bytes (the next record, tag_more) have not
   /// been read yet; thread_id 0 = none.
   struct pending_alloc {
@@ -480,8 +482,11 @@ class chunk_encoder : public chunk_writer {
   std::unordered_map<std::uint64_t, std::uint32_t> named_ids_;
   std::uint32_t next_site_id_ = 1;
   std::uint32_t next_thread_id_ = 1;
-  site_cache_entry site_cache_[256] = {};
-  named_cache_entry named_cache_[256] = {};
+  /// Bumped each time the stream starts again (forget_definitions): every
+  /// thread is announced again under a new number.
+  std::uint32_t stream_generation_ = 1;
+  /// Bumped (release) whenever sites are forgotten; rings' caches follow.
+  atomic_cell<std::uint64_t> generation_{1};
   /// The in-band loss record of the last records of unloaded libraries
   /// dropped in a row: where it starts and ends in the events chunk, the
   /// reference tick before it, and what it says (ticks: the records' first

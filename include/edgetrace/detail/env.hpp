@@ -55,9 +55,10 @@ struct settings {
   const char* categories = nullptr;  ///< EDGETRACE_CATEGORIES or nullptr (all)
   std::uint64_t ring_records = 43690;  ///< slots of 24 bytes (one stays free): 1 MiB
   std::uint32_t flush_ms = 10;
-  /// EDGETRACE_ON_FULL=wait (default): a thread whose ring is full waits for
-  /// the flusher to drain it (bounded: runtime.hpp, wait_for_room); drop:
-  /// the record is dropped and counted at once.
+  /// EDGETRACE_ON_FULL=wait (default): a thread the flusher cannot keep up
+  /// with encodes its own records (detail/help.hpp), or waits for the
+  /// flusher to drain its ring (bounded: slow_path.hpp, wait_for_room);
+  /// drop: the record is dropped and counted at once.
   bool drop_when_full = false;
   bool signal_flush = false;  ///< EDGETRACE_SIGNAL_FLUSH=1: flush on SIGINT/SIGTERM
   bool fork_follow = false;   ///< EDGETRACE_FORK=follow: forked children trace to their own dump

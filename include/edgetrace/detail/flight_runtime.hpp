@@ -99,13 +99,13 @@ inline void runtime::serve_flight(bool now) {
 /// thread totals and an end chunk. One stderr line if it cannot be written.
 inline void runtime::write_snapshot() {
   write_capture();
-  drain_all(false);
+  drain_all(sweep::everything);
   poll_clients(poll_reason::flush);
   flush_output();
   collecting_tail_ = true;
   for (thread_ring* ring = rings_.first(); ring != nullptr;
        ring = ring->next_attached.load(std::memory_order_acquire))
-    if (ring->announced) encoder_.write_thread_stats(*ring);
+    if (encoder_.announced(*ring)) encoder_.write_thread_stats(*ring);
   encoder_.write_end();
   collecting_tail_ = false;
   format::snapshot_info info;
@@ -146,7 +146,7 @@ inline void runtime::write_snapshot() {
 /// requests are reported.
 inline void runtime::finish_flight() {
   write_capture();
-  drain_all(false);
+  drain_all(sweep::everything);
   serve_flight(true);
   if (config_.flight_at_exit && flight_.ready() && !file_.failed()) {
     request_snapshot(format::snapshot_trigger::exit, "exit", 4, ticks(config_.clock));

@@ -49,13 +49,21 @@ class runtime final : public runtime_stream, private flusher_output {
 
   // ------------------------------------------------------------ the loop
 
+  /// What drain_all takes: a regular `cycle` leaves the records of a ring
+  /// whose thread encodes them itself for now (EDGETRACE_ON_FULL=wait
+  /// under overload, detail/help.hpp) to that thread; `everything` (flush(),
+  /// signals, snapshots) takes every record now; the `final_pass` also
+  /// writes every thread's totals.
+  enum class sweep { cycle, everything, final_pass };
+
   /// One flusher cycle: drain every ring, retire those whose thread exited
   /// (their ring goes back to the pool at once, so thread churn costs no
   /// memory). Returns the fullest fill fraction seen (to adapt the period).
-  double drain_all(bool final_pass) {
+  double drain_all(sweep kind) {
     // Every ring below is drained after this load: the unloaded ranges
     // published before it hold no records any more once the loop is done.
     const std::uint64_t unloaded_epoch_now = unloaded_epoch.load(std::memory_order_acquire);
+    const std::uint64_t now_ns = kind == sweep::cycle ? clock_ns(CLOCK_MONOTONIC) : 0;
     double fullest = 0;
     thread_ring* previous = nullptr;
     for (thread_ring* ring = rings_.first(); ring != nullptr;) {
@@ -63,13 +71,13 @@ class runtime final : public runtime_stream, private flusher_output {
       // Acquire pairs with the exit hook's release: once retired is seen,
       // the owner's last records and loss fields are visible.
       const bool retired = ring->retired.load(std::memory_order_acquire);
-      const std::uint64_t drained = drain(*ring);
+      const std::uint64_t drained = drain(*ring, retired ? 0 : now_ns);
       fullest = std::max(fullest, static_cast<double>(drained) / static_cast<double>(ring->slot_count()));
       if (retired) {
-        drain(*ring);  // anything pushed between the two loads
+        drain(*ring, 0);  // anything pushed between the two loads
         drain_pending_loss(*ring);
-        if (ring->announced && !closed()) encoder_.write_thread_stats(*ring);
-        retired_written_ += ring->written;
+        if (encoder_.announced(*ring) && !closed()) encoder_.write_thread_stats(*ring);
+        retired_written_ += ring->written.load(std::memory_order_relaxed);
         retired_dropped_ += chunk_encoder::dropped_records(*ring);
         if (triggers_set()) triggers_.forget_thread(ring->thread_id);
         {
@@ -79,7 +87,7 @@ class runtime final : public runtime_stream, private flusher_output {
         rings_.recycle(ring);
         rings_.retired_one();
       } else {
-        if (final_pass && ring->announced && !closed()) encoder_.write_thread_stats(*ring);
+        if (kind == sweep::final_pass && encoder_.announced(*ring) && !closed()) encoder_.write_thread_stats(*ring);
         previous = ring;
       }
       ring = next;
@@ -101,6 +109,7 @@ class runtime final : public runtime_stream, private flusher_output {
     std::uint64_t wait_ns = period_ns < 1000000u ? period_ns : 1000000u;  // first look soon
     std::uint64_t last_drain_ns = clock_ns(CLOCK_MONOTONIC);
     rings_.refill(stopping_);  // here, not in start-up: page faults stay off the app's start
+    load_.sample(last_drain_ns);  // the first look at the CPUs comes one sample_ns from here
     for (;;) {
       const std::uint64_t wait = flight_wait(check_capture(clock_ns(CLOCK_MONOTONIC), wait_ns));
       // Read before looking for work: a wake-up after this read, however
@@ -128,7 +137,8 @@ class runtime final : public runtime_stream, private flusher_output {
       const std::uint64_t drain_start_ns = clock_ns(CLOCK_MONOTONIC);
       check_capture(drain_start_ns, 0);
       write_capture();
-      const double fullest = drain_all(false);
+      const double fullest = drain_all(flushing ? sweep::everything : sweep::cycle);
+      load_.sample(drain_start_ns);
       poll_clients(flushing ? poll_reason::flush : poll_reason::cycle);
       // Adapt the period to the busiest ring: come back before it can fill
       // an eighth at the rate just seen (never sooner than 50 µs, never
@@ -179,7 +189,7 @@ class runtime final : public runtime_stream, private flusher_output {
   void end_stream() {
     take_rate_pair(false);
     write_capture();
-    drain_all(true);
+    drain_all(sweep::final_pass);
     poll_clients(poll_reason::final);
     if (!file_.failed_acquire()) {
       write_calibration();
@@ -200,7 +210,7 @@ class runtime final : public runtime_stream, private flusher_output {
       mutex_lock lock(rings_.list_mutex());
       for (const thread_ring* ring = rings_.first(); ring != nullptr;
            ring = ring->next_attached.load(std::memory_order_acquire)) {
-        written += ring->written;
+        written += ring->written.load(std::memory_order_relaxed);
         dropped += chunk_encoder::dropped_records(*ring);
       }
     }
@@ -227,7 +237,7 @@ class runtime final : public runtime_stream, private flusher_output {
         if (config_.flight) finish_flight();  // the process ends here: as at exit
         end_stream();
       } else {
-        drain_all(false);
+        drain_all(sweep::everything);
         poll_clients(poll_reason::flush);
         flush_output();
       }

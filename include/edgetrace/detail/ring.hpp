@@ -70,17 +70,30 @@ struct thread_ring {
   /// this thread last gave up waiting for room; while it has not moved,
   /// a full ring drops at once instead of waiting again.
   record* gave_up_at = nullptr;
+  /// Owner only (EDGETRACE_ON_FULL=wait, detail/help.hpp): how long its
+  /// last help window was, and when it ended (CLOCK_MONOTONIC ns; 0: none).
+  std::uint64_t help_window_ns = 0;
+  std::uint64_t help_ended_ns = 0;
 
-  // ---- consumer line: written by the flusher only.
-  /// Next record to read (normalised). Flusher: hand_back() (release) after
-  /// it has copied records out; owner: freed() (acquire, slow path) before
-  /// reusing them.
+  // ---- consumer line: written by the consumer: whoever holds the ring's
+  // drain lock (detail/ring_encoding.hpp), the flusher or, helping under
+  // overload, the owning thread itself (detail/help.hpp).
+  /// Next record to read (normalised). Consumer: hand_back() (release)
+  /// after it has copied records out; owner: freed() (acquire, slow path)
+  /// before reusing them.
   alignas(cache_line) read_position<record> read_pos{nullptr};
-  std::uint32_t thread_id = 0;          ///< flusher only: id in the dump
+  std::uint32_t thread_id = 0;          ///< id in the dump: the flusher sets it under the drain lock
   std::uint32_t name_version_seen = 0;  ///< flusher only
-  std::uint64_t written = 0;            ///< flusher only: records encoded
+  /// Records encoded: the drain lock's holder adds (relaxed load + store),
+  /// the flusher reads it any time for the totals (relaxed).
+  atomic_cell<std::uint64_t> written{0};
+  /// Of those, the ones the owning thread encoded itself (detail/help.hpp):
+  /// added by it under the drain lock, read by the flusher (relaxed).
+  atomic_cell<std::uint64_t> helped{0};
   std::uint64_t unloaded_dropped = 0;   ///< flusher only: records of unloaded libraries dropped
-  bool announced = false;               ///< flusher only: thread chunk written
+  /// The stream generation (chunk_encoder) its thread chunk was written
+  /// in; 0: never. Flusher only, under the drain lock.
+  std::uint32_t announced_in = 0;
   std::uint64_t signal_dropped = 0;     ///< flusher only: signal_drops written so far
 
   // ---- rarely written, shared.
@@ -102,6 +115,11 @@ struct thread_ring {
   /// the flusher when it unlinks a neighbour.
   atomic_cell<thread_ring*> next_attached{nullptr};
   std::size_t mapping_size = 0;  ///< for munmap
+  /// EDGETRACE_ON_FULL=wait: until when (CLOCK_MONOTONIC ns) the owning
+  /// thread encodes its own records (detail/help.hpp), so the flusher
+  /// leaves them to it. The owner stores, the flusher loads (relaxed: a
+  /// hint; the drain lock decides who encodes).
+  atomic_cell<std::uint64_t> help_until_ns{0};
 
   std::size_t slot_count() const noexcept { return static_cast<std::size_t>(end - begin); }
 

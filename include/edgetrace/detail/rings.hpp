@@ -8,6 +8,7 @@
 #pragma once
 
 #include <edgetrace/detail/ring.hpp>
+#include <edgetrace/detail/ring_encoding.hpp>
 #include <edgetrace/detail/thread_safety.hpp>
 
 #include <atomic>
@@ -26,13 +27,18 @@ namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
+/// Maps a ring of `records` slots: the thread_ring, its ring_encoding and
+/// chunk buffers (encoding_of), then the slots, page-aligned.
 inline thread_ring* map_ring(std::uint64_t records) noexcept {
-  const std::size_t header = (sizeof(thread_ring) + 4095) & ~std::size_t{4095};
-  const std::size_t bytes = header + static_cast<std::size_t>(records) * sizeof(record);
+  const std::size_t slots = static_cast<std::size_t>(records) * sizeof(record);
+  const std::size_t payload = ring_encoding::payload_for(slots);
+  const std::size_t header = (encoding_offset + ring_encoding::footprint(payload) + 4095) & ~std::size_t{4095};
+  const std::size_t bytes = header + slots;
   // MAP_POPULATE faults every page in here, off the hot path, in one batch.
   void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (memory == MAP_FAILED) return nullptr;
   auto* ring = new (memory) thread_ring;
+  new (&encoding_of(*ring)) ring_encoding(payload);
   ring->reset(reinterpret_cast<record*>(static_cast<unsigned char*>(memory) + header),
               static_cast<std::size_t>(records));
   ring->mapping_size = bytes;
@@ -41,6 +47,7 @@ inline thread_ring* map_ring(std::uint64_t records) noexcept {
 
 inline void unmap_ring(thread_ring* ring) noexcept {
   const std::size_t bytes = ring->mapping_size;
+  encoding_of(*ring).~ring_encoding();
   ring->~thread_ring();
   ::munmap(ring, bytes);
 }
@@ -90,8 +97,11 @@ class ring_pool {
     const std::size_t bytes = ring->mapping_size;
     record* slots = ring->begin;
     const std::size_t count = ring->slot_count();
+    const std::size_t payload = ring_encoding::payload_for(count * sizeof(record));
+    encoding_of(*ring).~ring_encoding();
     ring->~thread_ring();
     ring = new (ring) thread_ring;
+    new (&encoding_of(*ring)) ring_encoding(payload);
     ring->reset(slots, count);
     ring->mapping_size = bytes;
     if (!offer(ring)) unmap_ring(ring);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <edgetrace/detail/flusher.hpp>
+#include <edgetrace/detail/help.hpp>
 #include <edgetrace/detail/record_word.hpp>
 #include <edgetrace/detail/ring.hpp>
 #include <edgetrace/detail/tick.hpp>
@@ -148,12 +149,13 @@ inline thread_ring* attach_current_thread() noexcept {
 
 
 /// EDGETRACE_ON_FULL=wait: the calling thread's ring has fewer than
-/// `needed` free slots. Wakes the flusher and sleeps (a futex, so a signal
-/// handler may wait too) until it has drained this ring, handing the
-/// flusher the thread's time slice when every core is busy producing.
-/// Returns the room then; less than `needed` when waiting cannot help:
-/// drop mode, the flusher itself, no flusher draining (output not open
-/// yet, shutting down), or no progress for max_wait_without_progress_ns.
+/// `needed` free slots. Encodes its own records if it can (detail/help.hpp);
+/// else wakes the flusher and sleeps (a futex, so a signal handler may
+/// wait too) until it has drained this ring, handing the flusher the
+/// thread's time slice when every core is busy producing. Returns the
+/// room then; less than `needed` when waiting cannot help: drop mode, the
+/// flusher itself, no flusher draining (output not open yet, shutting
+/// down), or no progress for max_wait_without_progress_ns.
 inline std::size_t wait_for_room(thread_ring& ring, std::size_t needed) noexcept {
   runtime* rt = the_runtime.load(std::memory_order_acquire);
   if (rt == nullptr || rt->config_.drop_when_full || on_flusher_thread || !owns_runtime(rt)) return 0;
@@ -165,6 +167,10 @@ inline std::size_t wait_for_room(thread_ring& ring, std::size_t needed) noexcept
     if (rt->stopping_.load(std::memory_order_relaxed) ||
         rt->open_state_.load(std::memory_order_acquire) != runtime::open_done)
       return room;
+    if (rt->may_help()) {
+      room = help_when_full(*rt, ring);
+      if (room >= needed) return room;
+    }
     rt->wake_.add_room_waiter();
     const std::uint32_t seen = rt->wake_.room_word();
     room = refresh_room(ring);
@@ -257,14 +263,20 @@ inline void leave_slow_path(thread_ring* ring) noexcept {
 /// that fills past half wakes the flusher then, while half of it is still
 /// free, instead of at the flusher's next period, when it may be full.
 /// Costs the fast path nothing (only write_limit moves).
+/// In help mode (a ring that filled up under EDGETRACE_ON_FULL=wait,
+/// detail/help.hpp) the thread encodes its records here instead, every
+/// help_batch records (keep_helping).
 inline void publish_slots(thread_ring& ring, record* next) noexcept {
   ring.write_pos.store(next, std::memory_order_release);
   const std::size_t room = refresh_room(ring);
   const std::size_t half = ring.slot_count() / 2;
+  runtime* const rt = the_runtime.load(std::memory_order_acquire);
+  const bool ours = owns_runtime(rt);
+  if (ours && keep_helping(*rt, ring)) return;
   if (room > half) {
     record* pos = ring.write_pos.load(std::memory_order_relaxed);
     if (room - half < static_cast<std::size_t>(ring.write_limit - pos)) ring.write_limit = pos + (room - half);
-  } else if (runtime* rt = the_runtime.load(std::memory_order_acquire); owns_runtime(rt)) {
+  } else if (ours) {
     rt->wake_.wake_flusher();
   }
 }

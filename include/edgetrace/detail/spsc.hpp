@@ -101,27 +101,47 @@ void publish_one(Ring& ring, const Slot& value) noexcept {
 /// batch, not after the whole ring.
 inline constexpr std::size_t release_batch = 4096;
 
-/// consume(), up to `pos`: a write_pos the caller loaded (published())
-/// before. `released()` runs after each batch of slots was handed back.
-template <class Ring, class Slot, class Visit, class Released>
-std::size_t consume_to(Ring& ring, Slot* pos, Visit&& visit, Released&& released) {
+/// The consumer's loop, in contiguous runs up to `pos` (a write_pos the
+/// caller loaded with published() before): `visit_run(first, last)` takes
+/// slots [first, last) and returns where it stopped (`last`, or before it
+/// to end the loop there); the slots it took are handed back and
+/// `released()` runs, at least every release_batch slots. Returns the
+/// number of slots taken.
+template <class Ring, class Slot, class VisitRun, class Released>
+std::size_t consume_runs_to(Ring& ring, Slot* pos, VisitRun&& visit_run, Released&& released) {
   Slot* read = ring.read_pos.own();
   if (pos == ring.end) pos = ring.begin;
   std::size_t count = 0;
   while (read != pos) {
     Slot* const stop_at = read > pos ? ring.end : pos;
     Slot* const stop = static_cast<std::size_t>(stop_at - read) > release_batch ? read + release_batch : stop_at;
-    count += static_cast<std::size_t>(stop - read);
-    for (; read != stop; ++read) {
-      // The producer wrote these lines on another core: ask for them ahead.
-      __builtin_prefetch(read + 32);
-      visit(*read);
-    }
+    Slot* const reached = visit_run(read, stop);
+    count += static_cast<std::size_t>(reached - read);
+    const bool ended = reached != stop;
+    read = reached;
     if (read == ring.end) read = ring.begin;
     ring.read_pos.hand_back(read);
     released();
+    if (ended) break;
   }
   return count;
+}
+
+/// consume(), up to `pos`: a write_pos the caller loaded (published())
+/// before. `released()` runs after each batch of slots was handed back.
+template <class Ring, class Slot, class Visit, class Released>
+std::size_t consume_to(Ring& ring, Slot* pos, Visit&& visit, Released&& released) {
+  return consume_runs_to(
+      ring, pos,
+      [&](Slot* first, Slot* last) EDGETRACE_DETAIL_INLINE_LAMBDA {
+        for (; first != last; ++first) {
+          // The producer wrote these lines on another core: ask for them ahead.
+          __builtin_prefetch(first + 32);
+          visit(*first);
+        }
+        return last;
+      },
+      released);
 }
 
 /// Consumer: calls `visit(const Slot&)` for every published slot in order,

@@ -11,6 +11,7 @@
 
 #include <edgetrace/detail/capture_control.hpp>
 #include <edgetrace/detail/clock.hpp>
+#include <edgetrace/detail/cpu_load.hpp>
 #include <edgetrace/detail/encoder.hpp>
 #include <edgetrace/detail/env.hpp>
 #include <edgetrace/detail/flight.hpp>
@@ -168,6 +169,9 @@ class runtime_stream : public encoder_host {
   std::uint64_t unloaded_retired_ = 0;
   std::vector<capture_entry> capture_out_;
 
+  /// Sampled by the flusher, read by any thread (cpu_saturated).
+  cpu_load load_;
+
   // ---- latency triggers (EDGETRACE_TRIGGER; detail/flight_triggers.hpp).
   // Set before the flusher starts, then the flusher's alone.
   flight_triggers triggers_;
@@ -175,6 +179,22 @@ class runtime_stream : public encoder_host {
  public:
   /// Output failed (tracing is off): everything is discarded.
   bool failed() const noexcept { return file_.failed(); }
+  /// Whether a thread may encode its own records when the flusher falls
+  /// behind (detail/help.hpp), as far as the stream is concerned: the
+  /// policy is wait, no latency trigger judges records (the flusher's
+  /// alone), the output works and the stream is not ending. Any thread;
+  /// the caller reads it with its ring's drain lock held, so a shutdown
+  /// that began before it took the lock is seen.
+  bool may_help() const noexcept {
+    return !config_.drop_when_full && !triggers_ready_ && !file_.failed() &&
+           !stopping_.load(std::memory_order_relaxed);
+  }
+  /// The process kept every CPU it may use busy at the flusher's last
+  /// look (cpu_load): threads encode their own records then.
+  bool cpu_saturated() const noexcept { return load_.saturated(); }
+  /// The site table's generation (chunk_encoder::generation): a helping
+  /// thread trusts its ring's cache only while it matches.
+  std::uint64_t site_generation() const noexcept { return encoder_.generation(); }
   /// Nothing more may be written: output failed or the stream ended.
   bool closed() const noexcept { return file_.failed() || ended_; }
 
@@ -265,14 +285,9 @@ class runtime_stream : public encoder_host {
     out.insert(out.end(), pending.begin(), pending.end());
   }
 
-  /// Every site, category and thread is defined again before its next use.
-  void forget_definitions() noexcept {
-    encoder_.forget_definitions();
-    for (thread_ring* ring = rings_.first(); ring != nullptr; ring = ring->next_attached.load(std::memory_order_acquire)) {
-      ring->announced = false;
-      ring->written = 0;
-    }
-  }
+  /// Every site, category and thread is defined again before its next use
+  /// (each ring follows at its next drain: chunk_encoder::announce_thread).
+  void forget_definitions() noexcept { encoder_.forget_definitions(); }
 
   /// Opens the dump (flusher thread). The first live writer of a regular
   /// file truncates it and writes the file header (dump_file::begin).
@@ -464,40 +479,80 @@ class runtime_stream : public encoder_host {
 
   // ------------------------------------------------------------ draining
 
-  /// Drains everything published in `ring`. Returns the number of records.
-  std::uint64_t drain(thread_ring& ring) {
-    if (closed())  // discarded, but a waiting producer goes on at once
+  /// Drains `ring`: encodes what it published, with what its thread
+  /// handed over first. `now_ns` 0: everything, now (flush(), exit, a
+  /// signal, a snapshot, a retired ring), waiting for the drain lock if the
+  /// thread holds it. Otherwise a regular cycle at CLOCK_MONOTONIC
+  /// `now_ns`: a ring whose thread encodes its own records for now
+  /// (help_until_ns) is left to it but for what it handed over, and a ring
+  /// whose thread holds the lock is skipped until the next cycle. Returns
+  /// the number of records drained.
+  std::uint64_t drain(thread_ring& ring, std::uint64_t now_ns) {
+    ring_encoding& enc = encoding_of(ring);
+    if (now_ns != 0 && ring.help_until_ns.load(std::memory_order_relaxed) > now_ns && encoder_.announced(ring)) {
+      // No lock: the hand-off has its own counters, and only the flusher
+      // changes what announced() reads.
+      if (!enc.has_handed()) return 0;
+      if (closed())
+        enc.take([](unsigned char*, std::uint32_t) {});
+      else
+        encoder_.take_handed(enc);
+      wake_.wake_room_waiters();  // it may wait for a free buffer
+      return 0;
+    }
+    if (now_ns == 0) {
+      if (!enc.lock()) return 0;  // its thread stopped mid-batch (a debugger): left as it is
+    } else if (!enc.try_lock()) {
+      return 0;  // its thread is encoding right now: next cycle
+    }
+    const std::uint64_t count = drain_locked(ring, enc);
+    enc.unlock();
+    return count;
+  }
+
+  /// drain() with the ring's drain lock held.
+  std::uint64_t drain_locked(thread_ring& ring, ring_encoding& enc) EDGETRACE_DETAIL_REQUIRES(enc) {
+    if (closed()) {  // discarded, but a waiting producer goes on at once
+      enc.take([](unsigned char*, std::uint32_t) {});
       return consume_to(
           ring, ring.write_pos.load(order_acquire), [](const record&) {}, [this] { wake_.wake_room_waiters(); });
+    }
     // The write position first, then the unload epoch: a record pushed
     // after an unload (by a library loaded since, maybe at the same
     // address) is then always read with that unload's sites forgotten.
     record* const published = ring.write_pos.load(order_acquire);
     if (EDGETRACE_DETAIL_UNLIKELY(unloaded_epoch.load(std::memory_order_acquire) != unloaded_seen_))
       forget_unloaded_sites();
-    encoder_.announce_thread(ring);
-    const std::size_t count = consume_to(
-        ring, published, [&](const record& r) EDGETRACE_DETAIL_INLINE_LAMBDA { encoder_.add(ring, r); },
+    encoder_.begin_ring(ring, enc, unloaded_seen_);
+    const std::size_t count = consume_runs_to(
+        ring, published,
+        [&](record* first, record* last) EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
+          encoder_.add_run(ring, enc, first, last);
+          return last;
+        },
         [this] { wake_.wake_room_waiters(); });
-    encoder_.end_thread();
-    if (EDGETRACE_DETAIL_UNLIKELY(ring.signal_drops.load(std::memory_order_relaxed) != 0)) write_signal_drops(ring);
+    encoder_.end_ring(enc);
+    if (EDGETRACE_DETAIL_UNLIKELY(ring.signal_drops.load(std::memory_order_relaxed) != 0)) write_signal_drops(ring, enc);
     return count;
   }
 
   /// Writes, as an in-band loss at the current tick, the records this
   /// ring's signal handlers could not store (reserve_slots); the thread's
   /// dropped total includes them.
-  void write_signal_drops(thread_ring& ring) {
+  void write_signal_drops(thread_ring& ring, ring_encoding& enc) EDGETRACE_DETAIL_REQUIRES(enc) {
     const std::uint64_t n = ring.signal_drops.exchange(0, std::memory_order_relaxed);
     ring.signal_dropped += n;
     const std::uint64_t now = ticks(config_.clock);
-    encoder_.add_loss(ring, n, now, now);
+    encoder_.add_loss(ring, enc, n, now, now);
   }
 
   /// Writes the in-band loss a retired thread could not write itself.
   void drain_pending_loss(thread_ring& ring) {
     if (ring.pending_loss == 0 || closed()) return;
-    encoder_.add_loss(ring, ring.pending_loss, ring.loss_first, ring.loss_last);
+    ring_encoding& enc = encoding_of(ring);
+    if (!enc.lock()) return;  // free: its thread is gone
+    encoder_.add_loss(ring, enc, ring.pending_loss, ring.loss_first, ring.loss_last);
+    enc.unlock();
     ring.pending_loss = 0;
   }
 

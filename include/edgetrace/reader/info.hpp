@@ -324,6 +324,16 @@ void writer_text(const writer_info& w, std::uint64_t early, std::string& text, F
     field("  ", "refused",
           format_text("%llu EDGETRACE_RECORD span(s) more than 1 s outside the trace (not recorded)", ull(rejected)));
   field("  ", "end record", w.has_end ? "yes (clean shutdown)" : "missing (killed or crashed?)");
+  std::uint64_t helped = 0, written = 0;
+  for (const auto& t : w.threads) {
+    helped += t.second.stats_helped;
+    written += t.second.stats_written;
+  }
+  if (helped != 0)
+    field("  ", "own encoding",
+          format_text("%llu of %llu records (%.1f%%) encoded by the threads that recorded them (the flusher fell "
+                      "behind, or every CPU was busy: EDGETRACE_ON_FULL=wait)",
+                      ull(helped), ull(written), 100.0 * static_cast<double>(helped) / static_cast<double>(written)));
   write_snapshot_info(w, field);
   write_capture_info(w, field);
   write_annotation_info(w, field);

@@ -95,6 +95,9 @@ struct thread_info {
   std::uint64_t stats_written = 0;
   std::uint64_t stats_dropped = 0;
   std::uint64_t stats_rejected = 0;  ///< EDGETRACE_RECORD spans the writer refused (optional field)
+  /// Of stats_written, those the thread encoded itself because the flusher
+  /// fell behind or every CPU was busy (1.7, optional field).
+  std::uint64_t stats_helped = 0;
 
   // Filled by read_events (pass 2).
   std::uint64_t spans = 0;

@@ -127,15 +127,17 @@ inline void read_thread(diagnostic_log& log, thread_table& threads, writer_info&
 
 inline void read_thread_stats(diagnostic_log& log, thread_table& threads, writer_info& w, payload_cursor& in,
                               std::uint64_t offset) {
-  std::uint64_t id, written, dropped, rejected = 0;
+  std::uint64_t id, written, dropped, rejected = 0, helped = 0;
   if (!in.varint(id) || id == 0 || !in.varint(written) || !in.varint(dropped))
     return log.malformed("thread stats", offset, w);
   if (in.left() != 0 && !in.varint(rejected)) return log.malformed("thread stats", offset, w);
+  if (in.left() != 0 && !in.varint(helped)) return log.malformed("thread stats", offset, w);
   thread_info& t = threads.get(w, id);
   t.has_stats = true;
   t.stats_written = written;
   t.stats_dropped = dropped;
   t.stats_rejected = rejected;
+  t.stats_helped = helped;
 }
 
 /// A capture chunk (1.2): recording windows and phases.
