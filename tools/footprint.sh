@@ -192,8 +192,9 @@ for kb in 1024 64 4; do
   unset added
 done
 echo
-echo "(A ring is EDGETRACE_BUFFER_KB KiB of 24-byte records plus one 4 KiB header page, mapped with"
-echo "MAP_POPULATE; the flusher keeps 2 spare rings pre-faulted, so 1 traced thread = 3 rings.)"
+echo "(A ring is EDGETRACE_BUFFER_KB KiB of 24-byte records plus its header: state, site cache and four"
+echo "chunk buffers of a sixteenth of the ring each (2-60 KiB), mapped with MAP_POPULATE; the flusher"
+echo "keeps 2 spare rings pre-faulted, so 1 traced thread = 3 rings.)"
 
 # The 64-byte target is reported, not enforced (it is not met: see
 # docs/PERFORMANCE.md); the script fails only if a site grows past what the
