@@ -10,11 +10,13 @@
 //   WORKLOAD  w1_1t  10 M empty spans on 1 thread
 //             w1_2t  2 threads x 5 M empty spans, released together
 //             w2     1 M spans around ~200 LCG steps of work
+//             w2_2t  2 threads x w2, released together (an engine whose
+//                    work keeps both cores busy)
 //             w3     1 M x outer{mid{inner}}: 3 M spans
 //   VARIANT   empty | floor | traced
 // prints: hot_ns_per_span=X spans_issued=N flusher_cpu_ns_per_span=F
-// (X: the timed loop's wall time per span of one thread, for w1_2t the
-// slower thread's; F: the flusher thread's CPU time over every span issued)
+// (X: the timed loop's wall time per span of one thread, for w1_2t and
+// w2_2t the slower thread's; F: the flusher thread's CPU time over every span issued)
 #include <edgetrace/edgetrace.hpp>
 
 #include "floor.hpp"
@@ -145,6 +147,30 @@ double flusher_cpu_ns() {
 volatile std::uint64_t result_sink;
 constexpr long warm_up = 1000;
 
+/// Runs warm() then, released together with the other thread, timed() on
+/// two threads; returns the slower thread's time (both cores busy).
+template <class Warm, class Timed>
+double on_two_threads(Warm warm, Timed timed) {
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  double per_thread[2] = {};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 2; ++t) {
+    pool.emplace_back([&, t] {
+      warm();
+      ready.fetch_add(1);
+      while (!go.load(std::memory_order_acquire)) {
+      }
+      per_thread[t] = timed_ns(timed);
+    });
+  }
+  while (ready.load() != 2) {
+  }
+  go.store(true, std::memory_order_release);
+  for (auto& thread : pool) thread.join();
+  return std::max(per_thread[0], per_thread[1]);
+}
+
 template <variant v>
 int run(const char* workload) {
   double hot_ns = 0;
@@ -169,28 +195,16 @@ int run(const char* workload) {
     issued = 3 * (n + warm_up);
   } else if (std::strcmp(workload, "w1_2t") == 0) {
     const long n = 5000000;
-    std::atomic<int> ready{0};
-    std::atomic<bool> go{false};
-    double per_thread[2] = {};
-    std::vector<std::thread> pool;
-    for (int t = 0; t < 2; ++t) {
-      pool.emplace_back([&, t] {
-        dense<v>(warm_up);
-        ready.fetch_add(1);
-        while (!go.load(std::memory_order_acquire)) {
-        }
-        per_thread[t] = timed_ns([&] { dense<v>(n); });
-      });
-    }
-    while (ready.load() != 2) {
-    }
-    go.store(true, std::memory_order_release);
-    for (auto& thread : pool) thread.join();
-    hot_ns = std::max(per_thread[0], per_thread[1]);
+    hot_ns = on_two_threads([] { dense<v>(warm_up); }, [n] { dense<v>(n); });
     spans = n;  // per thread: the cost of one span on one thread, both busy
     issued = 2 * (n + warm_up);
+  } else if (std::strcmp(workload, "w2_2t") == 0) {
+    const long n = 1000000;
+    hot_ns = on_two_threads([] { result_sink = work<v>(warm_up, 200); }, [n] { result_sink = work<v>(n, 200); });
+    spans = n;
+    issued = 2 * (n + warm_up);
   } else {
-    std::fprintf(stderr, "edgetrace_overload_bench: unknown workload '%s' (w1_1t, w1_2t, w2, w3)\n", workload);
+    std::fprintf(stderr, "edgetrace_overload_bench: unknown workload '%s' (w1_1t, w1_2t, w2, w2_2t, w3)\n", workload);
     return 2;
   }
   double flusher_ns = 0;
@@ -207,7 +221,7 @@ int run(const char* workload) {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: edgetrace_overload_bench w1_1t|w1_2t|w2|w3 empty|floor|traced\n");
+    std::fprintf(stderr, "usage: edgetrace_overload_bench w1_1t|w1_2t|w2|w2_2t|w3 empty|floor|traced\n");
     return 2;
   }
   if (std::strcmp(argv[2], "empty") == 0) return run<variant::empty>(argv[1]);

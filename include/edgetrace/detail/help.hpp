@@ -129,7 +129,9 @@ inline bool keep_helping(runtime& rt, thread_ring& ring) noexcept {
   if (until == 0 && !saturated) return false;
   const std::uint64_t now = clock_ns(CLOCK_MONOTONIC);
   if (saturated) {
-    until = now + help_window_min_ns;
+    // Until two looks at the CPUs from now: a batch may take longer than
+    // help_window_min_ns at a thread's own pace (16384 spans of ~1 us).
+    until = now + 2 * cpu_load::sample_ns;
     ring.help_until_ns.store(until, std::memory_order_relaxed);
   } else if (now >= until) {
     ring.help_ended_ns = now;  // the window ran out: the next one may be longer
