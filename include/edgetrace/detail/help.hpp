@@ -126,7 +126,7 @@ inline std::size_t help_when_full(runtime& rt, thread_ring& ring) noexcept {
 inline bool keep_helping(runtime& rt, thread_ring& ring) noexcept {
   std::uint64_t until = ring.help_until_ns.load(std::memory_order_relaxed);
   const bool saturated = rt.cpu_saturated();
-  if (until == 0 && !saturated) return false;
+  if ((until == 0 && !saturated) || on_flusher_thread) return false;  // the flusher's own records are its anyway
   const std::uint64_t now = clock_ns(CLOCK_MONOTONIC);
   if (saturated) {
     // Until two looks at the CPUs from now: a batch may take longer than
