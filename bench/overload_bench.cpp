@@ -194,13 +194,13 @@ int run(const char* workload) {
     spans = 3 * n;
     issued = 3 * (n + warm_up);
   } else if (std::strcmp(workload, "w1_2t") == 0) {
-    const long n = 5000000;
-    hot_ns = on_two_threads([] { dense<v>(warm_up); }, [n] { dense<v>(n); });
+    constexpr long n = 5000000;
+    hot_ns = on_two_threads([] { dense<v>(warm_up); }, [] { dense<v>(n); });
     spans = n;  // per thread: the cost of one span on one thread, both busy
     issued = 2 * (n + warm_up);
   } else if (std::strcmp(workload, "w2_2t") == 0) {
-    const long n = 1000000;
-    hot_ns = on_two_threads([] { result_sink = work<v>(warm_up, 200); }, [n] { result_sink = work<v>(n, 200); });
+    constexpr long n = 1000000;
+    hot_ns = on_two_threads([] { result_sink = work<v>(warm_up, 200); }, [] { result_sink = work<v>(n, 200); });
     spans = n;
     issued = 2 * (n + warm_up);
   } else {
