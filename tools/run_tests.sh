@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The full test run: installs what is missing, then builds and runs the whole ctest suite three times:
-#   release  g++, RelWithDebInfo, with benchmarks, and the tests again under each build knob
+#   release  g++, RelWithDebInfo (-O2 -g1: line tables only), with benchmarks, and the tests again under each build knob
 #            (label knob: runtime_test@compact_scopes, ...; tests/knob_configurations.cmake)
 #   asan     clang++, AddressSanitizer + UndefinedBehaviorSanitizer, LeakSanitizer on (also builds the
 #            libFuzzer target reader_fuzz)
