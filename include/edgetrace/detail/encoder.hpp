@@ -113,8 +113,23 @@ class chunk_encoder : public chunk_writer {
   void take_handed(ring_encoding& enc) {
     if (!enc.has_handed()) return;
     emit_definitions();
-    enc.take([this](unsigned char* chunk, std::uint32_t payload) {
-      const std::size_t size = format::seal_chunk(chunk, format::chunk_type::events, writer_id_, payload);
+    enc.take([this, &enc](unsigned char* chunk, std::uint32_t payload) {
+      std::size_t size = format::seal_chunk(chunk, format::chunk_type::events, writer_id_, payload);
+      std::uint32_t crc = format::get_u32(chunk + size - format::chunk_trailer_size);
+      if (enc.same_as_last(size, crc)) {
+        // A reader skips an events chunk identical to the thread's previous
+        // one as a duplicated write. The tick moves on between two chunks,
+        // except with a coarse counter: there (a 16 ns counter, spans of no
+        // length) the same few events can follow at the same tick. A
+        // rebase at the end (nothing recorded: the next chunk has its own
+        // base) makes the bytes differ; the buffer has room for it.
+        unsigned char* end = chunk + format::chunk_header_size + payload;
+        *end++ = static_cast<unsigned char>(ring_encoding::rebase_code);
+        *end++ = 0;  // varint 0
+        size = format::seal_chunk(chunk, format::chunk_type::events, writer_id_, payload + 2);
+        crc = format::get_u32(chunk + size - format::chunk_trailer_size);
+      }
+      enc.sealed(size, crc);
       out_.insert(out_.end(), chunk, chunk + size);
       if (out_.size() >= output_batch) host_->output_full();
     });

@@ -254,6 +254,19 @@ class EDGETRACE_DETAIL_CAPABILITY("drain lock") ring_encoding {
     }
   }
 
+  /// Flusher: whether a chunk of `size` bytes and CRC `crc` is the one it
+  /// sealed last for this ring (chunk_encoder::take_handed), and noting
+  /// the one it sealed.
+  bool same_as_last(std::size_t size, std::uint32_t crc) const noexcept {
+    return size == last_size_ && crc == last_crc_;
+  }
+  void sealed(std::size_t size, std::uint32_t crc) noexcept {
+    last_size_ = size;
+    last_crc_ = crc;
+  }
+  /// The first byte of a rebase event (special type 1).
+  static constexpr std::uint64_t rebase_code = (std::uint64_t{static_cast<std::uint8_t>(format::special_type::rebase)} << 2) | 3;
+
   /// Tick the next event counts from (the open chunk's last event).
   std::uint64_t ref() const noexcept EDGETRACE_DETAIL_REQUIRES(this) { return ref_; }
   void set_ref(std::uint64_t tick) noexcept EDGETRACE_DETAIL_REQUIRES(this) { ref_ = tick; }
@@ -330,6 +343,8 @@ class EDGETRACE_DETAIL_CAPABILITY("drain lock") ring_encoding {
   alignas(cache_line) atomic_cell<std::uint32_t> handed_{0};
   std::uint32_t payload_size_[buffer_count] = {};  ///< written before handed_'s release
   alignas(cache_line) atomic_cell<std::uint32_t> taken_{0};
+  std::size_t last_size_ = 0;  ///< flusher only: the events chunk it sealed last for this ring
+  std::uint32_t last_crc_ = 0;
 };
 
 /// The encoding state of a mapped ring (never of sentinel_ring or
