@@ -42,10 +42,7 @@ class chunk_encoder : public chunk_writer {
   void begin_ring(thread_ring& ring, ring_encoding& enc, std::uint64_t unloaded_epoch)
       EDGETRACE_DETAIL_REQUIRES(enc) {
     announce_thread(ring, enc);
-    if (enc.generation != generation()) {
-      enc.clear_cache();
-      enc.generation = generation();
-    }
+    follow_generation(enc);
     enc.unloaded_epoch = unloaded_epoch;
     unloaded_loss_.end = nullptr;  // a loss record is only extended within one visit
     take_handed(enc);
@@ -59,10 +56,7 @@ class chunk_encoder : public chunk_writer {
       for (; first != last; ++first) add(ring, enc, *first);
       return;
     }
-    if (EDGETRACE_DETAIL_UNLIKELY(enc.generation != generation_.load(order_relaxed))) {
-      enc.clear_cache();  // the stream started again during this drain (begin_ring checked it before)
-      enc.generation = generation_.load(order_relaxed);
-    }
+    follow_generation(enc);  // again: the stream may have started again during this drain
     std::uint64_t encoded = 0;
     while (first != last) {
       first = enc.encode_known(first, last, ring.thread_id, encoded);
@@ -124,7 +118,7 @@ class chunk_encoder : public chunk_writer {
         // rebase at the end (nothing recorded: the next chunk has its own
         // base) makes the bytes differ; the buffer has room for it.
         unsigned char* end = chunk + format::chunk_header_size + payload;
-        *end++ = static_cast<unsigned char>(ring_encoding::rebase_code);
+        *end++ = static_cast<unsigned char>(ring_encoding::special_code(format::special_type::rebase));
         *end++ = 0;  // varint 0
         size = format::seal_chunk(chunk, format::chunk_type::events, writer_id_, payload + 2);
         crc = format::get_u32(chunk + size - format::chunk_trailer_size);
@@ -176,7 +170,7 @@ class chunk_encoder : public chunk_writer {
     put_varint(b, ring.written.load(order_relaxed));
     put_varint(b, dropped_records(ring));
     put_varint(b, ring.rejected.load(std::memory_order_relaxed));  // 1.3: older readers skip it
-    put_varint(b, ring.helped.load(std::memory_order_relaxed));    // 1.7: older readers skip it
+    put_varint(b, ring.helped.load(order_relaxed));                // 1.7: older readers skip it
     emit_chunk(b, format::chunk_type::thread_stats);
   }
 
@@ -286,6 +280,14 @@ class chunk_encoder : public chunk_writer {
   static constexpr site_cache_entry unloaded_site{0, 0, 0, static_cast<format::site_kind>(255)};
 
   void next_generation() noexcept { generation_.store(generation_.load(order_relaxed) + 1, order_release); }
+
+  /// Empties `enc`'s site cache if it was filled under an older generation.
+  void follow_generation(ring_encoding& enc) noexcept EDGETRACE_DETAIL_REQUIRES(enc) {
+    const std::uint64_t now = generation_.load(order_relaxed);  // ours: the flusher alone bumps it
+    if (EDGETRACE_DETAIL_LIKELY(enc.generation == now)) return;
+    enc.clear_cache();
+    enc.generation = now;
+  }
 
   /// Dump id of a literal site, and its cache entry in `entry`; defines it
   /// on first sight. 0 if the site's library was unloaded before it was

@@ -264,8 +264,10 @@ class EDGETRACE_DETAIL_CAPABILITY("drain lock") ring_encoding {
     last_size_ = size;
     last_crc_ = crc;
   }
-  /// The first byte of a rebase event (special type 1).
-  static constexpr std::uint64_t rebase_code = (std::uint64_t{static_cast<std::uint8_t>(format::special_type::rebase)} << 2) | 3;
+  /// The code (first varint) of a special event of `type`: loss, rebase.
+  static constexpr std::uint64_t special_code(format::special_type type) noexcept {
+    return (std::uint64_t{static_cast<std::uint8_t>(type)} << 2) | 3;
+  }
 
   /// Tick the next event counts from (the open chunk's last event).
   std::uint64_t ref() const noexcept EDGETRACE_DETAIL_REQUIRES(this) { return ref_; }
@@ -275,10 +277,6 @@ class EDGETRACE_DETAIL_CAPABILITY("drain lock") ring_encoding {
   void set_cursor(unsigned char* at) noexcept EDGETRACE_DETAIL_REQUIRES(this) { cursor_ = at; }
 
  private:
-  static constexpr std::uint64_t special_code(format::special_type type) noexcept {
-    return (std::uint64_t{static_cast<std::uint8_t>(type)} << 2) | 3;
-  }
-
   /// Buffer of payload number `n` (they alternate).
   unsigned char* buffer(std::uint32_t n) noexcept {
     return reinterpret_cast<unsigned char*>(this + 1) + (n % buffer_count) * buffer_bytes_;

@@ -27,6 +27,22 @@ namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
+/// Builds an empty ring and its ring_encoding at `memory` (a mapping of
+/// `bytes`) over the `count` slots at `slots`: a new mapping, or a drained
+/// ring recycled (destroy_ring first).
+inline thread_ring* build_ring(void* memory, std::size_t bytes, record* slots, std::size_t count) noexcept {
+  auto* ring = new (memory) thread_ring;
+  new (&encoding_of(*ring)) ring_encoding(ring_encoding::payload_for(count * sizeof(record)));
+  ring->reset(slots, count);
+  ring->mapping_size = bytes;
+  return ring;
+}
+
+inline void destroy_ring(thread_ring* ring) noexcept {
+  encoding_of(*ring).~ring_encoding();
+  ring->~thread_ring();
+}
+
 /// Maps a ring of `records` slots: the thread_ring, its ring_encoding and
 /// chunk buffers (encoding_of), then the slots, page-aligned.
 inline thread_ring* map_ring(std::uint64_t records) noexcept {
@@ -37,18 +53,13 @@ inline thread_ring* map_ring(std::uint64_t records) noexcept {
   // MAP_POPULATE faults every page in here, off the hot path, in one batch.
   void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (memory == MAP_FAILED) return nullptr;
-  auto* ring = new (memory) thread_ring;
-  new (&encoding_of(*ring)) ring_encoding(payload);
-  ring->reset(reinterpret_cast<record*>(static_cast<unsigned char*>(memory) + header),
-              static_cast<std::size_t>(records));
-  ring->mapping_size = bytes;
-  return ring;
+  return build_ring(memory, bytes, reinterpret_cast<record*>(static_cast<unsigned char*>(memory) + header),
+                    static_cast<std::size_t>(records));
 }
 
 inline void unmap_ring(thread_ring* ring) noexcept {
   const std::size_t bytes = ring->mapping_size;
-  encoding_of(*ring).~ring_encoding();
-  ring->~thread_ring();
+  destroy_ring(ring);
   ::munmap(ring, bytes);
 }
 
@@ -97,13 +108,8 @@ class ring_pool {
     const std::size_t bytes = ring->mapping_size;
     record* slots = ring->begin;
     const std::size_t count = ring->slot_count();
-    const std::size_t payload = ring_encoding::payload_for(count * sizeof(record));
-    encoding_of(*ring).~ring_encoding();
-    ring->~thread_ring();
-    ring = new (ring) thread_ring;
-    new (&encoding_of(*ring)) ring_encoding(payload);
-    ring->reset(slots, count);
-    ring->mapping_size = bytes;
+    destroy_ring(ring);
+    ring = build_ring(ring, bytes, slots, count);
     if (!offer(ring)) unmap_ring(ring);
   }
 
