@@ -164,23 +164,26 @@ TEST_CASE("capture: EDGETRACE_START_AFTER and EDGETRACE_DURATION in time: spans 
   }
 }
 
-TEST_CASE("capture: EDGETRACE_TOGGLE_SIGNAL=SIGUSR2 records only between two signals") {
-  const std::string dump_path = fresh("capture-signal.etr");
-  const auto r = run({app, "capture-signal"}, {"EDGETRACE_OUTPUT=" + dump_path, "EDGETRACE_TOGGLE_SIGNAL=SIGUSR2"});
-  CHECK(r.exit_code == 0);  // the signal's default action (termination) is replaced
-  CHECK(r.err.empty());
-  const auto dump = load_dump(dump_path);
-  REQUIRE(dump.opened);
-  CHECK(dump.complete);
-  CHECK(dump.named("before").empty());
-  CHECK(dump.named("inside").size() == 10);
-  CHECK(dump.named("after").empty());
-  const capture_info capture = read_capture(dump_path);
-  REQUIRE(capture.recording.size() == 3);
-  CHECK_FALSE(capture.recording[0].on);
-  CHECK(capture.recording[1].on);
-  CHECK_FALSE(capture.recording[2].on);
-  for (const auto& change : capture.recording) CHECK(change.reason == capture_reason::signal);
+TEST_CASE("capture: EDGETRACE_TOGGLE_SIGNAL=SIGUSR2 (or USR2, as EDGETRACE_SNAPSHOT_SIGNAL takes it) records only between two signals") {
+  for (const std::string spelling : {"SIGUSR2", "USR2"}) {
+    CAPTURE(spelling);
+    const std::string dump_path = fresh("capture-signal.etr");
+    const auto r = run({app, "capture-signal"}, {"EDGETRACE_OUTPUT=" + dump_path, "EDGETRACE_TOGGLE_SIGNAL=" + spelling});
+    CHECK(r.exit_code == 0);  // the signal's default action (termination) is replaced
+    CHECK(r.err.empty());
+    const auto dump = load_dump(dump_path);
+    REQUIRE(dump.opened);
+    CHECK(dump.complete);
+    CHECK(dump.named("before").empty());
+    CHECK(dump.named("inside").size() == 10);
+    CHECK(dump.named("after").empty());
+    const capture_info capture = read_capture(dump_path);
+    REQUIRE(capture.recording.size() == 3);
+    CHECK_FALSE(capture.recording[0].on);
+    CHECK(capture.recording[1].on);
+    CHECK_FALSE(capture.recording[2].on);
+    for (const auto& change : capture.recording) CHECK(change.reason == capture_reason::signal);
+  }
 }
 
 TEST_CASE("capture: phases are written in-band and shown by info and the JSON") {

@@ -251,3 +251,157 @@ TEST_CASE("hostile: a large flight ring is pre-faulted without stalling the app'
   CHECK(load_dump(snapshot).named("map_loop").size() == 1);
   ::unlink(snapshot.c_str());
 }
+
+// ---- the flight ring within what the process may use (detail/memory_room.hpp)
+namespace {
+
+/// The cgroup paths of this process: v2 ("0::PATH") and the v1 memory
+/// controller's (empty when there is none). A child inherits them.
+struct cgroup_paths {
+  std::string v2, v1_memory;
+  bool has_v1_memory = false;
+};
+
+cgroup_paths own_cgroups() {
+  cgroup_paths paths;
+  const std::string text = read_file("/proc/self/cgroup");
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(at, end - at);
+    at = end + 1;
+    const std::size_t first = line.find(':'), second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    const std::string controllers = line.substr(first + 1, second - first - 1), path = line.substr(second + 1);
+    if (controllers.empty()) paths.v2 = path == "/" ? "" : path;
+    if (("," + controllers + ",").find(",memory,") != std::string::npos) {
+      paths.v1_memory = path == "/" ? "" : path;
+      paths.has_v1_memory = true;
+    }
+  }
+  return paths;
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  REQUIRE(std::system(("mkdir -p '" + path.substr(0, path.rfind('/')) + "'").c_str()) == 0);
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  REQUIRE(f != nullptr);
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+}
+
+/// Runs a flight-mode app with EDGETRACE_FLIGHT_MB=512 and an exit
+/// snapshot under `root` (EDGETRACE_SYSFS_ROOT): its stderr, and the ring
+/// size the snapshot states (0: no snapshot).
+std::pair<std::string, std::uint64_t> flight_in_root(const std::string& root, const std::string& name) {
+  const std::string output = tmp + "/" + name + ".etr", snapshot = tmp + "/" + name + ".1.etr";
+  ::unlink(snapshot.c_str());
+  const bounded_result r = run_bounded({app, "dense-threads", "1", "1000"},
+                                       {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + output,
+                                        "EDGETRACE_FLIGHT_MB=512", "EDGETRACE_FLIGHT_AT_EXIT=1",
+                                        "EDGETRACE_SYSFS_ROOT=" + root},
+                                       60);
+  CAPTURE(r.err);
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.exit_code == 0);
+  std::uint64_t ring = 0;
+  edgetrace::reader::dump_reader reader;
+  if (file_exists(snapshot) && reader.open(snapshot) && reader.read_metadata())
+    for (const auto& w : reader.writers())
+      if (w.second.snapshot.present) ring = w.second.snapshot.info.ring_bytes;
+  ::unlink(snapshot.c_str());
+  return {r.err, ring};
+}
+
+/// Whether this process may make a memory cgroup below its own (v1), and
+/// where: root, and a kernel with the v1 memory controller mounted.
+std::string writable_memory_cgroup() {
+  const cgroup_paths paths = own_cgroups();
+  if (!paths.has_v1_memory) return "";
+  const std::string probe =
+      "/sys/fs/cgroup/memory" + paths.v1_memory + "/edgetrace-probe-" + std::to_string(::getpid());
+  if (::mkdir(probe.c_str(), 0755) != 0) return "";
+  const bool usable = ::access((probe + "/memory.limit_in_bytes").c_str(), W_OK) == 0 &&
+                      ::access((probe + "/cgroup.procs").c_str(), W_OK) == 0;
+  ::rmdir(probe.c_str());
+  return usable ? "/sys/fs/cgroup/memory" + paths.v1_memory : "";
+}
+
+}  // namespace
+
+TEST_CASE("hostile: EDGETRACE_FLIGHT_MB larger than the memory left gets half of what is left, with one line") {
+  const std::string base = tmp + "/sysfs-" + std::to_string(::getpid());
+  REQUIRE(std::system(("rm -rf '" + base + "'").c_str()) == 0);
+  const cgroup_paths paths = own_cgroups();
+  SUBCASE("MemAvailable") {
+    write_text(base + "/meminfo/proc/meminfo", "MemTotal:        1048576 kB\nMemAvailable:      65536 kB\n");
+    const auto r = flight_in_root(base + "/meminfo", "hostile-meminfo");
+    CHECK(contains(r.first, "EDGETRACE_FLIGHT_MB=512 does not fit in this process's memory (the system has 64 MiB "
+                            "available (MemAvailable)); the flight ring gets 32 MiB instead"));
+    CHECK(edgetrace_test::line_count(r.first) == 1);
+    CHECK(r.second == (32u << 20));
+  }
+  SUBCASE("cgroup v2: the tighter of two levels") {
+    const std::string cg = base + "/v2/sys/fs/cgroup";
+    write_text(cg + paths.v2 + "/memory.max", "268435456\n");      // 256 MiB
+    write_text(cg + paths.v2 + "/memory.current", "104857600\n");  // 100 MiB: 156 left
+    if (!paths.v2.empty()) {                                        // a parent with more room changes nothing
+      write_text(cg + "/memory.max", "max\n");
+      write_text(cg + "/memory.current", "999999999999\n");
+    }
+    const auto r = flight_in_root(base + "/v2", "hostile-v2");
+    CHECK(contains(r.first, "(its memory cgroup allows 256 MiB and uses 100 MiB); the flight ring gets 78 MiB"));
+    CHECK(r.second == (78u << 20));
+  }
+  SUBCASE("cgroup v1") {
+    if (!paths.has_v1_memory) {
+      MESSAGE("this kernel mounts no v1 memory controller for this process: its part is not checked");
+      return;
+    }
+    const std::string cg = base + "/v1/sys/fs/cgroup/memory";
+    write_text(cg + paths.v1_memory + "/memory.limit_in_bytes", "9223372036854771712\n");  // no limit here
+    write_text(cg + "/memory.limit_in_bytes", "209715200\n");                               // 200 MiB at the root
+    write_text(cg + "/memory.usage_in_bytes", "0\n");
+    const auto r = flight_in_root(base + "/v1", "hostile-v1");
+    CHECK(contains(r.first, "(its memory cgroup allows 200 MiB and uses 0 MiB); the flight ring gets 100 MiB"));
+    CHECK(r.second == (100u << 20));
+  }
+  SUBCASE("room enough, no limit, or garbage: the size asked for, and no line") {
+    write_text(base + "/plenty/proc/meminfo", "MemAvailable:   8388608 kB\n");
+    write_text(base + "/plenty/sys/fs/cgroup" + paths.v2 + "/memory.max", "max\n");
+    write_text(base + "/plenty/sys/fs/cgroup" + paths.v2 + "/memory.current", "-5\n");
+    write_text(base + "/plenty/sys/fs/cgroup/memory" + paths.v1_memory + "/memory.limit_in_bytes", "banana\n");
+    write_text(base + "/plenty/sys/fs/cgroup/memory" + paths.v1_memory + "/memory.usage_in_bytes", "");
+    const auto r = flight_in_root(base + "/plenty", "hostile-plenty");
+    CHECK(r.first.empty());
+    CHECK(r.second == (512u << 20));
+  }
+  REQUIRE(std::system(("rm -rf '" + base + "'").c_str()) == 0);
+}
+
+TEST_CASE("hostile: EDGETRACE_FLIGHT_MB=512 in a real 256 MiB memory cgroup: the app runs, its snapshot is written" *
+          doctest::skip(writable_memory_cgroup().empty() || edgetrace_test::sanitized_build)) {
+  // Before: the flusher pre-faulted 512 MiB and the kernel killed the app
+  // (exit 137), with no line and no snapshot. Root and a v1 memory
+  // controller only (skipped otherwise); sanitizers reserve too much.
+  const std::string cg = writable_memory_cgroup() + "/edgetrace-test-" + std::to_string(::getpid());
+  REQUIRE(::mkdir(cg.c_str(), 0755) == 0);
+  write_text(cg + "/memory.limit_in_bytes", std::to_string(256u << 20) + "\n");
+  const std::string output = tmp + "/hostile-cgroup.etr", snapshot = tmp + "/hostile-cgroup.1.etr";
+  ::unlink(snapshot.c_str());
+  const bounded_result r =
+      run_bounded({"/bin/sh", "-c", "echo $$ > \"$0/cgroup.procs\" && exec \"$1\" dense-threads 2 200000", cg, app},
+                  {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + output, "EDGETRACE_FLIGHT_MB=512",
+                   "EDGETRACE_FLIGHT_AT_EXIT=1"},
+                  60);
+  ::rmdir(cg.c_str());
+  CAPTURE(r.err);
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.err, "EDGETRACE_FLIGHT_MB=512 does not fit in this process's memory (its memory cgroup allows "
+                        "256 MiB"));
+  REQUIRE(file_exists(snapshot));
+  CHECK(load_dump(snapshot).complete);
+  ::unlink(snapshot.c_str());
+}

@@ -24,6 +24,9 @@
 #include <string>
 #include <vector>
 
+#include <dirent.h>
+#include <sys/resource.h>
+
 using edgetrace_test::file_exists;
 using edgetrace_test::load_dump;
 using edgetrace_test::read_file;
@@ -43,6 +46,18 @@ std::string fresh_outputs(const std::string& stem) {
   for (int n = 1; n <= 20; ++n) ::unlink((tmp + "/" + stem + "." + std::to_string(n) + ".etr").c_str());
   return tmp + "/" + stem + ".etr";
 }
+/// The names in `directory` that start with `prefix`, sorted.
+std::vector<std::string> read_file_names(const std::string& directory, const std::string& prefix) {
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(directory.c_str())) {
+    while (const dirent* e = ::readdir(d))
+      if (std::string(e->d_name).rfind(prefix, 0) == 0) names.push_back(e->d_name);
+    ::closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 std::string snapshot_file(const std::string& stem, int n) { return tmp + "/" + stem + "." + std::to_string(n) + ".etr"; }
 
 /// What walking a dump's chunks finds: the types in order, whether every
@@ -223,6 +238,50 @@ TEST_CASE("flight: the ring keeps the newest chunks whole and the sticky ones al
   CHECK(w.info.window_first_tick == 1000 * (100 - events + 1));  // the oldest kept chunk's base
   CHECK(w.reason == "test");
   ::unlink(snapshot_file("flight-ring", 1).c_str());
+}
+
+TEST_CASE("flight: a snapshot that cannot be written whole leaves no file and keeps its number") {
+  // A full disk, or a file-size limit: before, a partial OUTPUT.1 (8 KiB)
+  // and an empty OUTPUT.2 used up EDGETRACE_FLIGHT_KEEP numbers.
+  const std::string output = fresh_outputs("flight-partial");
+  edgetrace::detail::flight_recorder recorder;
+  REQUIRE(recorder.start(1u << 20, output.c_str(), 42));
+  std::vector<unsigned char> b(format::chunk_header_size + 20 + format::chunk_trailer_size, 0);
+  format::seal_chunk(b.data(), format::chunk_type::process, 42, 20);
+  recorder.take(b.data(), b.size());
+  for (int i = 0; i < 8; ++i) {  // ~400 KB of events
+    std::vector<unsigned char> e(format::chunk_header_size + 50000 + format::chunk_trailer_size, 0);
+    format::put_varint(format::put_varint(e.data() + format::chunk_header_size, 1), 1000u * (i + 1));
+    format::seal_chunk(e.data(), format::chunk_type::events, 42, 50000);
+    recorder.take(e.data(), e.size());
+  }
+  rlimit saved{};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
+  const auto previous_xfsz = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = saved;
+  small.rlim_cur = 64 * 1024;
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  format::snapshot_info info;
+  info.sequence = recorder.next_sequence();
+  CHECK(info.sequence == 1);
+  info.trigger_tick = 9000;
+  info.window_last_tick = 9001;
+  const int failed = recorder.write(info, "full", 4, nullptr, 0);
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &saved) == 0);
+  std::signal(SIGXFSZ, previous_xfsz);
+  CHECK(failed == EFBIG);
+  CHECK_FALSE(file_exists(snapshot_file("flight-partial", 1)));
+  CHECK(read_file_names(tmp, "flight-partial.").empty());  // no OUTPUT.1.<pid>.partial either
+  // The next snapshot takes number 1, and is whole.
+  info.sequence = recorder.next_sequence();
+  CHECK(info.sequence == 1);
+  REQUIRE(recorder.write(info, "room", 4, nullptr, 0) == 0);
+  REQUIRE(file_exists(snapshot_file("flight-partial", 1)));
+  const chunk_walk w = walk(snapshot_file("flight-partial", 1));
+  CHECK(w.all_good);
+  CHECK(w.reason == "room");
+  CHECK(read_file_names(tmp, "flight-partial.") == std::vector<std::string>{"flight-partial.1.etr"});
+  ::unlink(snapshot_file("flight-partial", 1).c_str());
 }
 
 TEST_CASE("flight: chunks of random sizes: the ring always holds the newest ones, in order, whole") {
@@ -448,6 +507,35 @@ TEST_CASE("flight: a crash writes a snapshot that converts, and the process stil
     CHECK(dump.named("before_trigger").size() == 500);  // a thread that ended before the crash
     CHECK(dump.named("last_span").size() == 1);         // the crashing thread's last span
   }
+}
+
+TEST_CASE("flight: a SIGSEGV the app's own handler repairs is no crash; a real crash after it still gets its snapshot" *
+          doctest::skip(edgetrace_test::sanitized_build)) {
+  // The app handles its own faults (memory mapped lazily, as garbage
+  // collectors and JITs do), with a handler installed before edgetrace.
+  // Before: each repaired fault wrote a "crash, SIGSEGV" snapshot and
+  // edgetrace uninstalled itself, so a real crash later got none.
+  // Skipped under ASan/TSan, as the crash test above.
+  std::vector<std::string> env = flight_env(fresh_outputs("flight-repaired"));
+  env.push_back("TRACE_APP_EARLY_SEGV=1");
+  const auto repaired = run({app, "segv-repair"}, env);
+  CAPTURE(repaired.err);
+  CHECK(repaired.exit_code == 0);
+  CHECK(repaired.out == "repaired 4\n");  // the app's handler saw each fault
+  CHECK_FALSE(file_exists(snapshot_file("flight-repaired", 1)));  // no snapshot: nothing crashed
+
+  env = flight_env(fresh_outputs("flight-repaired-crash"));
+  env.push_back("TRACE_APP_EARLY_SEGV=1");
+  const auto crashed = run({"/bin/sh", "-c", "ulimit -c 0; exec \"$0\" segv-repair crash", app}, env);
+  CAPTURE(crashed.err);
+  CHECK(crashed.exit_code == 128 + SIGSEGV);  // the app's handler chose to die of it
+  CHECK(crashed.out == "repaired 4\n");
+  const chunk_walk w = only_snapshot("flight-repaired-crash");
+  CHECK(w.info.trigger == format::snapshot_trigger::crash);
+  CHECK(w.reason == "SIGSEGV");
+  const auto dump = load_dump(snapshot_file("flight-repaired-crash", 1));
+  CHECK(dump.named("before_fault").size() == 4);
+  CHECK(dump.named("after_faults").size() == 1);
 }
 
 TEST_CASE("flight: when the flusher cannot answer a crash, the handler writes the window itself" *

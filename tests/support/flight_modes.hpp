@@ -7,12 +7,15 @@
 
 #include <edgetrace/edgetrace.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cstdint>
 #include <thread>
+#include <sys/mman.h>
 #include <unistd.h>
 
 namespace flight_modes {
@@ -28,6 +31,55 @@ inline void record(const char* what, int count) {
 }
 
 inline void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+/// "segv-repair [crash]": an app that handles its
+/// own SIGSEGVs, installed before edgetrace starts (as a runtime loaded
+/// first would: here a constructor that runs before static initialisation,
+/// when TRACE_APP_EARLY_SEGV is set). Its handler maps a PROT_NONE page in
+/// on first touch and returns; a fault elsewhere puts the default action
+/// back and returns, so that the fault repeats and kills (a real crash).
+inline unsigned char* lazy_region = nullptr;
+inline constexpr std::size_t lazy_pages = 4;
+inline std::atomic<int> lazy_repaired{0};
+
+inline void lazy_segv_handler(int, siginfo_t* info, void*) {
+  auto* address = static_cast<unsigned char*>(info->si_addr);
+  if (lazy_region != nullptr && address >= lazy_region && address < lazy_region + lazy_pages * 4096) {
+    unsigned char* page = lazy_region + static_cast<std::size_t>(address - lazy_region) / 4096 * 4096;
+    ::mprotect(page, 4096, PROT_READ | PROT_WRITE);
+    lazy_repaired.fetch_add(1);
+    return;
+  }
+  ::signal(SIGSEGV, SIG_DFL);
+}
+
+__attribute__((constructor(101), used)) static void install_early_segv_handler() {
+  if (std::getenv("TRACE_APP_EARLY_SEGV") == nullptr) return;
+  struct sigaction action {};
+  action.sa_sigaction = lazy_segv_handler;
+  action.sa_flags = SA_SIGINFO;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGSEGV, &action, nullptr);
+}
+
+inline int segv_repair_mode(bool then_crash) {
+  lazy_region = static_cast<unsigned char*>(
+      ::mmap(nullptr, lazy_pages * 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  if (lazy_region == MAP_FAILED) return 2;
+  for (std::size_t page = 0; page < lazy_pages; ++page) {
+    { EDGETRACE_SCOPE(app, "before_fault"); }
+    static_cast<volatile unsigned char*>(lazy_region)[page * 4096] = 1;  // faults once, repaired
+  }
+  { EDGETRACE_SCOPE(app, "after_faults"); }
+  std::printf("repaired %d\n", lazy_repaired.load());
+  std::fflush(stdout);
+  if (then_crash) {
+    EDGETRACE_SCOPE(app, "last_span");
+    volatile std::uintptr_t address = 16;  // not the app's memory: a crash
+    *reinterpret_cast<int*>(address) = 1;
+  }
+  return 0;
+}
 
 /// Runs `mode` if it is one of this file's; returns its exit code, or -1.
 ///  "flight-call N": N spans before_trigger, snapshot("checkpoint"), N
@@ -45,6 +97,7 @@ inline void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::millisec
 ///  "flight-overwrite N": span first_span, then N spans ring_span each with
 ///    a counter seq = i, span last_span, snapshot("end").
 inline int run_mode(const char* mode, int argc, char** argv) {
+  if (std::strcmp(mode, "segv-repair") == 0) return segv_repair_mode(argc > 2 && std::strcmp(argv[2], "crash") == 0);
   const int n = argc > 2 ? std::atoi(argv[2]) : 1000;
   if (std::strcmp(mode, "flight-call") == 0 || std::strcmp(mode, "flight-signal") == 0) {
     record("before", n);

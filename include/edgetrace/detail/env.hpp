@@ -48,6 +48,8 @@ inline constexpr const char* known_variables[] = {
     // Flight recorder (detail/flight.hpp); EDGETRACE_TRIGGER is parsed by detail/flight_triggers.hpp.
     "EDGETRACE_MODE", "EDGETRACE_FLIGHT_MB", "EDGETRACE_FLIGHT_AFTER_MS", "EDGETRACE_FLIGHT_MAX", "EDGETRACE_FLIGHT_KEEP",
     "EDGETRACE_FLIGHT_GAP_MS", "EDGETRACE_FLIGHT_AT_EXIT", "EDGETRACE_SNAPSHOT_SIGNAL", "EDGETRACE_TRIGGER",
+    // A folder in front of /sys and /proc/meminfo (detail/memory_room.hpp): replayed board files.
+    "EDGETRACE_SYSFS_ROOT",
 };
 
 struct settings {
@@ -253,9 +255,10 @@ inline settings read_settings() noexcept {
   s.nvtx = env_choice("EDGETRACE_NVTX", {"0", "1"}) == 1;
   env_window("EDGETRACE_START_AFTER", s.start_after_ns, &s.start_after_marks, "recording from the start");
   env_window("EDGETRACE_DURATION", s.duration_ns, nullptr, "recording to the end");
-  switch (env_choice("EDGETRACE_TOGGLE_SIGNAL", {"off", "SIGUSR1", "SIGUSR2"})) {
-    case 1: s.toggle_signal = SIGUSR1; break;
-    case 2: s.toggle_signal = SIGUSR2; break;
+  // The same spellings as EDGETRACE_SNAPSHOT_SIGNAL's.
+  switch (env_choice("EDGETRACE_TOGGLE_SIGNAL", {"off", "SIGUSR1", "SIGUSR2", "USR1", "USR2"})) {
+    case 1: case 3: s.toggle_signal = SIGUSR1; break;
+    case 2: case 4: s.toggle_signal = SIGUSR2; break;
     default: break;
   }
   s.flight = env_choice("EDGETRACE_MODE", {"normal", "flight"}) == 1;

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -196,10 +197,14 @@ class flight_recorder {
   /// a crash handler). Never over an existing OUTPUT.N (a previous run's
   /// crash snapshot, another process's, a FIFO or directory by that
   /// name): N then goes on to the next free number, and info.sequence
-  /// says which was taken. Fills info's window first tick, ring bytes and
-  /// chunks overwritten. Returns 0, or the errno of the failed call.
-  /// Async-signal-safe: open, write, close and plain code on memory mapped
-  /// beforehand. Cost: about one memcpy of the ring into the page cache.
+  /// says which was taken. The dump is written under a temporary name
+  /// (OUTPUT.N.<pid>.partial) and linked to OUTPUT.N only once it is
+  /// whole, so a full disk or a failed write leaves no file behind, and N
+  /// is given back for the next snapshot. Fills info's window first tick,
+  /// ring bytes and chunks overwritten. Returns 0, or the errno of the
+  /// failed call. Async-signal-safe: access, open, write, close, link,
+  /// unlink, getpid and plain code on memory mapped beforehand. Cost:
+  /// about one memcpy of the ring into the page cache.
   int write(format::snapshot_info& info, const char* reason, std::size_t reason_size, const unsigned char* tail,
             std::size_t tail_size) noexcept {
     if (!ready()) return ENOMEM;
@@ -209,35 +214,47 @@ class flight_recorder {
     info.ring_bytes = capacity_;
     info.chunks_overwritten = overwritten_.load(std::memory_order_relaxed);
     info.window_first_tick = first_tick(b, info.trigger_tick);
-    char path[path_capacity];
-    int fd = -EEXIST;  // also when the number is past the limit already
-    while (info.sequence <= keep_) {
-      snapshot_path(info.sequence, path);
-      fd = open_snapshot(path);
-      if (fd != -EEXIST) break;
+    char path[path_capacity], partial[path_capacity + 48];
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      // The first free number (something there already is left alone).
+      for (;;) {
+        if (info.sequence > keep_) return EEXIST;  // OUTPUT.1 .. OUTPUT.keep are all taken
+        snapshot_path(info.sequence, path);
+        if (::access(path, F_OK) != 0 && errno == ENOENT) break;
+        info.sequence = next_sequence();
+      }
+      partial_path(path, partial);
+      const int fd = open_snapshot(partial);
+      if (fd < 0) {
+        give_back(info.sequence);
+        return -fd;
+      }
+      const int error = write_dump(fd, b, info, reason, reason_size, tail, tail_size, sticky_size, process_size);
+      ::close(fd);
+      if (error != 0) {
+        ::unlink(partial);
+        give_back(info.sequence);
+        return error;
+      }
+      // link() never replaces: a file another process put there meanwhile
+      // stays, and this dump goes on to the next number (its snapshot
+      // chunk names the number, so it is written again).
+      const int linked = ::link(partial, path) == 0 ? 0 : errno;
+      if (linked == EPERM || linked == ENOTSUP || linked == EOPNOTSUPP || linked == EXDEV) {
+        // A file system without hard links: a rename, after the check above.
+        const int renamed = ::rename(partial, path) == 0 ? 0 : errno;
+        if (renamed != 0) ::unlink(partial);
+        if (renamed != 0) give_back(info.sequence);
+        return renamed;
+      }
+      ::unlink(partial);
+      if (linked != EEXIST) {
+        if (linked != 0) give_back(info.sequence);
+        return linked;
+      }
       info.sequence = next_sequence();
     }
-    if (fd < 0) return -fd;  // EEXIST: OUTPUT.1 .. OUTPUT.keep are all taken
-    unsigned char snapshot[format::chunk_header_size + format::snapshot_payload_max + format::chunk_trailer_size];
-    const unsigned char* payload_end =
-        format::put_snapshot_payload(snapshot + format::chunk_header_size, info, reason, reason_size);
-    const std::size_t snapshot_size = format::seal_chunk(
-        snapshot, format::chunk_type::snapshot, writer_id_,
-        static_cast<std::uint32_t>(payload_end - snapshot - format::chunk_header_size));
-    unsigned char header[format::file_header_size];
-    format::write_file_header(header);
-    bool ok = write_fully(fd, header, sizeof header) && write_fully(fd, sticky_, process_size) &&
-              write_fully(fd, snapshot, snapshot_size) &&
-              write_fully(fd, sticky_ + process_size, sticky_size - process_size);
-    if (b.wrapped) {
-      ok = ok && write_fully(fd, ring_ + b.begin, b.wrap - b.begin) && write_fully(fd, ring_, b.end);
-    } else {
-      ok = ok && write_fully(fd, ring_ + b.begin, b.end - b.begin);
-    }
-    ok = ok && (tail_size == 0 || write_fully(fd, tail, tail_size));
-    const int error = ok ? 0 : (errno != 0 ? errno : EIO);
-    ::close(fd);
-    return error;
+    return EEXIST;
   }
 
   /// Why no snapshot could be written at all, checked once at start-up so
@@ -296,6 +313,53 @@ class flight_recorder {
     std::size_t begin, end, wrap;
     bool wrapped;
   };
+
+  /// The snapshot dump itself into `fd`: 0, or the errno of the failed write.
+  int write_dump(int fd, const bounds& b, const format::snapshot_info& info, const char* reason,
+                 std::size_t reason_size, const unsigned char* tail, std::size_t tail_size, std::size_t sticky_size,
+                 std::size_t process_size) noexcept {
+    unsigned char snapshot[format::chunk_header_size + format::snapshot_payload_max + format::chunk_trailer_size];
+    const unsigned char* payload_end =
+        format::put_snapshot_payload(snapshot + format::chunk_header_size, info, reason, reason_size);
+    const std::size_t snapshot_size = format::seal_chunk(
+        snapshot, format::chunk_type::snapshot, writer_id_,
+        static_cast<std::uint32_t>(payload_end - snapshot - format::chunk_header_size));
+    unsigned char header[format::file_header_size];
+    format::write_file_header(header);
+    errno = 0;
+    bool ok = write_fully(fd, header, sizeof header) && write_fully(fd, sticky_, process_size) &&
+              write_fully(fd, snapshot, snapshot_size) &&
+              write_fully(fd, sticky_ + process_size, sticky_size - process_size);
+    if (b.wrapped) {
+      ok = ok && write_fully(fd, ring_ + b.begin, b.wrap - b.begin) && write_fully(fd, ring_, b.end);
+    } else {
+      ok = ok && write_fully(fd, ring_ + b.begin, b.end - b.begin);
+    }
+    ok = ok && (tail_size == 0 || write_fully(fd, tail, tail_size));
+    return ok ? 0 : (errno != 0 ? errno : EIO);
+  }
+
+  /// `path` + ".<pid>.partial": where a snapshot is written until it is
+  /// whole. Async-signal-safe.
+  static void partial_path(const char* path, char* partial) noexcept {
+    std::size_t n = std::strlen(path);
+    std::memcpy(partial, path, n);
+    partial[n++] = '.';
+    char digits[24];
+    std::size_t count = 0;
+    auto pid = static_cast<unsigned long>(::getpid());
+    do digits[count++] = static_cast<char>('0' + pid % 10);
+    while ((pid /= 10) != 0);
+    while (count > 0) partial[n++] = digits[--count];
+    std::memcpy(partial + n, ".partial", sizeof ".partial");
+  }
+
+  /// A snapshot that was not written gives its number back, unless a
+  /// later one took the next number meanwhile.
+  void give_back(std::uint64_t sequence) noexcept {
+    std::uint64_t expected = sequence;
+    sequence_.compare_exchange_strong(expected, sequence - 1, std::memory_order_relaxed);
+  }
 
   static std::size_t chunk_size(const unsigned char* chunk) noexcept {
     return format::chunk_header_size + format::get_u32(chunk + 4) + format::chunk_trailer_size;

@@ -8,6 +8,7 @@
 
 #include <edgetrace/detail/flight.hpp>
 #include <edgetrace/detail/flusher.hpp>
+#include <edgetrace/detail/memory_room.hpp>
 #include <edgetrace/detail/signals.hpp>
 
 #include <atomic>
@@ -32,11 +33,36 @@ inline void runtime::start_flight() noexcept {
   // The app's start goes on now: it does not wait for the ring's page
   // faults (its records wait in the threads' rings meanwhile).
   set_open_state(open_done);
-  if (!flight_.start(static_cast<std::size_t>(config_.flight_bytes), file_.path(), encoder_.writer_id())) {
+  // Never fault in more than the process may use: in a memory-limited
+  // container that gets the app OOM-killed, unannounced.
+  const memory_room room = read_memory_room();
+  const std::uint64_t bytes = fitting_bytes(config_.flight_bytes, room);
+  if (bytes < config_.flight_bytes) {
+    char where[160];
+    if (room.from_cgroup)
+      std::snprintf(where, sizeof where, "its memory cgroup allows %llu MiB and uses %llu MiB",
+                    static_cast<unsigned long long>(room.limit >> 20), static_cast<unsigned long long>(room.used >> 20));
+    else
+      std::snprintf(where, sizeof where, "the system has %llu MiB available (MemAvailable)",
+                    static_cast<unsigned long long>(room.free >> 20));
+    if (bytes == 0) {
+      char message[400];
+      std::snprintf(message, sizeof message,
+                    "EDGETRACE_MODE=flight: not even a 1 MiB ring fits in this process's memory (%s); tracing is off",
+                    where);
+      file_.fail_with(message);
+      return;
+    }
+    report("EDGETRACE_FLIGHT_MB=%llu does not fit in this process's memory (%s); the flight ring gets %llu MiB "
+           "instead, half of what is left",
+           static_cast<unsigned long long>(config_.flight_bytes >> 20), where,
+           static_cast<unsigned long long>(bytes >> 20));
+  }
+  if (!flight_.start(static_cast<std::size_t>(bytes), file_.path(), encoder_.writer_id())) {
     char message[200];
     std::snprintf(message, sizeof message,
                   "EDGETRACE_MODE=flight: cannot map a %llu MiB ring (EDGETRACE_FLIGHT_MB); tracing is off",
-                  static_cast<unsigned long long>(config_.flight_bytes >> 20));
+                  static_cast<unsigned long long>(bytes >> 20));
     file_.fail_with(message);
     return;
   }
@@ -145,6 +171,7 @@ inline void runtime::write_snapshot() {
 /// then the exit snapshot (EDGETRACE_FLIGHT_AT_EXIT=1), and skipped
 /// requests are reported.
 inline void runtime::finish_flight() {
+  take_rate_pair(false);  // a run that ends before the flusher's first cycle: its snapshot still has a rate
   write_capture();
   drain_all(sweep::everything);
   serve_flight(true);
@@ -153,8 +180,9 @@ inline void runtime::finish_flight() {
     write_snapshot();
   }
   if (schedule_.skipped_total != 0)
-    report("%llu snapshot requests were skipped by the rate limit (EDGETRACE_FLIGHT_MAX=%u, "
-           "EDGETRACE_FLIGHT_GAP_MS=%u), %llu of them after the last snapshot written",
+    report("%llu snapshot requests were skipped: covered by a snapshot already waiting for its window, or over "
+           "the rate limit (EDGETRACE_FLIGHT_MAX=%u, EDGETRACE_FLIGHT_GAP_MS=%u), %llu of them after the last "
+           "snapshot written",
            static_cast<unsigned long long>(schedule_.skipped_total), config_.flight_max, config_.flight_gap_ms,
            static_cast<unsigned long long>(schedule_.skipped));
 }
@@ -258,19 +286,55 @@ inline bool install_snapshot_signal(const settings& config) noexcept {
 inline constexpr int crash_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE};
 inline struct sigaction previous_crash_actions[4];
 
+/// Whether `action` is a handler of the app's (not the default, not ignored).
+inline bool app_handles(const struct sigaction& action) noexcept {
+  if ((action.sa_flags & SA_SIGINFO) != 0) return action.sa_sigaction != nullptr;
+  return action.sa_handler != SIG_DFL && action.sa_handler != SIG_IGN;
+}
+
+/// Runs the app's handler `action` as the kernel would have, with its mask.
+inline void call_previous(const struct sigaction& action, int signo, siginfo_t* info, void* context) noexcept {
+  sigset_t before;
+  pthread_sigmask(SIG_BLOCK, &action.sa_mask, &before);
+  if ((action.sa_flags & SA_SIGINFO) != 0)
+    action.sa_sigaction(signo, info, context);
+  else
+    action.sa_handler(signo);
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
+}
+
 /// Crash handler (flight mode): the snapshot (runtime::snapshot_on_crash),
 /// then the previous disposition is put back and the signal takes its
 /// course: a fault returns to the faulting instruction, which faults again
 /// under the old disposition (a core dump, or the app's or a sanitizer's
 /// handler); a sent signal (kill, raise, abort) is raised again, pending
 /// until this handler returns. So the process dies as it would have.
+/// A fault (SIGSEGV, SIGBUS) with a handler the app installed before
+/// edgetrace goes to that handler first: see the body.
 /// Async-signal-safe: atomics, nanosleep, open/write/close, sigaction, raise.
-inline void crash_handler(int signo, siginfo_t* info, void*) noexcept {
+inline void crash_handler(int signo, siginfo_t* info, void* context) noexcept {
   const int saved_errno = errno;
   runtime* rt = the_runtime.load(std::memory_order_acquire);
+  std::size_t slot = 0;
+  while (slot < 3 && crash_signals[slot] != signo) ++slot;
+  const struct sigaction& previous = previous_crash_actions[slot];
+  if (info != nullptr && info->si_code > 0 && (signo == SIGSEGV || signo == SIGBUS) && app_handles(previous)) {
+    // A fault, and the app had a handler of its own before edgetrace
+    // started: it goes first, for it may repair the fault (memory mapped
+    // lazily, a garbage collector's barrier, a JIT's guard page) and
+    // return, and then nothing crashed. Still installed after it: handled
+    // (the instruction runs again; a real crash comes back here). It put
+    // the default action back to die of the fault: a crash, snapshot now.
+    call_previous(previous, signo, info, context);
+    struct sigaction now;
+    const bool still_ours = sigaction(signo, nullptr, &now) == 0 && (now.sa_flags & SA_SIGINFO) != 0 &&
+                            now.sa_sigaction == &crash_handler;
+    if (!still_ours && owns_runtime(rt) && rt->flusher_started_) rt->snapshot_on_crash(signo);
+    errno = saved_errno;
+    return;
+  }
   if (owns_runtime(rt) && rt->flusher_started_) rt->snapshot_on_crash(signo);
-  for (std::size_t i = 0; i < 4; ++i)
-    if (crash_signals[i] == signo) sigaction(signo, &previous_crash_actions[i], nullptr);
+  sigaction(signo, &previous, nullptr);
   if (info == nullptr || info->si_code <= 0) raise(signo);  // sent, not a fault: send it again
   errno = saved_errno;
 }
