@@ -229,6 +229,42 @@ TEST_CASE("top --follow on a live traced run: refreshes while it runs, ends with
   CHECK(std::stoull(rows.at("paced_outer").calls) > 0);
 }
 
+TEST_CASE("top --follow marks a writer that stopped as stale, and ends when its process is gone (kill -9)") {
+  const std::string path = fresh_file(temp_path("top_gone.etr"));
+  spawned app = spawn({EDGETRACE_TEST_TRACE_APP, "paced", "60", "200"},
+                      {"EDGETRACE_OUTPUT=" + path, "EDGETRACE_FLUSH_MS=20"});
+  REQUIRE(app.pid > 0);
+  REQUIRE(wait_for_size(path, 16, 20));
+  spawned top = spawn({EDGETRACE_TEST_CLI, "top", path, "--follow", "--interval", "0.2"});
+  REQUIRE(top.pid > 0);
+  std::string out;
+  const auto read_for = [&](double seconds, const char* until) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (std::chrono::steady_clock::now() < deadline && !contains(out, until)) read_some(top, out, 50);
+  };
+  read_for(0.6, "\x01");  // a few live refreshes
+  CHECK_FALSE(contains(out, "STALE"));
+  // Stopped (Ctrl-Z, a debugger): no data, but the process is there.
+  ::kill(app.pid, SIGSTOP);
+  read_for(12, "STALE: no data for");
+  CHECK(contains(out, "STALE: no data for"));
+  CHECK_FALSE(contains(out, "writer gone"));
+  // Killed: no end record, and the process is gone once reaped.
+  ::kill(app.pid, SIGKILL);
+  int status = 0;
+  CHECK(::waitpid(app.pid, &status, 0) == app.pid);
+  ::close(app.out);
+  const auto killed = std::chrono::steady_clock::now();
+  const int top_code = wait_for(top, 20, &out);  // the guard: a top that never ends is killed (-2)
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  const std::string err = read_file(top.err_path);
+  INFO(out << err);
+  CHECK(top_code == 0);
+  CHECK(took < 5);
+  CHECK(contains(out.substr(out.rfind("== ")), "writer gone: process " + std::to_string(app.pid)));
+  CHECK(contains(err, "its writer (process " + std::to_string(app.pid) + ") has ended without an end record"));
+}
+
 TEST_CASE("top --follow waits for a chunk being written and reads a file truncated under it from its start") {
   // A dump without its end, then the rest: top waits for the cut chunk.
   dump_builder first = sample_dump();

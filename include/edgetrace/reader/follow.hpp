@@ -2,10 +2,12 @@
 // Incremental reader of a dump that is still being written (`edgetrace top --follow`): whole new chunks only, spans as they arrive.
 #pragma once
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -68,6 +70,7 @@ class dump_follower {
     if (!error_.empty()) return false;
     struct stat st;
     if (::fstat(file_.get(), &st) != 0) return fail(std::strerror(errno));
+    if (static_cast<std::uint64_t>(st.st_size) != size_) last_growth_ = std::chrono::steady_clock::now();
     size_ = static_cast<std::uint64_t>(st.st_size);
     if (size_ < pos_) {  // truncated under us: its writer starts over
       ++restarts_;
@@ -91,6 +94,23 @@ class dump_follower {
       if (!w.second.ended) return false;
     return true;
   }
+  /// A writer that has not ended is gone: its process no longer exists
+  /// (kill(pid, 0) says ESRCH), so nothing more will come (killed, or
+  /// crashed). Its pid then, else 0. Only meaningful where the dump is
+  /// written on this machine, in this pid namespace (a live writer's pid
+  /// always exists there). Cost: one kill() per writer.
+  std::uint64_t gone_writer() const noexcept {
+    for (const auto& w : writers_)
+      if (!w.second.ended && w.second.pid != 0 && ::kill(static_cast<pid_t>(w.second.pid), 0) != 0 && errno == ESRCH)
+        return w.second.pid;
+    return 0;
+  }
+  /// Seconds since the file last grew (or since open): a live writer adds
+  /// a calibration chunk every second even when its app records nothing,
+  /// so a few seconds without growth means a stopped or stuck writer.
+  double seconds_without_data() const noexcept {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - last_growth_).count();
+  }
   const std::string& error() const noexcept { return error_; }
   /// Times the file was found truncated and read again from the start.
   std::uint64_t restarts() const noexcept { return restarts_; }
@@ -109,8 +129,10 @@ class dump_follower {
     bool clock_current = false;
     std::uint8_t clock_source = 0;
     std::uint64_t nominal_rate = 0;
+    std::uint64_t pid = 0;  ///< from its process chunk (0: not seen yet)
     bool ended = false;
   };
+  std::chrono::steady_clock::time_point last_growth_ = std::chrono::steady_clock::now();
   enum class step : std::uint8_t { chunk, skip, wait };
 
   bool fail(const char* what) {
@@ -217,6 +239,7 @@ class dump_follower {
         if (in.varint(pid) && in.u8(source) && in.u8(flags) && in.varint(rate)) {
           w.clock_source = source;
           w.nominal_rate = rate;
+          w.pid = pid;
           w.clock_current = false;
         }
         break;
