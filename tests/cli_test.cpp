@@ -206,8 +206,9 @@ TEST_CASE("a clean dump converts with exit 0, to the default path or stdout") {
   CHECK(r.code == 0);
   // The sample's worker thread dropped 5 records: one note, nothing else.
   CHECK(r.err == "edgetrace: note: " + path +
-                     ": 5 records were dropped by the tracer (ring buffer full) on worker (tid 1235) 5; EDGETRACE_ON_FULL=wait "
-                     "(the default) or a larger EDGETRACE_BUFFER_KB keeps them\n");
+": 5 records were dropped by the tracer (ring buffer full) on worker (tid 1235) 5; under EDGETRACE_ON_FULL=drop, "
+                     "EDGETRACE_ON_FULL=wait (the default) or a larger EDGETRACE_BUFFER_KB keeps them; under wait the run's "
+                     "stderr line names the cause\n");
   CHECK(r.out.empty());
   const std::string json = read_file(json_path);
   CHECK(valid_json(json));

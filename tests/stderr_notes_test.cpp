@@ -39,6 +39,34 @@ std::vector<std::vector<std::string>> converting_commands(const std::string& dum
 
 }  // namespace
 
+TEST_CASE("notes: the advice about dropped records follows the policy the run used, never the one in force") {
+  // Format 1.8 states the policy (EDGETRACE_ON_FULL) in the process chunk.
+  const std::string out = fresh("notes-policy.out");
+  for (int policy : {int{edgetrace::format::overload_wait}, int{edgetrace::format::overload_drop}}) {
+    CAPTURE(policy);
+    const std::string dump = fresh("notes-policy.etr");
+    REQUIRE(edgetrace_test::write_file(dump, edgetrace_test::sample_dump(0xA1B2C3D4u, 1234, policy).build()));
+    for (const auto& argv : converting_commands(dump, out)) {
+      CAPTURE(argv[1]);
+      const auto r = run(argv);
+      CHECK(r.exit_code == 0);
+      if (policy == edgetrace::format::overload_drop) {
+        CHECK(contains(r.err, "; the run used EDGETRACE_ON_FULL=drop: EDGETRACE_ON_FULL=wait (the default) or a "
+                              "larger EDGETRACE_BUFFER_KB keeps them\n"));
+      } else {
+        CHECK(contains(r.err, "; the run used EDGETRACE_ON_FULL=wait, which drops only what waiting cannot keep"));
+        CHECK_FALSE(contains(r.err, "EDGETRACE_ON_FULL=wait (the default)"));
+      }
+      ::unlink(out.c_str());
+    }
+    // summary's own note says the same.
+    const auto s = run({cli, "summary", dump});
+    CHECK(contains(s.out, policy == edgetrace::format::overload_drop ? "the run used EDGETRACE_ON_FULL=drop"
+                                                                      : "the run used EDGETRACE_ON_FULL=wait"));
+    ::unlink(dump.c_str());
+  }
+}
+
 TEST_CASE("notes: json, summary, csv and report say on stderr how many records were dropped, and where") {
   // The sample dump: thread "worker" (tid 1235) lost 5 records (a loss
   // record and its thread_stats both say 5).
@@ -50,8 +78,9 @@ TEST_CASE("notes: json, summary, csv and report say on stderr how many records w
     const auto r = run(argv);
     CHECK(r.exit_code == 0);
     CHECK(r.err == "edgetrace: note: " + dump +
-                       ": 5 records were dropped by the tracer (ring buffer full) on worker (tid 1235) 5; EDGETRACE_ON_FULL=wait "
-                       "(the default) or a larger EDGETRACE_BUFFER_KB keeps them\n");
+": 5 records were dropped by the tracer (ring buffer full) on worker (tid 1235) 5; under EDGETRACE_ON_FULL=drop, "
+                       "EDGETRACE_ON_FULL=wait (the default) or a larger EDGETRACE_BUFFER_KB keeps them; under wait the run's "
+                       "stderr line names the cause\n");
     CHECK(!edgetrace_test::read_file(out).empty());
     ::unlink(out.c_str());
   }

@@ -377,9 +377,8 @@ int report(const et::dump_reader& r, const std::string& file, bool all, const st
     });
     if (dropped.count != 0)
       std::fprintf(stderr,
-                   "edgetrace: note: %s: %s; EDGETRACE_ON_FULL=wait (the default) or a larger EDGETRACE_BUFFER_KB "
-                   "keeps them\n",
-                   file.c_str(), et::dropped_records_text(dropped).c_str());
+                   "edgetrace: note: %s: %s; %s\n", file.c_str(), et::dropped_records_text(dropped).c_str(),
+                   et::keep_dropped_advice(r).c_str());
     for (const et::writer_info* w : r.writers_in_order())
       if (w->snapshot.present)
         std::fprintf(stderr, "edgetrace: note: %s: %s\n", file.c_str(), et::snapshot_text(w->snapshot).c_str());
@@ -1104,8 +1103,13 @@ bool parse_seconds(const std::string& text, std::uint64_t& ns) {
 volatile std::sig_atomic_t stop_following = 0;
 extern "C" void on_stop_signal(int) { stop_following = 1; }
 
-/// `top --follow`: polls the dump and redraws until its writer ends or a
-/// signal stops it.
+/// `top --follow` marks the table stale after this long without new data.
+constexpr double stale_after_seconds = 5.0;
+/// ... and ends, its writer's process gone, after this long without new data.
+constexpr double gone_after_seconds = 3.0;
+
+/// `top --follow`: polls the dump and redraws until its writer ends, its
+/// process is gone, or a signal stops it.
 int follow_top(const std::string& dump, const et::top_options& options, std::uint64_t interval_ns) {
   et::dump_follower follower;
   if (!follower.open(dump)) return input_error(dump, follower.error());
@@ -1124,6 +1128,16 @@ int follow_top(const std::string& dump, const et::top_options& options, std::uin
     });
     if (!polled) return input_error(dump, follower.error());
     const bool done = follower.finished();
+    // A writer killed (kill -9) or crashed writes no end record: its table
+    // would be redrawn forever as if live. Gone: say so and end. Quiet
+    // for longer than a live writer ever is (its calibration chunk comes
+    // every second): mark the table stale, and go on (a stopped process
+    // may resume).
+    const double quiet = follower.seconds_without_data();
+    // Only after a quiet spell: a writer in another pid namespace (a
+    // container writing to a shared folder) has a pid that this machine
+    // may not know, but its file grows every second.
+    const std::uint64_t gone = done || quiet < gone_after_seconds ? 0 : follower.gone_writer();
     const std::time_t now = std::time(nullptr);
     std::tm tm{};
     ::gmtime_r(&now, &tm);
@@ -1132,11 +1146,24 @@ int follow_top(const std::string& dump, const et::top_options& options, std::uin
     std::string head = std::string("== ") + clock + " UTC " + dump + ": " + std::to_string(spans) + " span(s) read";
     if (follower.restarts() != 0) head += ", file restarted " + std::to_string(follower.restarts()) + " time(s)";
     if (follower.bytes_skipped() != 0) head += ", " + std::to_string(follower.bytes_skipped()) + " corrupt bytes skipped";
-    head += done ? ", writer finished ==\n" : " ==\n";
+    if (done)
+      head += ", writer finished ==\n";
+    else if (gone != 0)
+      head += ", writer gone: process " + std::to_string(gone) + " has ended without an end record (killed or "
+              "crashed?); no data since " + std::to_string(static_cast<long long>(quiet)) + " s ago ==\n";
+    else if (quiet >= stale_after_seconds)
+      head += ", STALE: no data for " + std::to_string(static_cast<long long>(quiet)) + " s (writer stopped or stuck?) ==\n";
+    else
+      head += " ==\n";
     std::string text = head + et::top_table(window.table(), options);
     if (terminal) text = "\033[H\033[2J" + text;  // home, clear: redraw in place
     else text += "\n";
     if (std::string error; !et::detail::write_text(stdout, text, &error)) return input_error("stdout", error);
+    if (gone != 0) {
+      std::fprintf(stderr, "edgetrace: %s: its writer (process %llu) has ended without an end record (killed or "
+                   "crashed?); stopped following\n", dump.c_str(), static_cast<unsigned long long>(gone));
+      return exit_ok;
+    }
     if (done || stop_following) return exit_ok;
     // Sleep in short steps: a signal (or the writer's end) is seen promptly.
     const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(interval_ns);

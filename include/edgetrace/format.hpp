@@ -21,7 +21,12 @@ namespace format {
 /// transfers and files that are not edgetrace dumps at all.
 inline constexpr unsigned char file_magic[8] = {0x89, 'E', 'T', 'R', '\r', '\n', 0x1A, '\n'};
 inline constexpr std::uint16_t version_major = 1;
-inline constexpr std::uint16_t version_minor = 7;
+inline constexpr std::uint16_t version_minor = 8;
+
+/// The process chunk's last byte (1.8): what a full ring did
+/// (EDGETRACE_ON_FULL). Absent before 1.8.
+inline constexpr unsigned char overload_wait = 0;
+inline constexpr unsigned char overload_drop = 1;
 inline constexpr std::size_t file_header_size = 16;
 
 /// Chunk framing: sync0 sync1 type flags | u32 payload_size | u32 writer_id |

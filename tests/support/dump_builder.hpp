@@ -128,6 +128,8 @@ struct process_fields {
   std::uint64_t ring_capacity = 4096;
   std::uint64_t flush_period_us = 10000;
   std::string name = "app";
+  /// The overload policy byte (1.8): format::overload_wait or _drop; -1 leaves it out (an older writer).
+  int overload = -1;
 };
 
 /// A dump under construction: the header, then a list of chunks that can be
@@ -162,6 +164,7 @@ class dump_builder {
     payload p;
     p.varint(f.pid).u8(static_cast<std::uint8_t>(f.source)).u8(f.clock_flags).varint(f.nominal_rate);
     p.varint(f.ring_capacity).varint(f.flush_period_us).str(f.name);
+    if (f.overload >= 0) p.u8(static_cast<std::uint8_t>(f.overload));
     return chunk(fmt::chunk_type::process, writer, p);
   }
   /// (tick, monotonic ns) pairs; realtime = monotonic + 1.7e18.
@@ -278,10 +281,11 @@ inline std::string temp_path(const std::string& name) {
 /// A small valid single-writer dump: two threads, nested spans, an instant,
 /// a counter, a loss record; ticks are ns (monotonic clock, 1 GHz), with two
 /// calibration pairs mapping tick t to ns t + 1'000'000.
-inline dump_builder sample_dump(std::uint32_t writer = 0xA1B2C3D4u, std::uint64_t pid = 1234) {
+inline dump_builder sample_dump(std::uint32_t writer = 0xA1B2C3D4u, std::uint64_t pid = 1234, int overload = -1) {
   dump_builder d;
   process_fields pf;
   pf.pid = pid;
+  pf.overload = overload;
   d.process(writer, pf);
   d.calibration(writer, {{1000, 1001000}, {1000000, 2000000}});
   definitions defs;

@@ -414,6 +414,81 @@ int dense_threads_mode(int threads, int count) {
   return join_dense_threads(pool, static_cast<long long>(threads) * count);
 }
 
+// "dense-for THREADS SECONDS": each thread records empty spans as fast as it
+// can for SECONDS (checking the clock every 4096 spans); prints "issued N"
+// (all threads): a load that lasts as long on a slow build as on a fast one.
+int dense_for_mode(int threads, double seconds) {
+  std::atomic<long long> issued{0};
+  const std::uint64_t end = now_ns() + static_cast<std::uint64_t>(seconds * 1e9);
+  auto pool = start_dense_threads(threads, [&issued, end](int) {
+    long long count = 0;
+    do {
+      for (int i = 0; i < 4096; ++i) {
+        EDGETRACE_SCOPE(app, "dense_span");
+      }
+      count += 4096;
+    } while (now_ns() < end);
+    issued.fetch_add(count);
+  });
+  for (auto& thread : pool) thread.join();
+  std::printf("issued %lld\n", issued.load());
+  return 0;
+}
+
+// "dense-idle THREADS SECONDS": each thread records empty spans as fast as it
+// can for SECONDS, then all go idle: prints "issued dense-I N" per thread
+// and "idle", then sleeps for a minute (the test kills it: kill -9 of a
+// process whose threads stopped recording a moment ago).
+int dense_idle_mode(int threads, double seconds) {
+  std::vector<long long> issued(static_cast<std::size_t>(threads), 0);
+  std::atomic<int> finished{0};
+  const std::uint64_t end = now_ns() + static_cast<std::uint64_t>(seconds * 1e9);
+  auto pool = start_dense_threads(threads, [&issued, &finished, end](int t) {
+    long long count = 0;
+    do {
+      for (int i = 0; i < 4096; ++i) {
+        EDGETRACE_SCOPE(app, "dense_span");
+      }
+      count += 4096;
+    } while (now_ns() < end);
+    issued[static_cast<std::size_t>(t)] = count;
+    finished.fetch_add(1, std::memory_order_release);
+    std::this_thread::sleep_for(std::chrono::seconds(60));
+  });
+  while (finished.load(std::memory_order_acquire) != threads) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int t = 0; t < threads; ++t) std::printf("issued dense-%d %lld\n", t, issued[static_cast<std::size_t>(t)]);
+  std::printf("idle\n");
+  std::fflush(stdout);
+  for (auto& thread : pool) thread.join();
+  return 0;
+}
+
+// "exit-busy THREADS": THREADS detached threads record dense spans without
+// end; once every one has recorded, main returns 300 ms later while they
+// still do (the exit bound with busy threads). Prints "exiting".
+int exit_busy_mode(int threads) {
+  static std::atomic<int> recording{0};  // static: the detached threads outlive main's frame
+  for (int t = 0; t < threads; ++t) {
+    std::thread([t] {
+      char name[16];
+      std::snprintf(name, sizeof name, "dense-%d", t);
+      edgetrace::set_thread_name(name);
+      {
+        EDGETRACE_SCOPE(app, "dense_span");
+      }
+      recording.fetch_add(1);
+      for (;;) {
+        EDGETRACE_SCOPE(app, "dense_span");
+      }
+    }).detach();
+  }
+  while (recording.load() != threads) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::printf("exiting\n");
+  std::fflush(stdout);
+  return 0;
+}
+
 // "dense-mixed THREADS COUNT": dense-threads with what a thread that encodes
 // its own records under overload cannot encode alone: an argument on every
 // 1000th span, and from the middle of the loop on a second span site,
@@ -914,6 +989,11 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "arg-dense") == 0) return arg_dense_mode(argc > 2 ? std::atoi(argv[2]) : 10000);
   if (std::strcmp(mode, "dense-threads") == 0)
     return dense_threads_mode(argc > 2 ? std::atoi(argv[2]) : 2, argc > 3 ? std::atoi(argv[3]) : 1000000);
+  if (std::strcmp(mode, "dense-idle") == 0)
+    return dense_idle_mode(argc > 2 ? std::atoi(argv[2]) : 2, argc > 3 ? std::atof(argv[3]) : 0.5);
+  if (std::strcmp(mode, "exit-busy") == 0) return exit_busy_mode(argc > 2 ? std::atoi(argv[2]) : 64);
+  if (std::strcmp(mode, "dense-for") == 0)
+    return dense_for_mode(argc > 2 ? std::atoi(argv[2]) : 2, argc > 3 ? std::atof(argv[3]) : 1.0);
   if (std::strcmp(mode, "dense-mixed") == 0)
     return dense_mixed_mode(argc > 2 ? std::atoi(argv[2]) : 2, argc > 3 ? std::atoi(argv[3]) : 1000000);
   if (std::strcmp(mode, "dense-term") == 0) return dense_term_mode(argc > 2 ? std::atoi(argv[2]) : 2);

@@ -90,7 +90,15 @@ inline bool flush_if_pending() noexcept {
 /// registry, so nothing touches its memory afterwards.
 EDGETRACE_DETAIL_API void unregister_category(category_state& state) noexcept {
   if (state.index == 0) return;
-  if (!flush_if_pending()) publish_unloaded(object_range(&state));
+  // The executable is never unloaded: its category state (apart from this
+  // registration) and strings stay until the process ends, after the
+  // stream's end. So at its exit the category stays registered: no flush
+  // (with hundreds of threads still recording, that flush took the
+  // whole exit bound before the final pass began), and records still in
+  // the rings keep their category's name.
+  const unloaded_range range = object_range(&state);
+  if (range.begin == range.end) return;
+  if (!flush_if_pending()) publish_unloaded(range);
   remove_category(state);
 }
 

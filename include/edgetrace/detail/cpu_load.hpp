@@ -61,6 +61,8 @@ class cpu_load {
 
   /// Any thread: the last sample found every CPU busy (relaxed: a hint).
   bool saturated() const noexcept { return saturated_.load(std::memory_order_relaxed); }
+  /// CPUs this process may run on (its affinity mask at start; the reports name it).
+  int cpus() const noexcept { return static_cast<int>(cpus_); }
 
  private:
   static std::uint64_t to_ns(const timespec& t) noexcept {

@@ -134,6 +134,9 @@ class chunk_encoder : public chunk_writer {
   /// trusts its cache (detail/help.hpp).
   std::uint64_t generation() const noexcept { return generation_.load(order_acquire); }
 
+  /// Thread ids given so far: threads that recorded in this stream (the reports name it).
+  std::uint32_t threads_seen() const noexcept { return next_thread_id_ - 1; }
+
   /// Whether `ring`'s thread chunk is in the stream as it now stands.
   bool announced(const thread_ring& ring) const noexcept { return ring.announced_in == stream_generation_; }
 
@@ -192,6 +195,7 @@ class chunk_encoder : public chunk_writer {
     put_varint(b, config.ring_records);
     put_varint(b, std::uint64_t{config.flush_ms} * 1000);
     put_string(b, comm);
+    b.push_back(config.drop_when_full ? format::overload_drop : format::overload_wait);  // 1.8
     emit_chunk(b, format::chunk_type::process);
   }
 

@@ -65,13 +65,20 @@ class runtime final : public runtime_stream, private flusher_output {
     const std::uint64_t unloaded_epoch_now = unloaded_epoch.load(std::memory_order_acquire);
     const std::uint64_t now_ns = kind == sweep::cycle ? clock_ns(CLOCK_MONOTONIC) : 0;
     double fullest = 0;
+    std::size_t later = 0;
     thread_ring* previous = nullptr;
     for (thread_ring* ring = rings_.first(); ring != nullptr;) {
       thread_ring* next = ring->next_attached.load(std::memory_order_acquire);
       // Acquire pairs with the exit hook's release: once retired is seen,
       // the owner's last records and loss fields are visible.
       const bool retired = ring->retired.load(std::memory_order_acquire);
-      const std::uint64_t drained = drain(*ring, retired ? 0 : now_ns);
+      // A complete sweep does not wait on a ring whose thread holds its
+      // lock (encoding its own records): it comes back to it after the
+      // others, so a sweep costs the longest such wait, not their sum
+      // (hundreds of busy threads on two cores: each holder may wait a
+      // whole round of the scheduler before it lets go).
+      bool busy = false;
+      const std::uint64_t drained = drain(*ring, retired ? 0 : now_ns, retired || now_ns != 0 ? nullptr : &busy);
       fullest = std::max(fullest, static_cast<double>(drained) / static_cast<double>(ring->slot_count()));
       if (retired) {
         drain(*ring, 0);  // anything pushed between the two loads
@@ -79,6 +86,7 @@ class runtime final : public runtime_stream, private flusher_output {
         if (encoder_.announced(*ring) && !closed()) encoder_.write_thread_stats(*ring);
         retired_written_ += ring->written.load(std::memory_order_relaxed);
         retired_dropped_ += chunk_encoder::dropped_records(*ring);
+        retired_causes_.add(*ring);
         if (triggers_set()) triggers_.forget_thread(ring->thread_id);
         {
           mutex_lock lock(rings_.list_mutex());
@@ -87,16 +95,62 @@ class runtime final : public runtime_stream, private flusher_output {
         rings_.recycle(ring);
         rings_.retired_one();
       } else {
-        if (kind == sweep::final_pass && encoder_.announced(*ring) && !closed()) encoder_.write_thread_stats(*ring);
+        if (busy) {
+          ring->drain_later = true;
+          ++later;
+        } else {
+          state_totals(*ring, kind);
+        }
         previous = ring;
       }
       ring = next;
     }
+    if (later != 0) drain_later(kind, later);
     if (EDGETRACE_DETAIL_UNLIKELY(unloaded_epoch_now != unloaded_retired_)) {
       if (unloaded_seen_ != unloaded_epoch_now) forget_unloaded_sites();  // no ring was drained
       retire_unloaded(unloaded_epoch_now);
     }
     return fullest;
+  }
+
+  /// The totals of a live ring's thread: at the end; and whenever it
+  /// dropped records since they were last written: its in-band loss record
+  /// waits for its next push, which may never come (kill -9, a crash, a
+  /// thread gone idle), so the count must not.
+  void state_totals(thread_ring& ring, sweep kind) {
+    if (!encoder_.announced(ring) || closed()) return;
+    if (kind != sweep::final_pass && chunk_encoder::dropped_records(ring) == ring.dropped_stated) return;
+    ring.dropped_stated = chunk_encoder::dropped_records(ring);
+    encoder_.write_thread_stats(ring);
+  }
+
+  /// The second round of a complete sweep: the `count` rings whose thread
+  /// held the lock, each drained as soon as its thread lets go, for at most
+  /// about a second (ring_encoding::lock's patience: a thread stopped by a
+  /// debugger). The flusher sleeps between looks, so its core goes to the
+  /// threads it waits for.
+  void drain_later(sweep kind, std::size_t count) {
+    const std::uint64_t give_up_ns = clock_ns(CLOCK_MONOTONIC) + 1000000000u;
+    for (bool last_look = false;;) {
+      for (thread_ring* ring = rings_.first(); ring != nullptr && count != 0;
+           ring = ring->next_attached.load(std::memory_order_acquire)) {
+        if (!ring->drain_later) continue;
+        ring_encoding& enc = encoding_of(*ring);
+        if (!enc.try_lock()) {
+          if (!last_look) continue;  // left as it is: its records wait for the next sweep
+        } else {
+          drain_locked(*ring, enc);
+          enc.unlock();
+        }
+        ring->drain_later = false;
+        --count;
+        state_totals(*ring, kind);
+      }
+      if (count == 0 || last_look) return;
+      last_look = clock_ns(CLOCK_MONOTONIC) >= give_up_ns;
+      const timespec pause{0, 20000};
+      nanosleep(&pause, nullptr);
+    }
   }
 
   /// The flusher thread's life: cycles until shutdown (or a failed open)
@@ -165,6 +219,7 @@ class runtime final : public runtime_stream, private flusher_output {
         write_calibration();
       if (signal_pending_.load(std::memory_order_acquire) != 0) serve_signal();
       flush_output();
+      if (EDGETRACE_DETAIL_UNLIKELY(gave_up_.load(std::memory_order_relaxed) != gave_up_seen_)) report_stall();
       if (config_.flight) serve_flight(false);
       rings_.refill(stopping_);
       {
@@ -200,33 +255,93 @@ class runtime final : public runtime_stream, private flusher_output {
     report_drops();
   }
 
+  /// Why records were dropped under EDGETRACE_ON_FULL=wait, summed over
+  /// threads (the exit report names each cause that applies).
+  struct drop_causes {
+    std::uint64_t stalled = 0, signal = 0, unloaded = 0;
+    void add(const thread_ring& ring) noexcept {
+      stalled += ring.stall_dropped.load(std::memory_order_relaxed);
+      signal += ring.signal_dropped;
+      unloaded += ring.unloaded_dropped;
+    }
+  };
+  drop_causes retired_causes_;  ///< flusher only: those of retired rings
+
+  /// Once per run, when the first stall that made a thread give up
+  /// waiting has ended (the flusher is back here): one stderr line with
+  /// what stalled and for how long. Later stalls are in the exit report.
+  void report_stall() noexcept {
+    gave_up_seen_ = gave_up_.load(std::memory_order_relaxed);
+    if (stall_reported_) return;
+    stall_reported_ = true;
+    if (file_.slow_writes() != 0)
+      report("output '%s' (%s) took no data for %llu ms; threads with a full ring waited %llu ms for it "
+             "(EDGETRACE_ON_FULL=wait waits no longer), then dropped records, counted in the dump, until it "
+             "took data again",
+             file_.path(), file_.kind_text(), static_cast<unsigned long long>(file_.longest_write_ns() / 1000000u),
+             static_cast<unsigned long long>(max_wait_without_progress_ns / 1000000u));
+    else
+      report("the flusher made no progress for %llu ms (%u threads recording on %d CPUs); threads with a full "
+             "ring dropped records meanwhile, counted in the dump",
+             static_cast<unsigned long long>(max_wait_without_progress_ns / 1000000u), encoder_.threads_seen(),
+             load_.cpus());
+  }
+
   /// At the end of the stream: if any thread's ring was full at some point,
   /// one stderr line with the count (the thread stats in the dump have the
-  /// same numbers per thread) and what to do about it. Nothing otherwise.
+  /// same numbers per thread) and each cause that applies. Nothing otherwise.
   void report_drops() noexcept {
     if (file_.failed_acquire()) return;
     std::uint64_t written = retired_written_, dropped = retired_dropped_;
+    drop_causes causes = retired_causes_;
     {
       mutex_lock lock(rings_.list_mutex());
       for (const thread_ring* ring = rings_.first(); ring != nullptr;
            ring = ring->next_attached.load(std::memory_order_acquire)) {
         written += ring->written.load(std::memory_order_relaxed);
         dropped += chunk_encoder::dropped_records(*ring);
+        causes.add(*ring);
       }
     }
     if (dropped == 0) return;
     const double percent = 100.0 * static_cast<double>(dropped) / static_cast<double>(written + dropped);
-    if (config_.drop_when_full)
-      report("%llu of %llu records (%.1f%%) were dropped because a thread's ring was full (EDGETRACE_ON_FULL=drop); "
-             "set EDGETRACE_ON_FULL=wait, or a larger EDGETRACE_BUFFER_KB (now %llu), to keep them",
+    if (config_.drop_when_full) {
+      report("%llu of %llu records (%.1f%%) were dropped because a thread's ring was full (EDGETRACE_ON_FULL=drop; "
+             "%u threads recorded on %d CPUs); set EDGETRACE_ON_FULL=wait, or a larger EDGETRACE_BUFFER_KB (now "
+             "%llu), to keep them",
              static_cast<unsigned long long>(dropped), static_cast<unsigned long long>(written + dropped), percent,
+             encoder_.threads_seen(), load_.cpus(),
              static_cast<unsigned long long>((config_.ring_records * sizeof(record) + 1023) / 1024));
+      return;
+    }
+    // Under wait a record is dropped only for a reason waiting cannot fix:
+    // name each one that applies, with its count.
+    char why[1024];
+    std::size_t at = 0;
+    auto add = [&](std::uint64_t count, const char* format, auto... more) {
+      if (count == 0 || at >= sizeof why) return;
+      at += static_cast<std::size_t>(std::snprintf(why + at, sizeof why - at, "%s%llu ", at == 0 ? "" : "; ",
+                                                   static_cast<unsigned long long>(count)));
+      if (at < sizeof why) at += static_cast<std::size_t>(std::snprintf(why + at, sizeof why - at, format, more...));
+    };
+    const std::uint64_t other = dropped - std::min(dropped, causes.stalled + causes.signal + causes.unloaded);
+    if (file_.slow_writes() != 0)
+      add(causes.stalled,
+          "while output '%s' (%s) took no data (%llu writes of 100 ms or more, the longest %llu ms; a thread waits "
+          "at most %llu ms)",
+          file_.path(), file_.kind_text(), static_cast<unsigned long long>(file_.slow_writes()),
+          static_cast<unsigned long long>(file_.longest_write_ns() / 1000000u),
+          static_cast<unsigned long long>(max_wait_without_progress_ns / 1000000u));
     else
-      report("%llu of %llu records (%.1f%%) were dropped although EDGETRACE_ON_FULL=wait (an output that "
-             "took no data for %llu ms, a signal handler inside its thread's own record, or records of an unloaded "
-             "library; see docs/RELIABILITY.md)",
-             static_cast<unsigned long long>(dropped), static_cast<unsigned long long>(written + dropped), percent,
-             static_cast<unsigned long long>(max_wait_without_progress_ns / 1000000u));
+      add(causes.stalled, "while the flusher made no progress for %llu ms (%u threads recording on %d CPUs)",
+          static_cast<unsigned long long>(max_wait_without_progress_ns / 1000000u), encoder_.threads_seen(),
+          load_.cpus());
+    add(causes.signal, "%s", "recorded by signal handlers inside their thread's own record");
+    add(causes.unloaded, "%s", "of libraries unloaded before the flusher read them");
+    add(other, "%s", "recorded before the output opened or after exit began");
+    report("%llu of %llu records (%.1f%%) were dropped under EDGETRACE_ON_FULL=wait: %s (docs/RELIABILITY.md, "
+           "\"Overload\")",
+           static_cast<unsigned long long>(dropped), static_cast<unsigned long long>(written + dropped), percent, why);
   }
 
   /// Answers a signal handler waiting in signal_flush(): if the signal will
@@ -274,6 +389,7 @@ class runtime final : public runtime_stream, private flusher_output {
   static void* flusher_main(void* self) {
     auto* rt = static_cast<runtime*>(self);
     on_flusher_thread = true;  // never waits for room: only this thread makes it
+    rt->flusher_tid_.store(static_cast<long>(::syscall(SYS_gettid)), std::memory_order_release);
     if (rt->config_.flight)
       rt->start_flight();  // no file: snapshots make their own
     else

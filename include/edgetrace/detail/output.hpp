@@ -71,6 +71,7 @@ class dump_file {
       output_dev_ = st.st_dev;
       output_ino_ = st.st_ino;
       output_regular_ = S_ISREG(st.st_mode);
+      output_fifo_ = S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
     }
     fd_.store(fd, std::memory_order_release);
     return fd;
@@ -149,9 +150,25 @@ class dump_file {
       data += n;
       size -= static_cast<std::size_t>(n);
     }
+    const std::uint64_t took = clock_ns(CLOCK_MONOTONIC) - write_since_ns_.load(std::memory_order_relaxed);
     write_since_ns_.store(0, std::memory_order_relaxed);
     expected_size_ += total;
+    if (took >= slow_write_ns) {
+      ++slow_writes_;
+      if (took > longest_write_ns_) longest_write_ns_ = took;
+    }
     return true;
+  }
+
+  /// A write that took this long is an output that stalled (the drop
+  /// reports name it): a reader that paused, a full pipe, a stuck disk.
+  static constexpr std::uint64_t slow_write_ns = 100000000u;
+  /// Flusher only: writes that took slow_write_ns or more, and the longest.
+  std::uint64_t slow_writes() const noexcept { return slow_writes_; }
+  std::uint64_t longest_write_ns() const noexcept { return longest_write_ns_; }
+  /// Flusher only: what the output is, in words ("a FIFO", "a regular file"...).
+  const char* kind_text() const noexcept {
+    return output_regular_ ? "a regular file" : output_fifo_ ? "a pipe" : "not a regular file";
   }
 
   void fail(const char* what, int error) noexcept {
@@ -256,6 +273,9 @@ class dump_file {
   dev_t output_dev_ = 0;
   ino_t output_ino_ = 0;
   bool output_regular_ = false;
+  bool output_fifo_ = false;
+  std::uint64_t slow_writes_ = 0;
+  std::uint64_t longest_write_ns_ = 0;
   /// Flusher only: false once the descriptor's number names another file
   /// (the app closed ours and reused it): never write to or close it.
   bool fd_ours_ = true;

@@ -7,6 +7,7 @@
 // points the light headers declare are in detail/api.hpp.
 #pragma once
 
+#include <edgetrace/detail/exit_priority.hpp>
 #include <edgetrace/detail/flight_runtime.hpp>
 #include <edgetrace/detail/flusher.hpp>
 #include <edgetrace/detail/registry.hpp>
@@ -62,6 +63,10 @@ inline void shutdown() noexcept {
     rt->stopping_.store(true);
   }
   rt->wake_.wake_flusher();
+  // The final pass needs a CPU, which the app's busy threads would share
+  // out among themselves (detail/exit_priority.hpp).
+  static exit_priority others;  // static: 64 KiB, and shutdown runs once
+  others.lower_others(rt->flusher_tid_.load(std::memory_order_acquire));
   // Bounded: a reader that stopped reading, or a stuck file system, must
   // not hold the app's exit. After 1 s the app goes on exiting (the
   // flusher, stuck in the kernel, goes with the process).
@@ -73,6 +78,8 @@ inline void shutdown() noexcept {
     done = rt->flushed_.wait_for(lock.native(), bound,
                                  [&]() EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS { return rt->flusher_done_; });
   }
+  const std::size_t lowered = others.lowered();
+  others.restore();
   if (done) {
     pthread_join(rt->flusher_, nullptr);
   } else if (rt->config_.flight && !rt->flight_ready()) {
@@ -83,10 +90,15 @@ inline void shutdown() noexcept {
     report("EDGETRACE_OUTPUT '%s' never opened (a FIFO that no process reads, or a stuck file system); nothing "
            "was written",
            rt->file_.path());
-  } else {
+  } else if (rt->output_stalled(500000000u)) {
     report("EDGETRACE_OUTPUT '%s' took no data for 1 s at exit (a reader that stopped reading, or a stuck file "
            "system); the dump may lack its end",
            rt->file_.path());
+  } else {
+    report("the final pass over EDGETRACE_OUTPUT '%s' did not end within 1 s of exit, though the output took data "
+           "(%zu other threads were still running on %d CPUs); the dump lacks its end: everything up to its last "
+           "flush is there",
+           rt->file_.path(), lowered, rt->cpus());
   }
 }
 

@@ -66,10 +66,17 @@ struct thread_ring {
   /// EDGETRACE_RECORD spans refused as absurd (record_measured). Same
   /// discipline as drop_count.
   atomic_cell<std::uint64_t> rejected{0};
-  /// Owner only (EDGETRACE_ON_FULL=wait): the flusher's read position when
-  /// this thread last gave up waiting for room; while it has not moved,
-  /// a full ring drops at once instead of waiting again.
-  record* gave_up_at = nullptr;
+  /// Owner only (EDGETRACE_ON_FULL=wait): set when this thread last gave
+  /// up waiting for room (the flusher made no progress for
+  /// max_wait_without_progress_ns), with the flusher's progress word then
+  /// (flusher_wake::room_word). While that word has not moved, a full ring
+  /// drops at once instead of waiting again; once the flusher does anything,
+  /// the thread waits again (a stall that ended costs nothing more).
+  bool gave_up = false;
+  std::uint32_t gave_up_word = 0;
+  /// Records dropped after such a give-up (part of drop_count; same
+  /// discipline): the exit report's "while the output stalled".
+  atomic_cell<std::uint64_t> stall_dropped{0};
   /// Owner only (EDGETRACE_ON_FULL=wait, detail/help.hpp): how long its
   /// last help window was, and when it ended (CLOCK_MONOTONIC ns; 0: none).
   std::uint64_t help_window_ns = 0;
@@ -95,6 +102,17 @@ struct thread_ring {
   /// in; 0: never. Flusher only, under the drain lock.
   std::uint32_t announced_in = 0;
   std::uint64_t signal_dropped = 0;     ///< flusher only: signal_drops written so far
+  /// Flusher only: the dropped total (chunk_encoder::dropped_records) the
+  /// last thread stats chunk stated: a drop is in the file within one
+  /// cycle, though its in-band loss record waits for the thread's next push.
+  std::uint64_t dropped_stated = 0;
+  /// Flusher only: the write position its last cycle saw on a ring whose
+  /// thread encodes its own records: unchanged a cycle later, the thread
+  /// has stopped recording and the flusher takes what it left.
+  record* help_write_seen = nullptr;
+  /// Flusher only: a complete sweep found the lock held and comes back to
+  /// this ring after the others (runtime::drain_later).
+  bool drain_later = false;
 
   // ---- rarely written, shared.
   alignas(cache_line) spin_lock name_mutex;  ///< short copies only: the name below

@@ -50,9 +50,16 @@ inline thread_ring* map_ring(std::uint64_t records) noexcept {
   const std::size_t payload = ring_encoding::payload_for(slots);
   const std::size_t header = (encoding_offset + ring_encoding::footprint(payload) + 4095) & ~std::size_t{4095};
   const std::size_t bytes = header + slots;
-  // MAP_POPULATE faults every page in here, off the hot path, in one batch.
-  void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  // Every page is faulted in here, off the hot path: one page at a time,
+  // not with MAP_POPULATE, which holds the process's memory map lock for
+  // the whole ring. A hundred threads starting at once each populated
+  // their ring so, one after the other, and every page fault of the
+  // process (the flusher's included) queued behind them: with those
+  // threads preempted mid-populate, the flusher's final pass missed the
+  // exit bound. A page fault holds the lock only for itself.
+  void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (memory == MAP_FAILED) return nullptr;
+  for (std::size_t at = 0; at < bytes; at += 4096) static_cast<volatile unsigned char*>(memory)[at] = 0;
   return build_ring(memory, bytes, reinterpret_cast<record*>(static_cast<unsigned char*>(memory) + header),
                     static_cast<std::size_t>(records));
 }

@@ -148,6 +148,14 @@ inline thread_ring* attach_current_thread() noexcept {
 // ------------------------------------------------------------ a full ring
 
 
+/// How much of one look's wait counts toward max_wait_without_progress_ns:
+/// a look is due every millisecond, so one that took longer was not
+/// waiting on the flusher. The whole process was stopped (SIGSTOP, Ctrl-Z,
+/// a debugger, `docker pause`) or the thread did not get a CPU (more
+/// threads than cores): neither is the output's stall, and neither may
+/// make the thread give up on its first look after it.
+inline constexpr std::uint64_t max_wait_step_ns = 10000000u;
+
 /// EDGETRACE_ON_FULL=wait: the calling thread's ring has fewer than
 /// `needed` free slots. Encodes its own records if it can (detail/help.hpp);
 /// else wakes the flusher and sleeps (a futex, so a signal handler may
@@ -155,13 +163,25 @@ inline thread_ring* attach_current_thread() noexcept {
 /// thread's time slice when every core is busy producing. Returns the
 /// room then; less than `needed` when waiting cannot help: drop mode, the
 /// flusher itself, no flusher draining (output not open yet, shutting
-/// down), or no progress for max_wait_without_progress_ns.
+/// down), or a flusher that did nothing at all (its progress word, bumped
+/// for every ring it drains and every hand-over it takes, did not move)
+/// for max_wait_without_progress_ns of this thread's waiting. A flusher
+/// that drains other rings first, or that gets a core only now and then
+/// (hundreds of threads on two cores), is progress: the thread waits on.
+/// After a give-up the thread drops at once while the word stays where it
+/// was, and waits again as soon as it moves: one stall costs the app one
+/// bounded wait per thread, and nothing once the output takes data again.
 inline std::size_t wait_for_room(thread_ring& ring, std::size_t needed) noexcept {
   runtime* rt = the_runtime.load(std::memory_order_acquire);
   if (rt == nullptr || rt->config_.drop_when_full || on_flusher_thread || !owns_runtime(rt)) return 0;
+  std::uint32_t progress = rt->wake_.room_word();
+  if (ring.gave_up) {
+    if (progress == ring.gave_up_word) return 0;  // gave up, and the flusher has done nothing since
+    ring.gave_up = false;
+  }
   record* read = ring.read_pos.load(std::memory_order_relaxed);
-  if (read == ring.gave_up_at) return 0;  // gave up, and the flusher has not moved since
-  std::uint64_t progress_ns = clock_ns(CLOCK_MONOTONIC);
+  std::uint64_t looked_ns = clock_ns(CLOCK_MONOTONIC);
+  std::uint64_t waited_ns = 0;
   std::size_t room = 0;
   for (;;) {
     if (rt->stopping_.load(std::memory_order_relaxed) ||
@@ -182,12 +202,18 @@ inline std::size_t wait_for_room(thread_ring& ring, std::size_t needed) noexcept
     rt->wake_.remove_room_waiter();
     if (room >= needed) return room;
     const std::uint64_t now = clock_ns(CLOCK_MONOTONIC);
+    const std::uint64_t step = now - looked_ns;
+    looked_ns = now;
     record* const moved = ring.read_pos.load(std::memory_order_relaxed);
-    if (moved != read) {
+    const std::uint32_t word = rt->wake_.room_word();
+    if (moved != read || word != progress) {
       read = moved;
-      progress_ns = now;
-    } else if (now - progress_ns >= max_wait_without_progress_ns) {
-      ring.gave_up_at = read;
+      progress = word;
+      waited_ns = 0;
+    } else if ((waited_ns += step < max_wait_step_ns ? step : max_wait_step_ns) >= max_wait_without_progress_ns) {
+      ring.gave_up = true;
+      ring.gave_up_word = progress;
+      rt->note_gave_up();
       return room;
     }
   }
@@ -205,6 +231,8 @@ inline void note_drops(thread_ring& ring, std::uint64_t tick, std::uint64_t coun
   ring.loss_last = tick;
   ring.pending_loss += count;
   ring.drop_count.store(ring.drop_count.load(std::memory_order_relaxed) + count, std::memory_order_relaxed);
+  if (ring.gave_up)
+    ring.stall_dropped.store(ring.stall_dropped.load(std::memory_order_relaxed) + count, std::memory_order_relaxed);
 }
 
 /// The slow path's common part. `ring` is what the push found in

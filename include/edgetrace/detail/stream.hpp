@@ -31,6 +31,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace edgetrace {
@@ -38,8 +39,9 @@ inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
 /// EDGETRACE_ON_FULL=wait: how long a thread waits for room while the
-/// flusher drains nothing of its ring (a stuck output, a flusher blocked
-/// in write): then it drops, counted, until the flusher moves again.
+/// flusher does nothing at all (a stuck output, a flusher blocked in
+/// write): then it drops, counted, until the flusher moves again
+/// (wait_for_room, detail/slow_path.hpp).
 inline constexpr std::uint64_t max_wait_without_progress_ns = 250000000u;
 
 /// True on the flusher thread (a hook it runs may record): it never waits
@@ -88,8 +90,20 @@ class runtime_stream : public encoder_host {
   /// shutdown): shutdown then waits only briefly, so exit stays ~1 s.
   std::atomic<bool> gave_up_waiting_{false};
 
+  /// The flusher's kernel thread id, once it runs (exit leaves its priority alone).
+  std::atomic<long> flusher_tid_{0};
+  /// CPUs the process may run on (the reports name them).
+  int cpus() const noexcept { return load_.cpus(); }
   /// Set by shutdown before the flusher's final pass.
   std::atomic<bool> stopping_{false};
+  /// EDGETRACE_ON_FULL=wait: how often a thread gave up waiting for a
+  /// flusher that did nothing (wait_for_room). Any thread adds (relaxed: a
+  /// count); the flusher reports the stall once it ends, and at exit.
+  std::atomic<std::uint64_t> gave_up_{0};
+  void note_gave_up() noexcept {
+    gave_up_.fetch_add(1, std::memory_order_relaxed);
+    wake_.wake_flusher();
+  }
   /// Signal flush hand-off (EDGETRACE_SIGNAL_FLUSH): the handler stores the
   /// signal number (release) and waits; the flusher (acquire) drains
   /// everything, ends the stream if the process is about to die, and
@@ -159,6 +173,10 @@ class runtime_stream : public encoder_host {
   /// counters are reset when the ring is recycled), for the exit report.
   std::uint64_t retired_written_ = 0;
   std::uint64_t retired_dropped_ = 0;
+  /// gave_up_ as last reported (report_stall), and whether the one stall
+  /// line was printed.
+  std::uint64_t gave_up_seen_ = 0;
+  bool stall_reported_ = false;
   std::uint64_t last_calibration_ns_ = 0;
   int calibrations_ = 0;
   calibration_pair first_calibration_ = {};
@@ -482,26 +500,43 @@ class runtime_stream : public encoder_host {
   /// Drains `ring`: encodes what it published, with what its thread
   /// handed over first. `now_ns` 0: everything, now (flush(), exit, a
   /// signal, a snapshot, a retired ring), waiting for the drain lock if the
-  /// thread holds it. Otherwise a regular cycle at CLOCK_MONOTONIC
-  /// `now_ns`: a ring whose thread encodes its own records for now
-  /// (help_until_ns) is left to it but for what it handed over, and a ring
-  /// whose thread holds the lock is skipped until the next cycle. Returns
-  /// the number of records drained.
-  std::uint64_t drain(thread_ring& ring, std::uint64_t now_ns) {
+  /// thread holds it, or, given `busy`, setting it and returning at once.
+  /// Otherwise a regular cycle at CLOCK_MONOTONIC `now_ns`: a ring whose
+  /// thread encodes its own records for now (help_until_ns) is left to it
+  /// but for what it handed over (unless it published nothing since the
+  /// last cycle), and a ring whose thread holds the lock is skipped until
+  /// the next cycle. Returns the number of records drained.
+  std::uint64_t drain(thread_ring& ring, std::uint64_t now_ns, bool* busy = nullptr) {
     ring_encoding& enc = encoding_of(ring);
     if (now_ns != 0 && ring.help_until_ns.load(std::memory_order_relaxed) > now_ns && encoder_.announced(ring)) {
-      // No lock: the hand-off has its own counters, and only the flusher
-      // changes what announced() reads.
-      if (!enc.has_handed()) return 0;
-      if (closed())
-        enc.take([](unsigned char*, std::uint32_t) {});
-      else
-        encoder_.take_handed(enc);
-      wake_.wake_room_waiters();  // it may wait for a free buffer
-      return 0;
+      // A thread that published nothing since the last cycle has stopped
+      // recording, for now or for good: what it left (records not encoded
+      // yet, its open chunk) would wait for the end of its window, up to
+      // help_window_max_ns, where kill -9 loses it. The flusher takes it
+      // (unless the thread holds the lock right now).
+      record* const published = ring.write_pos.load(order_relaxed);
+      if (published != ring.help_write_seen) {
+        ring.help_write_seen = published;
+        // No lock: the hand-off has its own counters, and only the flusher
+        // changes what announced() reads.
+        if (!enc.has_handed()) return 0;
+        if (closed())
+          enc.take([](unsigned char*, std::uint32_t) {});
+        else
+          encoder_.take_handed(enc);
+        wake_.wake_room_waiters();  // it may wait for a free buffer
+        return 0;
+      }
     }
     if (now_ns == 0) {
-      if (!enc.lock()) return 0;  // its thread stopped mid-batch (a debugger): left as it is
+      if (busy != nullptr) {
+        if (!enc.try_lock()) {
+          *busy = true;  // the caller comes back to it
+          return 0;
+        }
+      } else if (!enc.lock()) {
+        return 0;  // its thread stopped mid-batch (a debugger): left as it is
+      }
     } else if (!enc.try_lock()) {
       return 0;  // its thread is encoding right now: next cycle
     }

@@ -256,6 +256,10 @@ struct writer_gpu {
 };
 
 /// Everything known about one writer (a process, or one copy of the library).
+/// What a writer's full rings did (EDGETRACE_ON_FULL; the process chunk
+/// says since format 1.8): the advice about dropped records depends on it.
+enum class overload_policy { unknown, wait, drop };
+
 struct writer_info {
   std::uint32_t id = 0;
   std::size_t order = 0;  ///< order of first appearance in the file
@@ -268,6 +272,7 @@ struct writer_info {
   std::uint64_t ring_capacity = 0;
   std::uint64_t flush_period_us = 0;
   std::string process_name;
+  overload_policy overload = overload_policy::unknown;  ///< unknown before 1.8
 
   std::vector<calibration_pair> calibration;
   clock_model clock;

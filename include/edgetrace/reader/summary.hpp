@@ -358,7 +358,7 @@ class summary_builder : private detail::summary_selection {
     if (dropped.count != 0) {
       result_.dropped += dropped.count;
       result_.notes.push_back(r.path() + ": " + dropped_records_text(dropped) +
-                              "; the rows count recorded spans only (EDGETRACE_ON_FULL=wait, the default, keeps them)");
+                              "; the rows count recorded spans only (" + keep_dropped_advice(r) + ")");
     }
     // A snapshot's missing past is not a loss: say what the dump holds.
     for (const writer_info* w : r.writers_in_order())

@@ -285,6 +285,26 @@ inline std::string dropped_records_text(const dropped_records& d) {
          " dropped by the tracer (ring buffer full) on " + d.where;
 }
 
+/// What keeps the dropped records next time, for the policy the run used
+/// (its process chunk, 1.8): never the setting already in force.
+inline std::string keep_dropped_advice(const dump_reader& r) {
+  bool wait = false, drop = false, unknown = false;
+  for (const thread_info* t : r.threads_in_order()) {
+    if (t->dropped() == 0 || t->writer == nullptr) continue;
+    const overload_policy p = t->writer->overload;
+    (p == overload_policy::wait ? wait : p == overload_policy::drop ? drop : unknown) = true;
+  }
+  if (drop && !wait && !unknown)
+    return "the run used EDGETRACE_ON_FULL=drop: EDGETRACE_ON_FULL=wait (the default) or a larger "
+           "EDGETRACE_BUFFER_KB keeps them";
+  if (wait && !drop && !unknown)
+    return "the run used EDGETRACE_ON_FULL=wait, which drops only what waiting cannot keep (an output that took no "
+           "data for 250 ms, records before the output opened, signal handlers inside their thread's own record); "
+           "the run's stderr line names the cause";
+  return "under EDGETRACE_ON_FULL=drop, EDGETRACE_ON_FULL=wait (the default) or a larger EDGETRACE_BUFFER_KB keeps "
+         "them; under wait the run's stderr line names the cause";
+}
+
 // ----------------------------------------------------------------------------
 
 }  // namespace reader

@@ -64,6 +64,11 @@ inline void read_process(diagnostic_log& log, writer_info& w, payload_cursor& in
   w.ring_capacity = ring;
   w.flush_period_us = flush;
   w.process_name = std::move(name);
+  std::uint8_t policy;
+  if (in.u8(policy))  // 1.8
+    w.overload = policy == format::overload_drop ? overload_policy::drop
+                 : policy == format::overload_wait ? overload_policy::wait
+                                                   : overload_policy::unknown;
 }
 
 /// A definition that contradicts an earlier one of the same writer: the
