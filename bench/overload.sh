@@ -10,6 +10,7 @@
 # stdout; raw rows to build/bench/overload.tsv.
 #
 # usage: bench/overload.sh [--rounds N] [--workloads "w1_1t w1_2t w2 w2_2t w3"] [--O2]
+#   workloads also: w1_8t w1_32t w1_64t w1_128t (thread pools larger than the core count)
 #   --O2  build with -O2 (the flags of a typical application build) instead
 #         of CMake's Release -O3
 set -euo pipefail
@@ -26,7 +27,10 @@ while [ $# -gt 0 ]; do
 done
 case "$rounds" in '' | *[!0-9]* | 0) echo "bench/overload.sh: --rounds wants a positive number, not '$rounds'" >&2; exit 1 ;; esac
 for w in $workloads; do
-  case "$w" in w1_1t | w1_2t | w2 | w2_2t | w3) ;; *) echo "bench/overload.sh: unknown workload '$w' (w1_1t, w1_2t, w2, w2_2t, w3)" >&2; exit 1 ;; esac
+  case "$w" in
+    w1_1t | w1_2t | w2 | w2_2t | w3 | w1_8t | w1_32t | w1_64t | w1_128t) ;;
+    *) echo "bench/overload.sh: unknown workload '$w' (w1_1t, w1_2t, w2, w2_2t, w3, w1_8t, w1_32t, w1_64t, w1_128t)" >&2; exit 1 ;;
+  esac
 done
 
 . bench/needs.sh

@@ -9,14 +9,17 @@
 // usage: edgetrace_overload_bench WORKLOAD VARIANT
 //   WORKLOAD  w1_1t  10 M empty spans on 1 thread
 //             w1_2t  2 threads x 5 M empty spans, released together
+//             w1_8t, w1_32t, w1_64t, w1_128t: that many threads, 20 M empty
+//                    spans in all, released together (a pool larger than
+//                    the core count)
 //             w2     1 M spans around ~200 LCG steps of work
 //             w2_2t  2 threads x w2, released together (an engine whose
 //                    work keeps both cores busy)
 //             w3     1 M x outer{mid{inner}}: 3 M spans
 //   VARIANT   empty | floor | traced
 // prints: hot_ns_per_span=X spans_issued=N flusher_cpu_ns_per_span=F
-// (X: the timed loop's wall time per span of one thread, for w1_2t and
-// w2_2t the slower thread's; F: the flusher thread's CPU time over every span issued)
+// (X: the timed loop's wall time per span of one thread, for the
+// workloads on several threads the slowest thread's; F: the flusher thread's CPU time over every span issued)
 #include <edgetrace/edgetrace.hpp>
 
 #include "floor.hpp"
@@ -147,28 +150,36 @@ double flusher_cpu_ns() {
 volatile std::uint64_t result_sink;
 constexpr long warm_up = 1000;
 
-/// Runs warm() then, released together with the other thread, timed() on
-/// two threads; returns the slower thread's time (both cores busy).
+/// Runs warm() then, released together with the others, timed() on
+/// `count` threads; returns the slowest thread's time (every core busy).
 template <class Warm, class Timed>
-double on_two_threads(Warm warm, Timed timed) {
+double on_threads(int count, Warm warm, Timed timed) {
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
-  double per_thread[2] = {};
+  std::vector<double> per_thread(static_cast<std::size_t>(count), 0.0);
   std::vector<std::thread> pool;
-  for (int t = 0; t < 2; ++t) {
+  for (int t = 0; t < count; ++t) {
     pool.emplace_back([&, t] {
       warm();
       ready.fetch_add(1);
-      while (!go.load(std::memory_order_acquire)) {
-      }
-      per_thread[t] = timed_ns(timed);
+      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+      per_thread[static_cast<std::size_t>(t)] = timed_ns(timed);
     });
   }
-  while (ready.load() != 2) {
-  }
+  while (ready.load() != count) std::this_thread::yield();
   go.store(true, std::memory_order_release);
   for (auto& thread : pool) thread.join();
-  return std::max(per_thread[0], per_thread[1]);
+  return *std::max_element(per_thread.begin(), per_thread.end());
+}
+
+/// The thread pools of "w1_Nt": N threads, 20 M spans in all.
+constexpr int pool_sizes[] = {8, 32, 64, 128};
+
+/// N of a "w1_Nt" workload in pool_sizes, else 0.
+int pool_size(const char* workload) {
+  for (int n : pool_sizes)
+    if (std::string(workload) == "w1_" + std::to_string(n) + "t") return n;
+  return 0;
 }
 
 template <variant v>
@@ -195,16 +206,26 @@ int run(const char* workload) {
     issued = 3 * (n + warm_up);
   } else if (std::strcmp(workload, "w1_2t") == 0) {
     constexpr long n = 5000000;
-    hot_ns = on_two_threads([] { dense<v>(warm_up); }, [] { dense<v>(n); });
+    hot_ns = on_threads(2, [] { dense<v>(warm_up); }, [] { dense<v>(n); });
     spans = n;  // per thread: the cost of one span on one thread, both busy
     issued = 2 * (n + warm_up);
   } else if (std::strcmp(workload, "w2_2t") == 0) {
     constexpr long n = 1000000;
-    hot_ns = on_two_threads([] { result_sink = work<v>(warm_up, 200); }, [] { result_sink = work<v>(n, 200); });
+    hot_ns = on_threads(2, [] { result_sink = work<v>(warm_up, 200); }, [] { result_sink = work<v>(n, 200); });
     spans = n;
     issued = 2 * (n + warm_up);
+  } else if (const int threads = pool_size(workload); threads != 0) {
+    // A thread pool larger than the core count: the slowest thread's time
+    // per span of its own, as for w1_2t.
+    const long n = 20000000 / threads;
+    hot_ns = on_threads(threads, [] { dense<v>(warm_up); }, [n] { dense<v>(n); });
+    spans = n;
+    issued = threads * (n + warm_up);
   } else {
-    std::fprintf(stderr, "edgetrace_overload_bench: unknown workload '%s' (w1_1t, w1_2t, w2, w2_2t, w3)\n", workload);
+    std::fprintf(stderr,
+                 "edgetrace_overload_bench: unknown workload '%s' (w1_1t, w1_2t, w2, w2_2t, w3, w1_8t, w1_32t, "
+                 "w1_64t, w1_128t)\n",
+                 workload);
     return 2;
   }
   double flusher_ns = 0;
@@ -221,7 +242,9 @@ int run(const char* workload) {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: edgetrace_overload_bench w1_1t|w1_2t|w2|w2_2t|w3 empty|floor|traced\n");
+    std::fprintf(stderr,
+                 "usage: edgetrace_overload_bench w1_1t|w1_2t|w2|w2_2t|w3|w1_8t|w1_32t|w1_64t|w1_128t "
+                 "empty|floor|traced\n");
     return 2;
   }
   if (std::strcmp(argv[2], "empty") == 0) return run<variant::empty>(argv[1]);

@@ -182,14 +182,31 @@ TEST_CASE("top on a finished dump: calls, rate, mean, p50, p99, max of the windo
   }
 }
 
+namespace {
+/// A traced app ("paced SECONDS 200", writing to `path`) and `top --follow`
+/// on its dump (refreshing every 0.2 s, plus `more` options), both running.
+struct live_follow {
+  spawned app, top;
+};
+live_follow follow_paced_app(const std::string& path, const char* seconds, std::vector<std::string> more = {}) {
+  live_follow live;
+  live.app = spawn({EDGETRACE_TEST_TRACE_APP, "paced", seconds, "200"},
+                   {"EDGETRACE_OUTPUT=" + path, "EDGETRACE_FLUSH_MS=20"});
+  REQUIRE(live.app.pid > 0);
+  REQUIRE(wait_for_size(path, 16, 20));
+  std::vector<std::string> argv = {EDGETRACE_TEST_CLI, "top", path, "--follow", "--interval", "0.2"};
+  argv.insert(argv.end(), more.begin(), more.end());
+  live.top = spawn(argv);
+  REQUIRE(live.top.pid > 0);
+  return live;
+}
+}  // namespace
+
 TEST_CASE("top --follow on a live traced run: refreshes while it runs, ends with its end record") {
   const std::string path = fresh_file(temp_path("top_live.etr"));
-  spawned app = spawn({EDGETRACE_TEST_TRACE_APP, "paced", "2.5", "200"},
-                      {"EDGETRACE_OUTPUT=" + path, "EDGETRACE_FLUSH_MS=20"});
-  REQUIRE(app.pid > 0);
-  REQUIRE(wait_for_size(path, 16, 20));
-  spawned top = spawn({EDGETRACE_TEST_CLI, "top", path, "--follow", "--interval", "0.2", "--window", "1"});
-  REQUIRE(top.pid > 0);
+  live_follow live = follow_paced_app(path, "2.5", {"--window", "1"});
+  spawned& app = live.app;
+  spawned& top = live.top;
   std::string out;
   // Refreshes seen while the app still runs.
   std::string before_end;
@@ -231,12 +248,9 @@ TEST_CASE("top --follow on a live traced run: refreshes while it runs, ends with
 
 TEST_CASE("top --follow marks a writer that stopped as stale, and ends when its process is gone (kill -9)") {
   const std::string path = fresh_file(temp_path("top_gone.etr"));
-  spawned app = spawn({EDGETRACE_TEST_TRACE_APP, "paced", "60", "200"},
-                      {"EDGETRACE_OUTPUT=" + path, "EDGETRACE_FLUSH_MS=20"});
-  REQUIRE(app.pid > 0);
-  REQUIRE(wait_for_size(path, 16, 20));
-  spawned top = spawn({EDGETRACE_TEST_CLI, "top", path, "--follow", "--interval", "0.2"});
-  REQUIRE(top.pid > 0);
+  live_follow live = follow_paced_app(path, "60");
+  spawned& app = live.app;
+  spawned& top = live.top;
   std::string out;
   const auto read_for = [&](double seconds, const char* until) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);

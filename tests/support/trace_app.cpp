@@ -414,22 +414,26 @@ int dense_threads_mode(int threads, int count) {
   return join_dense_threads(pool, static_cast<long long>(threads) * count);
 }
 
+/// Records empty spans as fast as it can until CLOCK_MONOTONIC `end` (the
+/// clock read every 4096 spans); returns how many.
+long long dense_until(std::uint64_t end) {
+  long long count = 0;
+  do {
+    for (int i = 0; i < 4096; ++i) {
+      EDGETRACE_SCOPE(app, "dense_span");
+    }
+    count += 4096;
+  } while (now_ns() < end);
+  return count;
+}
+
 // "dense-for THREADS SECONDS": each thread records empty spans as fast as it
-// can for SECONDS (checking the clock every 4096 spans); prints "issued N"
-// (all threads): a load that lasts as long on a slow build as on a fast one.
+// can for SECONDS; prints "issued N" (all threads): a load that lasts as
+// long on a slow build as on a fast one.
 int dense_for_mode(int threads, double seconds) {
   std::atomic<long long> issued{0};
   const std::uint64_t end = now_ns() + static_cast<std::uint64_t>(seconds * 1e9);
-  auto pool = start_dense_threads(threads, [&issued, end](int) {
-    long long count = 0;
-    do {
-      for (int i = 0; i < 4096; ++i) {
-        EDGETRACE_SCOPE(app, "dense_span");
-      }
-      count += 4096;
-    } while (now_ns() < end);
-    issued.fetch_add(count);
-  });
+  auto pool = start_dense_threads(threads, [&issued, end](int) { issued.fetch_add(dense_until(end)); });
   for (auto& thread : pool) thread.join();
   std::printf("issued %lld\n", issued.load());
   return 0;
@@ -444,14 +448,7 @@ int dense_idle_mode(int threads, double seconds) {
   std::atomic<int> finished{0};
   const std::uint64_t end = now_ns() + static_cast<std::uint64_t>(seconds * 1e9);
   auto pool = start_dense_threads(threads, [&issued, &finished, end](int t) {
-    long long count = 0;
-    do {
-      for (int i = 0; i < 4096; ++i) {
-        EDGETRACE_SCOPE(app, "dense_span");
-      }
-      count += 4096;
-    } while (now_ns() < end);
-    issued[static_cast<std::size_t>(t)] = count;
+    issued[static_cast<std::size_t>(t)] = dense_until(end);
     finished.fetch_add(1, std::memory_order_release);
     std::this_thread::sleep_for(std::chrono::seconds(60));
   });

@@ -13,8 +13,10 @@
 //   flusher.hpp         the flusher loop, the end of the stream; the_runtime
 //   signals.hpp         SIGINT/SIGTERM hand-off, EDGETRACE_TOGGLE_SIGNAL
 //   flight_runtime.hpp  flight mode's snapshots and crash handlers
+//     memory_room       how large a pre-faulted ring may be (cgroup, MemAvailable)
 //   slow_path.hpp       thread attach, a full ring, push_slow
 //   process.hpp         start from the environment, exit, fork
+//     exit_priority     the final pass gets a CPU: the other threads at nice 19 meanwhile
 //   api.hpp             the entry points the light headers declare
 #pragma once
 
