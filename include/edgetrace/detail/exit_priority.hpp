@@ -17,8 +17,9 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdlib>
+#include <cstring>
 
-#include <dirent.h>
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -35,23 +36,26 @@ class exit_priority {
   static constexpr int lowest = 19;
 
   /// Lowers every thread of the process but the caller and `keep` (the
-  /// flusher's tid) to nice 19. Cost: a /proc/self/task listing and two
-  /// system calls per thread (~2 µs each).
+  /// flusher's tid) to nice 19. Allocates nothing: the listing is read with
+  /// getdents64 into a stack buffer, not opendir (which mallocs), since
+  /// shutdown also runs from quick_exit(), which a signal handler may call
+  /// while its thread is inside malloc. Cost: a /proc/self/task listing and
+  /// two system calls per thread (~2 µs each).
   void lower_others(long keep) noexcept {
-    DIR* tasks = ::opendir("/proc/self/task");
-    if (tasks == nullptr) return;
+    const int tasks = ::open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (tasks < 0) return;
     const long self = ::syscall(SYS_gettid);
-    while (const dirent* entry = ::readdir(tasks)) {
-      char* end = nullptr;
-      const long tid = std::strtol(entry->d_name, &end, 10);
-      if (end == entry->d_name || *end != '\0' || tid == self || tid == keep || count_ == max_threads) continue;
-      errno = 0;
-      const int before = ::getpriority(PRIO_PROCESS, static_cast<id_t>(tid));
-      if ((before == -1 && errno != 0) || before >= lowest) continue;
-      if (::setpriority(PRIO_PROCESS, static_cast<id_t>(tid), lowest) != 0) continue;
-      lowered_[count_++] = {tid, before};
+    alignas(8) char listing[4096];
+    for (long got; (got = ::syscall(SYS_getdents64, tasks, listing, sizeof listing)) > 0;) {
+      for (long at = 0; at < got;) {
+        // struct linux_dirent64: u64 inode, s64 offset, u16 record length, u8 type, name.
+        unsigned short length;
+        std::memcpy(&length, listing + at + 16, sizeof length);
+        lower(listing + at + 19, self, keep);
+        at += length;
+      }
     }
-    ::closedir(tasks);
+    ::close(tasks);
   }
 
   /// Puts each lowered thread back (one that ended meanwhile: nothing).
@@ -64,6 +68,19 @@ class exit_priority {
   std::size_t lowered() const noexcept { return count_; }
 
  private:
+  /// Lowers the thread named `name` (a /proc/self/task entry) unless it is
+  /// `self` or `keep`, or is at nice 19 already.
+  void lower(const char* name, long self, long keep) noexcept {
+    char* end = nullptr;
+    const long tid = std::strtol(name, &end, 10);
+    if (end == name || *end != '\0' || tid == self || tid == keep || count_ == max_threads) return;
+    errno = 0;
+    const int before = ::getpriority(PRIO_PROCESS, static_cast<id_t>(tid));
+    if ((before == -1 && errno != 0) || before >= lowest) return;
+    if (::setpriority(PRIO_PROCESS, static_cast<id_t>(tid), lowest) != 0) return;
+    lowered_[count_++] = {tid, before};
+  }
+
   struct entry {
     long tid;
     int nice;

@@ -243,8 +243,10 @@ class flight_recorder {
       if (linked == EPERM || linked == ENOTSUP || linked == EOPNOTSUPP || linked == EXDEV) {
         // A file system without hard links: a rename, after the check above.
         const int renamed = ::rename(partial, path) == 0 ? 0 : errno;
-        if (renamed != 0) ::unlink(partial);
-        if (renamed != 0) give_back(info.sequence);
+        if (renamed != 0) {
+          ::unlink(partial);
+          give_back(info.sequence);
+        }
         return renamed;
       }
       ::unlink(partial);

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 
 #include <pthread.h>
 
@@ -284,7 +285,7 @@ inline bool install_snapshot_signal(const settings& config) noexcept {
 /// dispositions that were there before (written once at start-up, before
 /// the handler can run).
 inline constexpr int crash_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE};
-inline struct sigaction previous_crash_actions[4];
+inline struct sigaction previous_crash_actions[std::size(crash_signals)];
 
 /// Whether `action` is a handler of the app's (not the default, not ignored).
 inline bool app_handles(const struct sigaction& action) noexcept {
@@ -316,7 +317,7 @@ inline void crash_handler(int signo, siginfo_t* info, void* context) noexcept {
   const int saved_errno = errno;
   runtime* rt = the_runtime.load(std::memory_order_acquire);
   std::size_t slot = 0;
-  while (slot < 3 && crash_signals[slot] != signo) ++slot;
+  while (slot + 1 < std::size(crash_signals) && crash_signals[slot] != signo) ++slot;
   const struct sigaction& previous = previous_crash_actions[slot];
   if (info != nullptr && info->si_code > 0 && (signo == SIGSEGV || signo == SIGBUS) && app_handles(previous)) {
     // A fault, and the app had a handler of its own before edgetrace
@@ -342,7 +343,7 @@ inline void crash_handler(int signo, siginfo_t* info, void* context) noexcept {
 /// Installs the crash handler on its own stack if the thread has one
 /// (sigaltstack: a stack overflow needs it), leaving ignored signals alone.
 inline void install_crash_handlers() noexcept {
-  for (std::size_t i = 0; i < 4; ++i)
+  for (std::size_t i = 0; i < std::size(crash_signals); ++i)
     if (!signal_ignored(crash_signals[i]))
       install_handler(crash_signals[i], &crash_handler, SA_ONSTACK, &previous_crash_actions[i]);
 }

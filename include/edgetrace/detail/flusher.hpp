@@ -119,8 +119,9 @@ class runtime final : public runtime_stream, private flusher_output {
   /// thread gone idle), so the count must not.
   void state_totals(thread_ring& ring, sweep kind) {
     if (!encoder_.announced(ring) || closed()) return;
-    if (kind != sweep::final_pass && chunk_encoder::dropped_records(ring) == ring.dropped_stated) return;
-    ring.dropped_stated = chunk_encoder::dropped_records(ring);
+    const std::uint64_t dropped = chunk_encoder::dropped_records(ring);
+    if (kind != sweep::final_pass && dropped == ring.dropped_stated) return;
+    ring.dropped_stated = dropped;
     encoder_.write_thread_stats(ring);
   }
 

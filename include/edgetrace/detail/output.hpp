@@ -166,7 +166,7 @@ class dump_file {
   /// Flusher only: writes that took slow_write_ns or more, and the longest.
   std::uint64_t slow_writes() const noexcept { return slow_writes_; }
   std::uint64_t longest_write_ns() const noexcept { return longest_write_ns_; }
-  /// Flusher only: what the output is, in words ("a FIFO", "a regular file"...).
+  /// Flusher only: what the output is, in words ("a regular file", "a pipe"...).
   const char* kind_text() const noexcept {
     return output_regular_ ? "a regular file" : output_fifo_ ? "a pipe" : "not a regular file";
   }
