@@ -26,7 +26,7 @@ done
 case "$rounds" in '' | *[!0-9]* | 0) echo "bench/flight.sh: --rounds wants a positive number, not '$rounds'" >&2; exit 1 ;; esac
 
 . bench/needs.sh
-bench_needs cmake g++ /usr/include/benchmark/benchmark.h=libbenchmark-dev
+bench_needs cmake g++
 
 build=build/bench
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DEDGETRACE_BUILD_BENCH=ON -DEDGETRACE_BUILD_TESTS=OFF >/dev/null

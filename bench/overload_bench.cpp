@@ -9,7 +9,7 @@
 // usage: edgetrace_overload_bench WORKLOAD VARIANT
 //   WORKLOAD  w1_1t  10 M empty spans on 1 thread
 //             w1_2t  2 threads x 5 M empty spans, released together
-//             w1_8t, w1_32t, w1_64t, w1_128t: that many threads, 20 M empty
+//             w1_4t, w1_8t, w1_16t, w1_32t, w1_64t, w1_128t: that many threads, 20 M empty
 //                    spans in all, released together (a pool larger than
 //                    the core count)
 //             w2     1 M spans around ~200 LCG steps of work
@@ -173,7 +173,7 @@ double on_threads(int count, Warm warm, Timed timed) {
 }
 
 /// The thread pools of "w1_Nt": N threads, 20 M spans in all.
-constexpr int pool_sizes[] = {8, 32, 64, 128};
+constexpr int pool_sizes[] = {4, 8, 16, 32, 64, 128};
 
 /// N of a "w1_Nt" workload in pool_sizes, else 0.
 int pool_size(const char* workload) {
@@ -223,8 +223,8 @@ int run(const char* workload) {
     issued = threads * (n + warm_up);
   } else {
     std::fprintf(stderr,
-                 "edgetrace_overload_bench: unknown workload '%s' (w1_1t, w1_2t, w2, w2_2t, w3, w1_8t, w1_32t, "
-                 "w1_64t, w1_128t)\n",
+                 "edgetrace_overload_bench: unknown workload '%s' (w1_1t, w1_2t, w2, w2_2t, w3, w1_4t, w1_8t, "
+                 "w1_16t, w1_32t, w1_64t, w1_128t)\n",
                  workload);
     return 2;
   }
@@ -243,7 +243,7 @@ int run(const char* workload) {
 int main(int argc, char** argv) {
   if (argc != 3) {
     std::fprintf(stderr,
-                 "usage: edgetrace_overload_bench w1_1t|w1_2t|w2|w2_2t|w3|w1_8t|w1_32t|w1_64t|w1_128t "
+                 "usage: edgetrace_overload_bench w1_1t|w1_2t|w2|w2_2t|w3|w1_4t|w1_8t|w1_16t|w1_32t|w1_64t|w1_128t "
                  "empty|floor|traced\n");
     return 2;
   }

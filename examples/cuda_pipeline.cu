@@ -139,7 +139,10 @@ int main(int argc, char** argv) {
     EDGETRACE_CUDA_SCOPE(frame, "graph", p.copies);
     cudaGraphLaunch(exec, p.copies);
   }
-  cudaStreamSynchronize(p.copies);
+  {
+    EDGETRACE_SCOPE(frame, "wait");
+    cudaStreamSynchronize(p.copies);
+  }
   std::printf("cuda_pipeline: %d frames and 10 graph launches; out[42] = %g\n", frames, p.host_out[42]);
   if (exec != nullptr) cudaGraphExecDestroy(exec);
   if (graph != nullptr) cudaGraphDestroy(graph);

@@ -35,38 +35,21 @@ if(TARGET gpu_test)
   endif()
 endif()
 
-# --- The real CUDA runtime --------------------------------------------------
+# --- The real CUDA runtime: tests/cuda (also configured without doctest) ---
 if(EDGETRACE_HAVE_CUDA)
-  add_executable(cudart_app cuda/cudart_app.cpp)
-  target_link_libraries(cudart_app PRIVATE edgetrace::cuda)
-  edgetrace_project_warnings(cudart_app)
-  add_executable(cudart_check cuda/cudart_check.cpp)
-  target_link_libraries(cudart_check PRIVATE edgetrace::edgetrace)
-  target_include_directories(cudart_check PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
-  target_compile_definitions(cudart_check PRIVATE EDGETRACE_TEST_TMPDIR="${EDGETRACE_TEST_TMP}")
-  edgetrace_project_warnings(cudart_check)
-  add_dependencies(cudart_check cudart_app edgetrace_cli)
-  set(cudart_check_args $<TARGET_FILE:cudart_app> $<TARGET_FILE:edgetrace_cli> ${EDGETRACE_TEST_TMP})
-
-  # The toolkit's stub libcuda, under the name the CUDA runtime loads.
-  find_library(EDGETRACE_CUDA_STUB NAMES cuda PATHS ${CUDAToolkit_LIBRARY_DIR}/stubs ${CUDAToolkit_LIBRARY_ROOT}/lib64/stubs
-               NO_DEFAULT_PATH)
-  if(EDGETRACE_CUDA_STUB)
-    set(stub_dir ${CMAKE_CURRENT_BINARY_DIR}/cuda_stub)
-    file(MAKE_DIRECTORY ${stub_dir})
-    file(CREATE_LINK ${EDGETRACE_CUDA_STUB} ${stub_dir}/libcuda.so.1 SYMBOLIC)
-    add_test(NAME cudart_stub_driver COMMAND cudart_check stub ${cudart_check_args} ${stub_dir})
-    set_tests_properties(cudart_stub_driver PROPERTIES LABELS gpu)
-  endif()
-  add_test(NAME cudart_no_driver COMMAND cudart_check no-driver ${cudart_check_args})
-  add_test(NAME cudart_real_gpu COMMAND cudart_check gpu ${cudart_check_args})
-  set_tests_properties(cudart_no_driver PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
-  set_tests_properties(cudart_real_gpu PROPERTIES LABELS cuda SKIP_RETURN_CODE 77)
+  add_subdirectory(cuda)
 endif()
-if(TARGET cuda_pipeline AND TARGET cudart_check)
-  add_test(NAME cuda_pipeline_example COMMAND cudart_check example ${cudart_check_args} $<TARGET_FILE:cuda_pipeline>)
-  set_tests_properties(cuda_pipeline_example PROPERTIES LABELS cuda SKIP_RETURN_CODE 77)
-endif()
+# The GPU check's path without a device (tools/gpu_check.sh): one line, exit 77.
+add_test(NAME gpu_check_no_device COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cuda/gpu_check_no_device.sh
+         ${PROJECT_SOURCE_DIR}/tools/gpu_check.sh ${EDGETRACE_TEST_TMP}/gpu_check_no_device)
+set_tests_properties(gpu_check_no_device PROPERTIES LABELS gpu)
+# Its judge on the fake GPU's pipeline: 20 frames x 4 launches resolved,
+# each inside [launch, end of the frame's "wait"], no overlap on a stream.
+add_test(NAME gpu_check_judge_fake COMMAND bash -c
+  "EDGETRACE_OUTPUT='${EDGETRACE_TEST_TMP}/gpu_check_judge.etr' '$<TARGET_FILE:gpu_app>' pipeline >/dev/null && \
+   '$<TARGET_FILE:edgetrace_gpu_check_read>' example '${EDGETRACE_TEST_TMP}/gpu_check_judge.etr' 80")
+set_tests_properties(gpu_check_judge_fake PROPERTIES LABELS gpu PASS_REGULAR_EXPRESSION "PASS 2 example inside"
+  FAIL_REGULAR_EXPRESSION "FAIL")
 
 # flight_test reads the same child's GPU spans back from a snapshot.
 if(TARGET flight_test)

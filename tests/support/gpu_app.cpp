@@ -2,7 +2,8 @@
 // A traced program on the fake GPU, run as a child process by
 // tests/gpu_test.cpp, one behaviour per mode (argv[1]); it prints what it
 // observed as key=value lines on stdout.
-//   pipeline       H2D copy -> two kernels on two streams -> D2H, 20 frames, on a
+//   pipeline       H2D copy -> two kernels on two streams -> D2H, 20 frames (each
+//                  followed by a "wait" span until the GPU is idle), on a
 //                  GPU clock 3 s ahead and 150 ppm fast; one launch captured
 //   fail-record    cudaEventRecord fails on the 6th call: one line, host spans go on
 //   no-device      cudaGetDeviceCount says 0 devices
@@ -64,7 +65,10 @@ int pipeline() {
   void* compute = fake_gpu::stream(1);
   for (int i = 0; i < 20; ++i) {
     frame(copy, compute);
-    wait_gpu_idle();
+    {
+      EDGETRACE_SCOPE(host, "wait");  // the sync tools/gpu_check's judge bounds GPU spans by
+      wait_gpu_idle();
+    }
     // Spread the run over more than 2 s of GPU time so drift is fitted.
     std::this_thread::sleep_for(std::chrono::milliseconds(120));
   }

@@ -369,6 +369,10 @@ struct gpu_span {
   /// The aligned start fell before the launch (alignment error) and was
   /// moved to the launch's start.
   bool placed_at_launch = false;
+  /// The start as the clock alignment put it, before any move (to the
+  /// launch, or past the stream's previous span): the alignment's own
+  /// error shows here (tools/gpu_check.sh measures it).
+  std::int64_t aligned_begin_ns = 0;
 };
 
 /// Counters about the file as a whole (pass 1).

@@ -205,6 +205,7 @@ class gpu_span_placer {
                                    g.end_ns)) {
       g.resolved = true;
       g.gpu_duration_ns = s.duration;
+      g.aligned_begin_ns = g.begin_ns;
       keep_in_order(g);
     }
     return true;

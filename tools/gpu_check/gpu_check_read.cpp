@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: MIT
+// The judging side of tools/gpu_check.sh: reads a dump that
+// edgetrace_gpu_check_app (or examples/cuda_pipeline) wrote, and what the
+// app printed of its own measurements, and prints one verdict line per
+// check: "PASS|FAIL|NOTE <item>: <what was measured>". Exit 0 when no
+// check failed, 1 when one did, 2 on bad usage or an unreadable dump.
+//
+// usage: edgetrace_gpu_check_read MODE DUMP [APP_OUTPUT | EXPECTED_SPANS]
+//   example   DUMP EXPECTED  examples/cuda_pipeline: every GPU span inside
+//             [its launch, the end of the next "wait" span of its thread],
+//             none overlapping on a stream, EXPECTED resolved
+//   accuracy  DUMP APP_OUTPUT  span length against the events' own elapsed
+//             time and the kernel's own clock, per kernel length
+//   alignment DUMP APP_OUTPUT  the aligned GPU time of an empty stream's
+//             event pair against [launch, the instant after the sync]
+//   load      DUMP APP_OUTPUT  written + dropped = issued, the event pool
+//   graph     DUMP APP_OUTPUT  captured scopes flagged, every replay timed
+#include <edgetrace/reader/dump_reader.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace rd = edgetrace::reader;
+
+int failed = 0;
+
+void verdict(bool pass, const std::string& item, const std::string& text) {
+  std::printf("%s %s: %s\n", pass ? "PASS" : "FAIL", item.c_str(), text.c_str());
+  failed += pass ? 0 : 1;
+}
+void note(const std::string& item, const std::string& text) { std::printf("NOTE %s: %s\n", item.c_str(), text.c_str()); }
+
+std::string us(double ns) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f us", ns / 1000.0);
+  return text;
+}
+
+/// The value of `key=` in the first line of `lines` that starts with
+/// `prefix` (0 when absent).
+double app_value(const std::vector<std::string>& lines, const std::string& prefix, const std::string& key) {
+  for (const auto& line : lines) {
+    if (line.compare(0, prefix.size(), prefix) != 0) continue;
+    const auto at = line.find(" " + key + "=");
+    if (at != std::string::npos) return std::atof(line.c_str() + at + key.size() + 2);
+  }
+  return 0;
+}
+
+std::vector<std::string> read_lines(const std::string& path) {
+  std::vector<std::string> lines;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+/// Median and worst (largest) of `v`.
+std::pair<double, double> median_worst(std::vector<double> v) {
+  if (v.empty()) return {0, 0};
+  std::sort(v.begin(), v.end());
+  return {v[v.size() / 2], v.back()};
+}
+
+/// A dump read whole: its writer, host spans and instants by name, GPU spans.
+struct dump {
+  rd::dump_reader reader;
+  const rd::writer_info* writer = nullptr;
+  std::map<std::string, std::vector<rd::event>> host;  // spans and instants by site name, end order
+  std::vector<rd::gpu_span> gpu;
+
+  bool load(const std::string& path) {
+    if (!reader.open(path) || !reader.read_metadata() || reader.writers().empty()) {
+      std::fprintf(stderr, "gpu_check_read: %s: %s\n", path.c_str(), reader.error().c_str());
+      return false;
+    }
+    writer = &reader.writers().begin()->second;
+    reader.read_events([&](const rd::event& e) {
+      if (e.site != nullptr && (e.kind == rd::event_kind::span || e.kind == rd::event_kind::instant))
+        host[e.site->name].push_back(e);
+    });
+    reader.read_gpu_spans([&](const rd::gpu_span& g) { gpu.push_back(g); });
+    return true;
+  }
+  std::vector<const rd::gpu_span*> named(const std::string& name, bool resolved_only = true) const {
+    std::vector<const rd::gpu_span*> out;
+    for (const auto& g : gpu)
+      if (g.site != nullptr && g.site->name == name && (g.resolved || !resolved_only)) out.push_back(&g);
+    std::sort(out.begin(), out.end(),
+              [](const rd::gpu_span* a, const rd::gpu_span* b) { return a->host_begin_ns < b->host_begin_ns; });
+    return out;
+  }
+  /// GPU spans stayed on for the whole run.
+  void stayed_on(const std::string& item) const {
+    const std::string& off = writer->gpu.off_reason;
+    if (!writer->gpu.present) verdict(false, item, "the dump holds no GPU record: the app made no GPU scope");
+    else verdict(off.empty(), item, off.empty() ? "GPU spans stayed on" : "GPU spans went off: " + off);
+  }
+};
+
+/// Item 2: examples/cuda_pipeline.
+int example(const dump& d, std::uint64_t expected) {
+  const auto& waits = d.host.count("wait") != 0 ? d.host.at("wait") : std::vector<rd::event>{};
+  std::size_t resolved = 0, outside = 0, moved = 0, overlaps = 0;
+  double worst_move = 0;
+  std::map<const rd::gpu_stream_info*, std::vector<const rd::gpu_span*>> by_stream;
+  for (const auto& g : d.gpu) {
+    if (!g.resolved) continue;
+    ++resolved;
+    by_stream[g.stream].push_back(&g);
+    // The first "wait" of the launching thread that ends after the launch.
+    std::int64_t sync_end = INT64_MAX;
+    for (const auto& w : waits)
+      if (w.thread == g.thread && w.end_ns >= g.host_end_ns) sync_end = std::min(sync_end, w.end_ns);
+    outside += g.begin_ns < g.host_begin_ns || g.end_ns > sync_end;
+    // (Back-to-back spans are 1 ns apart by design: not a move.)
+    if (g.placed_at_launch || std::llabs(g.begin_ns - g.aligned_begin_ns) > 1) {
+      ++moved;
+      worst_move = std::max(worst_move, std::fabs(static_cast<double>(g.begin_ns - g.aligned_begin_ns)));
+    }
+  }
+  for (auto& s : by_stream) {
+    std::sort(s.second.begin(), s.second.end(),
+              [](const rd::gpu_span* a, const rd::gpu_span* b) { return a->begin_ns < b->begin_ns; });
+    for (std::size_t i = 1; i < s.second.size(); ++i) overlaps += s.second[i]->begin_ns < s.second[i - 1]->end_ns;
+  }
+  const auto& gpu = d.writer->gpu;
+  d.stayed_on("2 example");
+  verdict(resolved == expected && gpu.launches == expected + gpu.captured, "2 example count",
+          std::to_string(resolved) + " resolved GPU spans, " + std::to_string(expected) + " launches timed; " +
+              std::to_string(gpu.captured) + " captured, " + std::to_string(gpu.unresolved) + " unresolved");
+  verdict(outside == 0, "2 example inside",
+          std::to_string(outside) + " of " + std::to_string(resolved) +
+              " GPU spans outside [launch, end of the next wait]");
+  verdict(worst_move <= 2000, "2 example moved",
+          std::to_string(moved) + " starts moved by the reader (to the launch or past the previous span), at most " +
+              us(worst_move));
+  verdict(overlaps == 0, "2 example overlap",
+          std::to_string(overlaps) + " overlaps between GPU spans of one stream (" + std::to_string(by_stream.size()) +
+              " streams)");
+  return 0;
+}
+
+/// Item 3: span length against the events and the kernel's clock.
+void accuracy(const dump& d, const std::vector<std::string>& app) {
+  std::map<long long, std::vector<std::pair<double, double>>> measured;  // target -> (kernel ns, events ns)
+  for (const auto& line : app) {
+    long long target = 0;
+    unsigned long long kernel = 0;
+    double events = 0;
+    if (std::sscanf(line.c_str(), "span target_ns=%lld kernel_ns=%llu events_ns=%lf", &target, &kernel, &events) == 3)
+      measured[target].push_back({static_cast<double>(kernel), events});
+  }
+  const std::pair<long long, const char*> sites[] = {{10000, "spin_10us"}, {100000, "spin_100us"}, {1000000, "spin_1ms"}};
+  d.stayed_on("3 accuracy");
+  for (const auto& site : sites) {
+    const auto spans = d.named(site.second);
+    const auto& own = measured[site.first];
+    const std::string item = std::string("3 accuracy ") + site.second;
+    if (spans.size() != own.size() || spans.empty()) {
+      verdict(false, item, std::to_string(spans.size()) + " resolved spans, " + std::to_string(own.size()) +
+                               " measured by the app");
+      continue;
+    }
+    std::vector<double> vs_events, vs_kernel, bias;
+    for (std::size_t i = 0; i < spans.size(); ++i) {
+      const double length = static_cast<double>(spans[i]->end_ns - spans[i]->begin_ns);
+      vs_events.push_back(std::fabs(length - own[i].second));
+      vs_kernel.push_back(std::fabs(length - own[i].first));
+      bias.push_back(length - own[i].first);
+    }
+    const double bound = 1000 + 0.01 * static_cast<double>(site.first);
+    const auto e = median_worst(vs_events), k = median_worst(vs_kernel), b = median_worst(bias);
+    verdict(e.second <= bound, item + " vs events",
+            "|span - cudaEventElapsedTime| median " + us(e.first) + ", worst " + us(e.second) + " (bound " +
+                us(bound) + ", " + std::to_string(spans.size()) + " spans)");
+    verdict(k.second <= bound, item + " vs kernel clock",
+            "|span - kernel's %globaltimer| median " + us(k.first) + ", worst " + us(k.second) + "; span - kernel median " +
+                us(b.first) + " (bound " + us(bound) + ")");
+  }
+}
+
+/// Item 4: an empty stream's event pair against [launch, after the sync].
+void alignment(const dump& d) {
+  const auto spans = d.named("empty");
+  const auto& synced = d.host.count("synced") != 0 ? d.host.at("synced") : std::vector<rd::event>{};
+  std::vector<double> error, window, position;
+  std::size_t placed = 0;
+  for (const rd::gpu_span* g : spans) {
+    std::int64_t after = INT64_MAX;
+    for (const auto& s : synced)
+      if (s.thread == g->thread && s.begin_ns >= g->host_end_ns) after = std::min(after, s.begin_ns);
+    if (after == INT64_MAX) continue;
+    const std::int64_t begin = g->aligned_begin_ns, end = begin + static_cast<std::int64_t>(g->gpu_duration_ns);
+    const std::int64_t early = g->host_begin_ns - begin, late = end - after;
+    error.push_back(static_cast<double>(std::max<std::int64_t>({0, early, late})));
+    window.push_back(static_cast<double>(after - g->host_begin_ns));
+    position.push_back(static_cast<double>(begin - g->host_begin_ns));
+    placed += g->placed_at_launch;
+  }
+  d.stayed_on("4 alignment");
+  const auto e = median_worst(error), w = median_worst(window), p = median_worst(position);
+  verdict(!error.empty() && e.second <= 2000, "4 alignment",
+          "GPU time outside [launch, host time after the sync]: median " + us(e.first) + ", worst " + us(e.second) +
+              " (bound 2 us, " + std::to_string(error.size()) + " spans, " + std::to_string(placed) +
+              " moved to their launch); window median " + us(w.first) + ", GPU start after launch median " +
+              us(p.first));
+}
+
+/// Item 6: 8 threads x 4 streams of scopes, nothing lost.
+void load(const dump& d, const std::vector<std::string>& app) {
+  const auto issued = static_cast<std::uint64_t>(app_value(app, "load", "issued"));
+  const auto rss_kb = static_cast<std::uint64_t>(app_value(app, "load", "max_rss_kb"));
+  const auto& g = d.writer->gpu;
+  std::uint64_t host_spans = d.host.count("load") != 0 ? d.host.at("load").size() : 0;
+  const std::uint64_t dropped = g.skipped + g.unresolved;
+  d.stayed_on("6 load");
+  verdict(issued != 0 && g.launches + g.skipped == issued && host_spans == issued, "6 load accounted",
+          std::to_string(issued) + " issued: " + std::to_string(g.launches) + " GPU spans written (" +
+              std::to_string(g.resolved) + " resolved) + " + std::to_string(g.skipped) + " skipped; " +
+              std::to_string(host_spans) + " host spans");
+  verdict(dropped == 0, "6 load lost",
+          std::to_string(g.skipped) + " skipped (hand-off queue full or every pair in flight), " +
+              std::to_string(g.unresolved) + " unresolved");
+  verdict(g.event_pairs <= 8u * 4096u, "6 load pool",
+          std::to_string(g.event_pairs) + " event pairs created (high-water; bound 8 threads x 4096), app max RSS " +
+              std::to_string(rss_kb / 1024) + " MiB");
+}
+
+/// Item 7: captured scopes and graph replays.
+void graph(const dump& d, const std::vector<std::string>& app) {
+  const auto replays = static_cast<std::uint64_t>(app_value(app, "graph", "replays"));
+  const auto runs = static_cast<std::uint64_t>(app_value(app, "graph", "kernel_runs"));
+  const auto expected = static_cast<std::uint64_t>(app_value(app, "graph", "expected"));
+  std::uint64_t flagged = 0;
+  for (const rd::gpu_span* g : d.named("in_capture", false)) flagged += (g->flags & edgetrace::format::gpu_span_captured) != 0;
+  const auto timed = d.named("replay").size();
+  d.stayed_on("7 graph");
+  verdict(runs == expected && expected != 0, "7 graph runs",
+          std::to_string(runs) + " kernel runs seen by the device, " + std::to_string(expected) + " expected");
+  verdict(flagged == 3 && d.writer->gpu.captured == 3, "7 graph captured",
+          std::to_string(flagged) + " scopes inside the capture flagged captured (3 expected), nothing added to the graph");
+  verdict(timed == replays && replays != 0, "7 graph replays",
+          std::to_string(timed) + " of " + std::to_string(replays) + " replays timed, " +
+              std::to_string(d.writer->gpu.unresolved) + " unresolved");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: edgetrace_gpu_check_read example|accuracy|alignment|load|graph DUMP APP_OUTPUT|EXPECTED\n");
+    return 2;
+  }
+  const std::string mode = argv[1];
+  dump d;
+  if (!d.load(argv[2])) return 2;
+  const auto app = read_lines(argv[3]);
+  std::size_t cuda_errors = 0;
+  for (const auto& line : app)
+    if (line.compare(0, 11, "cuda_error ") == 0 && cuda_errors++ == 0) verdict(false, mode + " cuda", line.substr(11));
+  if (cuda_errors > 1) note(mode + " cuda", std::to_string(cuda_errors) + " failed CUDA calls of the app's own in all");
+  if (mode == "example") example(d, std::strtoull(argv[3], nullptr, 10));
+  else if (mode == "accuracy") accuracy(d, app);
+  else if (mode == "alignment") alignment(d);
+  else if (mode == "load") load(d, app);
+  else if (mode == "graph") graph(d, app);
+  else {
+    std::fprintf(stderr, "gpu_check_read: unknown mode '%s'\n", mode.c_str());
+    return 2;
+  }
+  note(mode, "gpu backend " + d.writer->gpu.backend + ", driver " + std::to_string(d.writer->gpu.driver_version) +
+                 ", runtime " + std::to_string(d.writer->gpu.runtime_version));
+  return failed == 0 ? 0 : 1;
+}
