@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
 // Produces spans through the real runtime, for converter benchmarks and the
-// sustained-rate check: `make_dump SPANS [RATE]` records SPANS spans (two
-// sites, nested) as fast as it can, or paced at RATE spans per second.
-// Run with EDGETRACE_OUTPUT set; prints the achieved rate.
+// sustained-rate check: `make_dump SPANS [RATE] [args]` records SPANS spans
+// (two sites, nested) as fast as it can, or paced at RATE spans per second
+// (0: unpaced); with `args`, every span carries an integer argument (the
+// reader's memory with arguments). Run with EDGETRACE_OUTPUT set; prints the
+// achieved rate.
 #include <edgetrace/edgetrace.hpp>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <thread>
 
 EDGETRACE_CATEGORY(gen);
@@ -15,8 +18,9 @@ EDGETRACE_CATEGORY(gen);
 int main(int argc, char** argv) {
   const long long spans = argc > 1 ? std::atoll(argv[1]) : 50000000LL;
   const double rate = argc > 2 ? std::atof(argv[2]) : 0;
-  if (!edgetrace::tracing_active() || spans <= 0 || rate < 0) {
-    std::fprintf(stderr, "usage: EDGETRACE_OUTPUT=big.etr make_dump SPANS [SPANS_PER_SECOND]\n");
+  const bool args = argc > 3 && std::string(argv[3]) == "args";
+  if (!edgetrace::tracing_active() || spans <= 0 || rate < 0 || (argc > 3 && !args)) {
+    std::fprintf(stderr, "usage: EDGETRACE_OUTPUT=big.etr make_dump SPANS [SPANS_PER_SECOND [args]]\n");
     return 2;
   }
   const auto layer = edgetrace::intern("layer");
@@ -33,8 +37,10 @@ int main(int argc, char** argv) {
       std::this_thread::yield();  // a real app does other work between spans
     }
     EDGETRACE_SCOPE(gen, "step");
+    if (args) EDGETRACE_ARG(gen, "i", i);
     {
       EDGETRACE_SCOPE_NAMED(gen, layer);
+      if (args) EDGETRACE_ARG(gen, "bytes", i & 0xFFFF);
       work = work + i;
     }
   }

@@ -116,8 +116,7 @@ TEST_CASE("overload: threads that encode their own records stop at what only the
   REQUIRE(reader.open(path));
   REQUIRE(reader.read_metadata());
   std::map<std::uint64_t, std::uint64_t> arguments;  // thread id -> arguments
-  for (const auto& w : reader.writers())
-    for (const auto& a : w.second.annotations) ++arguments[a.thread_id];
+  reader.for_each_annotation([&arguments](const edgetrace::reader::annotation& a) { ++arguments[a.thread_id]; });
   const auto n = static_cast<std::uint64_t>(spans_per_thread);
   for (const auto& t : figures) {
     CAPTURE(t.name);

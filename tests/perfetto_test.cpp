@@ -350,7 +350,7 @@ expected_trace expect_from_dump(const std::string& path) {
   et::dump_reader r;
   REQUIRE(r.open(path));
   REQUIRE(r.read_metadata());
-  et::span_annotations notes(r);
+  et::span_annotations notes(r, et::span_order::read_events);
   et::flow_collector flows;
   std::vector<const et::annotation*> args;
   REQUIRE(r.read_events([&](const et::event& e) {

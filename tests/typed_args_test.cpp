@@ -6,6 +6,7 @@
 #include <support/files.hpp>
 #include <support/json_lite.hpp>
 #include <support/process.hpp>
+#include <support/read_dump.hpp>
 #include <support/sanitizers.hpp>
 
 #include <edgetrace/reader/dump_reader.hpp>
@@ -55,10 +56,10 @@ bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; 
 
 /// The last value of each argument key of the first span named `name`,
 /// as the reader's annotations give them (time order within the span).
-std::map<std::string, const reader::annotation*> span_args(const reader::writer_info& w, std::int64_t begin,
+std::map<std::string, const reader::annotation*> span_args(const std::vector<reader::annotation>& all, std::int64_t begin,
                                                           std::int64_t end, const reader::thread_info* thread) {
   std::map<std::string, const reader::annotation*> out;
-  for (const reader::annotation& a : w.annotations)
+  for (const reader::annotation& a : all)
     if (a.thread == thread && a.ns >= begin && a.ns <= end &&
         (a.type == format::annotation_record::arg || a.type == format::annotation_record::arg_name))
       out[a.name()] = &a;
@@ -168,7 +169,8 @@ TEST_CASE("typed args: floats and bools read back exactly; integers and names as
   REQUIRE(typed.size() == 1);
   const reader::thread_info* thread = nullptr;
   for (const auto& t : w.threads) thread = &t.second;
-  const auto args = span_args(w, typed[0].begin_ns, typed[0].end_ns, thread);
+  const std::vector<reader::annotation> all = edgetrace_test::all_annotations(r);
+  const auto args = span_args(all, typed[0].begin_ns, typed[0].end_ns, thread);
   REQUIRE(args.size() == 12);
   auto real = [&](const char* key) {
     const reader::annotation* a = args.at(key);
@@ -202,7 +204,7 @@ TEST_CASE("typed args: floats and bools read back exactly; integers and names as
   std::vector<std::int64_t> is;
   std::vector<bool> evens;
   std::uint64_t previous = 0, out_of_order = 0;
-  for (const reader::annotation& a : w.annotations) {
+  for (const reader::annotation& a : all) {
     if (a.tick < previous) ++out_of_order;
     previous = a.tick;
     if (a.name() == "x") xs.push_back(a.real_value());
@@ -231,9 +233,8 @@ TEST_CASE("typed args: a dense loop of floats costs about 11 bytes per argument 
   reader::dump_reader r;
   REQUIRE(r.open(path));
   REQUIRE(r.read_metadata());
-  const auto& w = r.writers().begin()->second;
   std::vector<double> values;
-  for (const auto& a : w.annotations) values.push_back(a.real_value());
+  r.for_each_annotation([&values](const reader::annotation& a) { values.push_back(a.real_value()); });
   REQUIRE(values.size() == spans);
   int wrong = 0;
   for (int k = 0; k < spans; ++k) wrong += !same_bits(values[k], k * 0.25);
@@ -308,7 +309,7 @@ TEST_CASE("typed args: summary groups by a float's text; info counts each value 
   REQUIRE(r.open(typed_dump()));
   REQUIRE(r.read_metadata());
   std::uint64_t ints = 0, reals = 0, bools = 0, names = 0;
-  for (const auto& a : r.writers().begin()->second.annotations) {
+  for (const auto& a : edgetrace_test::all_annotations(r)) {
     if (a.type == format::annotation_record::arg_name) ++names;
     else if (a.type != format::annotation_record::arg) continue;
     else if (a.is_real()) ++reals;
@@ -342,7 +343,7 @@ TEST_CASE("typed args: a 1.4 reader steps over typed runs and never reads a floa
   REQUIRE(r.read_events([](const reader::event&) {}));
   const auto& w = r.writers().begin()->second;
   std::uint64_t args = 0, as_integer_of_float_site = 0, typed = 0, named = 0;
-  for (const auto& a : w.annotations) {
+  for (const auto& a : edgetrace_test::all_annotations(r)) {
     if (a.type == format::annotation_record::arg_name) ++named;
     if (a.type != format::annotation_record::arg) continue;
     ++args;

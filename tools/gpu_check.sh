@@ -68,7 +68,7 @@ command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 {
   cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DEDGETRACE_BUILD_TESTS=ON \
     -DEDGETRACE_BUILD_EXAMPLES=ON -DEDGETRACE_BUILD_BENCH=OFF -DEDGETRACE_TEST_KNOBS=OFF -DEDGETRACE_WERROR=OFF \
-    -DCMAKE_DISABLE_FIND_PACKAGE_doctest=ON ${cap:+-DCMAKE_CUDA_ARCHITECTURES=$cap} &&
+    -DEDGETRACE_GPU_CHECK=ON -DCMAKE_DISABLE_FIND_PACKAGE_doctest=ON ${cap:+-DCMAKE_CUDA_ARCHITECTURES=$cap} &&
     cmake --build "$build" -j"$(nproc)" --target edgetrace_cli cudart_app cudart_check cuda_pipeline \
       edgetrace_gpu_check_app edgetrace_gpu_check_read
 } >"$out/build.log" 2>&1

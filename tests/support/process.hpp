@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fcntl.h>
 #include <string>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <utility>
@@ -23,6 +24,7 @@ struct process_result {
   int exit_code = -1;   ///< exit status, or 128 + signal
   std::string out;
   std::string err;
+  long max_rss_kb = 0;  ///< the child's peak resident memory (getrusage's ru_maxrss)
 };
 
 /// Forks and execs `argv` (no shell) with the current environment minus
@@ -70,7 +72,11 @@ inline process_result run(const std::vector<std::string>& argv, const std::vecto
   const pid_t pid = launch(argv, env, out, err_path);
   if (out >= 0) ::close(out);
   int status = 0;
-  if (pid > 0 && ::waitpid(pid, &status, 0) == pid) result.exit_code = exit_code_of(status);
+  struct rusage usage {};
+  if (pid > 0 && ::wait4(pid, &status, 0, &usage) == pid) {
+    result.exit_code = exit_code_of(status);
+    result.max_rss_kb = usage.ru_maxrss;
+  }
   result.out = read_file(out_path);
   result.err = read_file(err_path);
   ::unlink(out_path.c_str());

@@ -11,6 +11,14 @@
 
 namespace edgetrace_test {
 
+/// Every annotation of an opened dump (after read_metadata), resolved, in
+/// file order: arguments and flow steps are not kept by the reader.
+inline std::vector<edgetrace::reader::annotation> all_annotations(const edgetrace::reader::dump_reader& r) {
+  std::vector<edgetrace::reader::annotation> out;
+  r.for_each_annotation([&out](const edgetrace::reader::annotation& a) { out.push_back(a); });
+  return out;
+}
+
 struct loaded_event {
   edgetrace::reader::event_kind kind;
   edgetrace::format::site_kind site_kind = edgetrace::format::site_kind::span;

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <map>
 #include <set>
@@ -67,38 +69,131 @@ inline const annotation* last_with_key(const std::vector<const annotation*>& arg
   return last;
 }
 
+/// The order in which a reader of arguments will meet spans: as
+/// dump_reader::read_events hands them over (per thread by end time, a
+/// span after the spans nested in it), or as walk_spans does (per thread
+/// latest first, a span after the spans nested in it;
+/// read_events_backward's order for the annotations too).
+enum class span_order : std::uint8_t { read_events, walk_spans };
+
+/// Arguments and flow steps of each thread, read from the annotations
+/// chunks as they are asked for: forward in time (span_order::read_events)
+/// or backward (walk_spans). take() hands over the next one of a thread
+/// while it lies at or before a limit (forward) or at or after it
+/// (backward); the chunks are decoded in file order (or its reverse), and
+/// another thread's annotations met on the way wait in that thread's
+/// queue. A chunk is decoded only while some chunk from there on holds an
+/// annotation on the asked side of the limit (each chunk's time range from
+/// pass 1). Memory: the queued annotations, about one flush period of them
+/// when the asker walks the dump in file order, and one chunk.
+class annotation_stream {
+ public:
+  annotation_stream(const dump_reader& r, span_order order)
+      : reader_(r), backward_(order == span_order::walk_spans) {
+    const auto& chunks = r.annotation_chunks();
+    bound_.resize(chunks.size());
+    // Forward: the earliest time in chunk i or after it; backward: the
+    // latest in chunk i or before it.
+    if (backward_) {
+      for (std::size_t i = 0; i < chunks.size(); ++i)
+        bound_[i] = i == 0 ? chunks[i].max_ns : std::max(bound_[i - 1], chunks[i].max_ns);
+      next_ = chunks.size();
+    } else {
+      for (std::size_t i = chunks.size(); i-- > 0;)
+        bound_[i] = i + 1 == chunks.size() ? chunks[i].min_ns : std::min(bound_[i + 1], chunks[i].min_ns);
+    }
+  }
+
+  /// Moves `thread`'s next argument or flow step into `out` when it lies at
+  /// or before `limit_ns` (forward) / at or after it (backward); false when
+  /// it does not, or when the thread has no more.
+  bool take(const thread_info* thread, std::int64_t limit_ns, annotation& out) {
+    std::deque<annotation>& queue = queue_of(thread);
+    while (queue.empty()) {
+      if (!decode_next(limit_ns)) return false;
+    }
+    const std::int64_t ns = queue.front().ns;
+    if (backward_ ? ns < limit_ns : ns > limit_ns) return false;
+    out = queue.front();
+    queue.pop_front();
+    return true;
+  }
+
+  /// Annotations met on a thread the dump does not name (never handed out).
+  std::uint64_t unattached() const noexcept { return unattached_; }
+
+  /// Arguments and flow steps taken from one chunk. The writer ends an
+  /// annotations chunk at about 60 KiB (some 20,000 arguments); only a
+  /// forged 4 MiB chunk of 3-byte arguments holds more (its rest is left
+  /// out, and counted as unclaimed): 50 MB at most.
+  static constexpr std::size_t max_per_chunk = std::size_t{1} << 19;
+
+ private:
+  std::deque<annotation>& queue_of(const thread_info* thread) {
+    if (thread != last_thread_ || last_queue_ == nullptr) {
+      last_thread_ = thread;
+      last_queue_ = &queues_[thread];
+    }
+    return *last_queue_;
+  }
+
+  /// Decodes the next chunk in the stream's direction if one from there on
+  /// can hold an annotation on the asked side of `limit_ns`.
+  bool decode_next(std::int64_t limit_ns) {
+    const auto keep = [this](const annotation& a) {
+      if (a.type != format::annotation_record::arg && a.type != format::annotation_record::arg_name &&
+          a.type != format::annotation_record::flow)
+        return;
+      if (a.thread == nullptr) ++unattached_;
+      else if (chunk_.size() < max_per_chunk) chunk_.push_back(a);  // past it: left out, counted as unclaimed
+    };
+    chunk_.clear();
+    if (backward_) {
+      if (next_ == 0 || bound_[next_ - 1] < limit_ns) return false;
+      reader_.decode_annotation_chunk(--next_, buffer_, keep);
+      for (auto a = chunk_.rbegin(); a != chunk_.rend(); ++a) queue_of(a->thread).push_back(*a);
+    } else {
+      if (next_ >= bound_.size() || bound_[next_] > limit_ns) return false;
+      reader_.decode_annotation_chunk(next_++, buffer_, keep);
+      for (const annotation& a : chunk_) queue_of(a.thread).push_back(a);
+    }
+    return true;
+  }
+
+  const dump_reader& reader_;
+  bool backward_;
+  std::vector<std::int64_t> bound_;
+  std::size_t next_ = 0;  // forward: the next chunk to decode; backward: one past it
+  std::unordered_map<const thread_info*, std::deque<annotation>> queues_;
+  const thread_info* last_thread_ = nullptr;
+  std::deque<annotation>* last_queue_ = nullptr;
+  std::vector<unsigned char> buffer_;
+  std::vector<annotation> chunk_;
+  std::uint64_t unattached_ = 0;
+};
+
 /// Hands each argument and flow step to the span it belongs to: the
 /// innermost span open on its thread when it was recorded. Feed it every
-/// span of the dump (filtered or not) in an order where a span comes after
-/// the spans nested in it: end order (read_events) and walk_spans' order
-/// both are. Each span claims the annotations inside [begin, end] that no
-/// nested span claimed. Memory: one index per annotation.
+/// span of the dump (filtered or not) in the order given at construction
+/// (span_order: read_events' or walk_spans'; in both a span comes after the
+/// spans nested in it). Each span claims the annotations inside [begin,
+/// end] that no nested span claimed. The annotations are read as the spans
+/// ask for them (annotation_stream): memory is what waits for a span still
+/// to come, per thread the annotations of the spans still open, never one
+/// entry per annotation of the dump.
 class span_annotations {
  public:
-  explicit span_annotations(const dump_reader& r) {
-    for (const auto& w : r.writers())
-      for (const annotation& a : w.second.annotations) {
-        if (a.type != format::annotation_record::arg && a.type != format::annotation_record::arg_name &&
-            a.type != format::annotation_record::flow)
-          continue;
-        if (a.thread == nullptr) {
-          ++unattached_;
-          continue;
-        }
-        threads_[a.thread].items.push_back(&a);  // already in time order
-      }
-    for (auto& t : threads_) {
-      t.second.next.resize(t.second.items.size() + 1);
-      for (std::size_t i = 0; i < t.second.next.size(); ++i) t.second.next[i] = i;
-      total_ += t.second.items.size();
-    }
+  span_annotations(const dump_reader& r, span_order order)
+      : stream_(r, order), backward_(order == span_order::walk_spans) {
+    for (const auto& w : r.writers()) total_ += w.second.annotations_read.span_notes();
   }
 
   bool empty() const noexcept { return total_ == 0; }
 
   /// Claims span [begin_ns, end_ns] of `thread` (named by `site`): its
-  /// arguments go to `args` (time order), its flow steps to `flows`; a null
-  /// destination claims and drops them.
+  /// arguments go to `args` (time order; the pointers are valid until the
+  /// next claim), its flow steps to `flows`; a null destination claims and
+  /// drops them.
   void collect(const thread_info* thread, const site_info* site, std::int64_t begin_ns, std::int64_t end_ns,
                std::vector<const annotation*>* args, flow_collector* flows) {
     if (args != nullptr) args->clear();
@@ -112,49 +207,57 @@ class span_annotations {
   }
 
   /// Calls `fn(const annotation&)` for every annotation of `thread` within
-  /// [begin_ns, end_ns] not claimed yet, in time order, and claims it.
+  /// [begin_ns, end_ns] not claimed yet, in time order, and claims it. The
+  /// references are valid until the next claim.
   template <class Fn>
   void claim(const thread_info* thread, std::int64_t begin_ns, std::int64_t end_ns, Fn&& fn) {
-    if (total_ == 0) return;
-    const auto found = threads_.find(thread);
-    if (found == threads_.end()) return;
-    per_thread& t = found->second;
-    const auto first = std::lower_bound(t.items.begin(), t.items.end(), begin_ns,
-                                        [](const annotation* a, std::int64_t ns) { return a->ns < ns; });
-    std::size_t i = next_free(t, static_cast<std::size_t>(first - t.items.begin()));
-    while (i < t.items.size() && t.items[i]->ns <= end_ns) {
-      fn(*t.items[i]);
-      t.next[i] = i + 1;
-      ++claimed_;
-      i = next_free(t, i + 1);
+    claimed_.clear();
+    if (total_ == 0 || thread == nullptr) return;
+    std::vector<annotation>& pending = pending_of(thread);
+    // Pending holds what was read and not claimed, in reading order: the
+    // newest read (nearest to this span) last. Forward the span takes the
+    // tail at or after its begin; backward the tail at or before its end.
+    annotation a;
+    while (stream_.take(thread, backward_ ? begin_ns : end_ns, a)) pending.push_back(a);
+    std::size_t keep = pending.size();
+    while (keep > 0 && (backward_ ? pending[keep - 1].ns <= end_ns : pending[keep - 1].ns >= begin_ns)) --keep;
+    claimed_.assign(pending.begin() + static_cast<std::ptrdiff_t>(keep), pending.end());
+    pending.resize(keep);
+    if (backward_) std::reverse(claimed_.begin(), claimed_.end());  // read latest first
+    if (pending.size() > max_pending) {
+      // Annotations outside every span fed so far pile up here; the
+      // oldest read are dropped (counted as unclaimed).
+      pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(pending.size() / 2));
     }
+    claimed_count_ += claimed_.size();
+    for (const annotation& c : claimed_) fn(c);
   }
 
   /// Annotations no span claimed (recorded outside every span, or on a
   /// thread the dump does not name). Meaningful after every span was fed.
-  std::uint64_t unclaimed() const noexcept { return total_ - claimed_ + unattached_; }
+  std::uint64_t unclaimed() const noexcept { return total_ - claimed_count_; }
+
+  /// Unclaimed annotations one thread may hold back for spans still to
+  /// come; past this the oldest half is dropped.
+  static constexpr std::size_t max_pending = std::size_t{1} << 20;
 
  private:
-  struct per_thread {
-    std::vector<const annotation*> items;
-    std::vector<std::size_t> next;  ///< union-find: the first unclaimed index at or after i
-  };
-
-  static std::size_t next_free(per_thread& t, std::size_t i) {
-    std::size_t root = i;
-    while (t.next[root] != root) root = t.next[root];
-    while (t.next[i] != root) {  // path compression
-      const std::size_t up = t.next[i];
-      t.next[i] = root;
-      i = up;
+  std::vector<annotation>& pending_of(const thread_info* thread) {
+    if (thread != last_thread_ || last_pending_ == nullptr) {
+      last_thread_ = thread;
+      last_pending_ = &pending_[thread];
     }
-    return root;
+    return *last_pending_;
   }
 
-  std::unordered_map<const thread_info*, per_thread> threads_;
+  annotation_stream stream_;
+  bool backward_;
+  std::unordered_map<const thread_info*, std::vector<annotation>> pending_;
+  const thread_info* last_thread_ = nullptr;
+  std::vector<annotation>* last_pending_ = nullptr;
+  std::vector<annotation> claimed_;
   std::uint64_t total_ = 0;
-  std::uint64_t claimed_ = 0;
-  std::uint64_t unattached_ = 0;
+  std::uint64_t claimed_count_ = 0;
 };
 
 /// One memory pool of one writer (EDGETRACE_ALLOC's pool name).
@@ -289,7 +392,7 @@ class memory_timeline {
       mine += delta;
       threads_[a.thread].add(a.ns, mine);
     };
-    for (const annotation& a : w.annotations) {
+    for (const annotation& a : w.memory_records) {
       if (a.type == format::annotation_record::alloc) {
         if (a.value == 0) {
           ++mismatches_.null_allocs;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "annotations.hpp"
@@ -29,7 +30,7 @@ struct flow_binding {
 /// flow steps, then call finish(), which writes them with their flow fields.
 class json_annotations {
  public:
-  explicit json_annotations(const dump_reader& r) : spans_(r), memory_(r) {}
+  explicit json_annotations(const dump_reader& r) : spans_(r, span_order::read_events), memory_(r) {}
 
   /// Claims span `e`'s arguments (returned) and, when `kept`, its flow steps.
   const std::vector<const annotation*>& on_span(const event& e, bool kept) {
@@ -45,7 +46,9 @@ class json_annotations {
   bool hold(const event& e, std::uint64_t pid) {
     if (flows_.steps() == steps_before_) return false;
     held_index_[held_key{e.thread, e.site, e.begin_ns, e.end_ns}] = held_.size();
-    held_.push_back(held_span{e, pid, args_});
+    held_span h{e, pid, {}};
+    for (const annotation* a : args_) h.args.push_back(*a);  // args_ point into the claim: kept by value
+    held_.push_back(std::move(h));
     return true;
   }
 
@@ -107,9 +110,12 @@ class json_annotations {
       for (std::size_t i = g.first; i <= g.last; ++i)
         bound[held_of((*g.steps)[i])] = flow_binding{g.id, i > g.first, i < g.last};
     }
+    std::vector<const annotation*> args;
     for (std::size_t h = 0; h < held_.size(); ++h) {
       const held_span& s = held_[h];
-      doc_for(s.span.begin_ns + in.shift_ns).write(s.span, s.pid, in.shift_ns, r, s.args, &bound[h]);
+      args.clear();
+      for (const annotation& a : s.args) args.push_back(&a);
+      doc_for(s.span.begin_ns + in.shift_ns).write(s.span, s.pid, in.shift_ns, r, args, &bound[h]);
     }
     for (const segment& g : segments) {
       const std::vector<flow_step>& steps = *g.steps;
@@ -147,7 +153,7 @@ class json_annotations {
   struct held_span {
     event span;
     std::uint64_t pid;
-    std::vector<const annotation*> args;
+    std::vector<annotation> args;
   };
   /// The held span of a step; held_.size() when none (cannot happen: every
   /// kept span that claims a step is held).

@@ -31,20 +31,18 @@ inline constexpr char spans_csv_header[] =
 /// How write_spans_csv sorts.
 struct csv_options {
   /// Bytes of rows sorted in memory; past it rows go to sorted runs in
-  /// temporary files, merged at the end (detail::sorted_rows).
-  std::size_t sort_memory = std::size_t{64} << 20;
+  /// temporary files, merged at the end (detail::sorted_rows). Sorting
+  /// takes about as much again: 24 MiB keeps `edgetrace csv` under 64 MB.
+  std::size_t sort_memory = std::size_t{24} << 20;
 };
 
 namespace detail {
 
 /// Every argument key of the dump (recorded, not just defined), sorted:
-/// the arg:KEY columns. Reads the annotations pass 1 already keeps.
+/// the arg:KEY columns. Pass 1 counted them.
 inline std::vector<std::string> argument_keys(const dump_reader& r) {
   std::set<std::string> keys;
-  for (const auto& w : r.writers())
-    for (const annotation& a : w.second.annotations)
-      if (a.type == format::annotation_record::arg || a.type == format::annotation_record::arg_name)
-        keys.insert(a.name());
+  for (const auto& w : r.writers()) keys.insert(w.second.annotations_read.keys.begin(), w.second.annotations_read.keys.end());
   return std::vector<std::string>(keys.begin(), keys.end());
 }
 
@@ -62,7 +60,7 @@ inline const std::string& phase_at(const writer_info& w, std::int64_t ns) {
 /// from one span to the next.
 class spans_csv_rows {
  public:
-  spans_csv_rows(const dump_reader& r, const std::vector<std::string>& keys) : notes_(r), keys_(keys) {}
+  spans_csv_rows(const dump_reader& r, const std::vector<std::string>& keys) : notes_(r, span_order::walk_spans), keys_(keys) {}
 
   /// The row of `s`, line break included; valid until the next call.
   const std::string& row(const span_record& s) {
@@ -131,8 +129,8 @@ class spans_csv_rows {
 /// Writes every span of an opened dump as CSV, one row per span in time
 /// order (begin, then pid and tid, then depth). Each row carries the
 /// span's phase, its flow step (the last one when it has several) and the
-/// last value of each argument key. Memory: the reader's annotations (kept
-/// by pass 1), one stack of open ancestors per thread, and
+/// last value of each argument key. Memory: the arguments of the spans
+/// still open (span_annotations), one stack of open ancestors per thread, and
 /// options.sort_memory of rows; past that, temporary files about the size
 /// of the CSV. Returns false on a read or write error (`error` says which).
 inline bool write_spans_csv(dump_reader& r, std::FILE* out, std::uint64_t* rows = nullptr,

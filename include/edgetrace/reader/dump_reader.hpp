@@ -63,6 +63,7 @@ class dump_reader {
     writers_.clear();
     threads_.clear();
     thread_table_ = detail::thread_table{};
+    annotations_.reset();
     events_offsets_.clear();
     walker_.begin_layout_pass();
     std::uint64_t pos = walker_.data_start();
@@ -150,6 +151,42 @@ class dump_reader {
       pass.backward(c, writers_[c.writer], sink);
     }
     return walker_.error().empty();
+  }
+
+  /// Every annotation of the dump (arguments, flow steps, allocations,
+  /// frees), resolved, in file order (per thread: the order recorded), to
+  /// `fn(const annotation&)`. Reads the annotations chunks again; memory:
+  /// one chunk. False when a chunk no longer reads (the file changed).
+  template <class Fn>
+  bool for_each_annotation(Fn&& fn) const {
+    std::vector<unsigned char> buffer;
+    bool ok = true;
+    for (std::size_t i = 0; i < annotation_chunks().size(); ++i)
+      ok = decode_annotation_chunk(i, buffer, fn) && ok;
+    return ok;
+  }
+
+  /// The annotations chunks pass 1 accepted, in file order, with the time
+  /// range of each (annotation_stream reads them in either direction).
+  const std::vector<detail::annotation_chunk_ref>& annotation_chunks() const noexcept { return annotations_.chunks(); }
+
+  /// Decodes annotations chunk `i` of annotation_chunks() into `buffer`,
+  /// calling `fn(const annotation&)` for each annotation, resolved. False
+  /// when the chunk no longer reads whole (what a malformed record cuts off
+  /// pass 1 did not count either).
+  template <class Fn>
+  bool decode_annotation_chunk(std::size_t i, std::vector<unsigned char>& buffer, Fn&& fn) const {
+    const detail::annotation_chunk_ref& ref = annotations_.chunks()[i];
+    const auto w = writers_.find(ref.writer);
+    detail::chunk c;
+    if (w == writers_.end() || !walker_.reread_chunk(ref.offset, buffer, c)) return false;
+    detail::payload_cursor in{c.payload, c.payload + c.size};
+    detail::annotation_decoder::decode(in, [&](const annotation& raw, std::uint64_t) {
+      annotation a = raw;
+      detail::annotation_decoder::resolve(w->second, a);
+      fn(static_cast<const annotation&>(a));
+    });
+    return true;
   }
 
   /// One validated chunk as stored in the file (header, payload and CRC).
@@ -349,6 +386,7 @@ class dump_reader {
                        "incomplete: writer " + w->label() +
                            " has no end record (process killed or crashed?); events after its last flush are missing");
     }
+    annotations_.finish_times(writers_);
     threads_.assign(thread_table_.next_order, nullptr);
     for (const auto& w : writers_)
       for (const auto& t : w.second.threads) threads_[t.second.order] = &t.second;

@@ -63,25 +63,11 @@ void write_capture_info(const writer_info& w, Field& field) {
 /// records that do not add up.
 template <class Field>
 void write_annotation_info(const writer_info& w, Field& field) {
-  if (w.annotations.empty()) return;
-  std::uint64_t args = 0, flows = 0, allocs = 0, frees = 0, reals = 0, bools = 0, names = 0;
-  std::set<std::string> keys, flow_names;
-  for (const annotation& a : w.annotations) {
-    switch (a.type) {
-      case format::annotation_record::arg:
-      case format::annotation_record::arg_run:        // never kept: read as one `arg` per entry
-      case format::annotation_record::typed_arg_run:  // likewise
-        reals += a.is_real();
-        bools += a.is_bool();
-        ++args;
-        keys.insert(a.name());
-        break;
-      case format::annotation_record::arg_name: ++names; ++args; keys.insert(a.name()); break;
-      case format::annotation_record::flow: ++flows; flow_names.insert(a.name()); break;
-      case format::annotation_record::alloc: ++allocs; break;
-      case format::annotation_record::free: ++frees; break;
-    }
-  }
+  const annotation_counts& n = w.annotations_read;
+  if (n.empty()) return;
+  const std::uint64_t args = n.args, flows = n.flows, allocs = n.allocs, frees = n.frees, reals = n.reals,
+                      bools = n.bools, names = n.names;
+  const std::set<std::string>&keys = n.keys, &flow_names = n.flow_names;
   auto list = [](const std::set<std::string>& names) {
     std::string text;
     for (const std::string& n : names) text += (text.empty() ? "" : ", ") + n;
@@ -385,7 +371,7 @@ inline bool write_info(dump_reader& r, std::FILE* out, const info_options& optio
   using ull = unsigned long long;
   if (!r.metadata_read() && !r.read_metadata()) return detail::fail_with(error, r.error());
   r.allow_unknown_rate();  // counts only; the clock line says the rate is unknown
-  span_annotations notes(r);
+  span_annotations notes(r, span_order::read_events);
   if (!r.read_events([&notes](const event& e) {
         if (e.kind == event_kind::span) notes.collect(e.thread, e.site, e.begin_ns, e.end_ns, nullptr, nullptr);
       }))

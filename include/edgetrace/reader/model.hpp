@@ -183,6 +183,22 @@ struct annotation {
   }
 };
 
+/// What one writer's annotations chunks hold, counted by pass 1.
+struct annotation_counts {
+  std::uint64_t args = 0;   ///< arguments, every value type
+  std::uint64_t reals = 0;  ///< of which floating
+  std::uint64_t bools = 0;  ///< of which bool
+  std::uint64_t names = 0;  ///< of which named (EDGETRACE_ARG_NAME)
+  std::uint64_t flows = 0, allocs = 0, frees = 0;
+  /// Argument keys and flow names recorded (not just defined), resolved
+  /// after pass 1; the site ids they come from during it.
+  std::set<std::string> keys, flow_names;
+  std::set<std::uint64_t> key_sites, flow_sites;
+  /// Arguments and flow steps: what span_annotations hands to spans.
+  std::uint64_t span_notes() const noexcept { return args + flows; }
+  bool empty() const noexcept { return args + flows + allocs + frees == 0; }
+};
+
 /// One GPU of one writer (gpu chunks, format 1.2).
 struct gpu_device_info {
   std::uint64_t index = 0;  ///< CUDA device ordinal
@@ -290,8 +306,14 @@ struct writer_info {
   std::vector<recording_change> recording;
   std::vector<phase_change> phases;
 
-  /// Annotations chunks (1.3), in tick order (stable: file order on ties).
-  std::vector<annotation> annotations;
+  /// Annotations chunks (1.3): what pass 1 counted. Arguments and flow
+  /// steps are not kept in memory (a dump may hold tens of millions): they
+  /// are read again where they are used (dump_reader::for_each_annotation,
+  /// annotation_stream, span_annotations).
+  annotation_counts annotations_read;
+  /// Allocations and frees (the memory records), in tick order (stable:
+  /// file order on ties): memory_timeline replays them.
+  std::vector<annotation> memory_records;
   bool has_memory = false;  ///< some annotation is an allocation or a free
 
   /// Tick and ns range of all events (from pass 1); valid when has_events.

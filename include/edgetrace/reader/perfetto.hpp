@@ -28,7 +28,7 @@ class perfetto_conversion {
  public:
   explicit perfetto_conversion(std::FILE* out) : s_(out), host_(s_, res_) {}
 
-  /// Process and thread tracks, and the annotations the host tracks attach.
+  /// Process and thread tracks.
   void describe_tracks(const dump_reader& r) {
     for (const writer_info* w : r.writers_in_order()) {
       if (!process_track_.emplace(w->pid, next_uuid_).second) continue;
@@ -40,12 +40,7 @@ class perfetto_conversion {
                     static_cast<std::int64_t>(t->os_tid), t->name, false);
       host_.add_thread(t, uuid);
     }
-    for (const writer_info* w : r.writers_in_order())
-      for (const annotation& a : w->annotations)
-        if (a.thread != nullptr && (a.type == format::annotation_record::arg ||
-                                    a.type == format::annotation_record::arg_name ||
-                                    a.type == format::annotation_record::flow))
-          host_.add_annotation(&a);
+    host_.read_annotations(r);
   }
 
   /// Capture markers: instants on the process track.

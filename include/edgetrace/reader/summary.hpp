@@ -159,7 +159,7 @@ class summary_builder : private detail::summary_selection {
   /// What one add() keeps while it walks a dump: per-thread slots, the
   /// iteration marks and ranges, a site cache, the annotations.
   struct dump_pass {
-    dump_pass(const dump_reader& r, std::int64_t cut) : reader(r), cutoff(cut), notes(r), memory(r) {}
+    dump_pass(const dump_reader& r, std::int64_t cut) : reader(r), cutoff(cut), notes(r, span_order::walk_spans), memory(r) {}
     const dump_reader& reader;
     const std::int64_t cutoff;  ///< spans that end before it are warm-up
     std::unordered_map<const thread_info*, thread_slot> thread_slots;

@@ -245,6 +245,24 @@ class chunk_walker {
     return false;
   }
 
+  /// Reads again a chunk pass 1 found valid at `pos`, into `buffer` (the
+  /// caller's: this leaves the walker's own buffer, counters and
+  /// diagnostics alone, so it may run in the middle of another pass). On
+  /// success `c` points into `buffer`; false when the chunk no longer reads
+  /// whole with its CRC (the file changed under the reader).
+  bool reread_chunk(std::uint64_t pos, std::vector<unsigned char>& buffer, chunk& c) const {
+    std::string error;
+    unsigned char header[format::chunk_header_size];
+    if (file_.read_at(pos, header, sizeof header, error) != sizeof header) return false;
+    const std::uint32_t payload = format::get_u32(header + 4);
+    if (header[0] != format::chunk_sync0 || header[1] != format::chunk_sync1 || payload > format::max_chunk_payload)
+      return false;
+    const std::size_t total = format::chunk_header_size + std::size_t{payload} + format::chunk_trailer_size;
+    if (buffer.size() < total) buffer.resize(total);
+    if (file_.read_at(pos, buffer.data(), total, error) != total) return false;
+    return accept(pos, buffer.data(), payload, c);
+  }
+
   /// Checks for a whole valid chunk at `pos`; on success `c` points into
   /// buffer_. `cut`: a plausible header whose chunk runs past the end of
   /// the file.
@@ -272,19 +290,25 @@ class chunk_walker {
     crc_spent_ += total;
     if (buffer_.size() < total) buffer_.resize(static_cast<std::size_t>(total));
     if (read_at(pos, buffer_.data(), static_cast<std::size_t>(total)) != total) return probe_result::bad;
-    const std::size_t body = format::chunk_header_size + payload;
-    const std::uint32_t crc = format::get_u32(buffer_.data() + body);
-    if (format::crc32(buffer_.data(), body) != crc) return probe_result::bad;
-    c.offset = pos;
-    c.type = static_cast<format::chunk_type>(header[2]);
-    c.writer = format::get_u32(header + 8);
-    c.payload = buffer_.data() + format::chunk_header_size;
-    c.size = payload;
-    c.crc = crc;
-    return probe_result::ok;
+    return accept(pos, buffer_.data(), payload, c) ? probe_result::ok : probe_result::bad;
   }
 
  private:
+  /// Checks the CRC of the chunk read whole into `bytes` (header, `payload`
+  /// bytes, trailer) at file offset `pos`, and points `c` into it.
+  static bool accept(std::uint64_t pos, const unsigned char* bytes, std::uint32_t payload, chunk& c) {
+    const std::size_t body = format::chunk_header_size + payload;
+    const std::uint32_t crc = format::get_u32(bytes + body);
+    if (format::crc32(bytes, body) != crc) return false;
+    c.offset = pos;
+    c.type = static_cast<format::chunk_type>(bytes[2]);
+    c.writer = format::get_u32(bytes + 8);
+    c.payload = bytes + format::chunk_header_size;
+    c.size = payload;
+    c.crc = crc;
+    return true;
+  }
+
   enum class header_result : std::uint8_t { none, ok, incompatible };
 
   /// Accepts the file if the file header `header` (16 bytes) has a major

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -229,22 +230,20 @@ class perfetto_host_tracks {
  public:
   perfetto_host_tracks(perfetto_stream& s, perfetto_result& result) : s_(s), result_(result) {}
 
-  /// Starts a thread: its track and its arguments/flow steps (time order).
+  /// Starts a thread: its track.
   void add_thread(const thread_info* t, std::uint64_t track) {
     thread_state& state = threads_[t];
     state.thread = t;
     state.track = track;
   }
-  void add_annotation(const annotation* a) {
-    const auto t = threads_.find(a->thread);
-    if (t != threads_.end()) t->second.notes.push_back(a);
-  }
+  /// Reads `r`'s arguments and flow steps as the backward pass needs them.
+  void read_annotations(const dump_reader& r) { notes_.emplace(r, span_order::walk_spans); }
   /// Sites whose spans launched GPU work: those spans start a launch flow.
   std::set<const site_info*>& launch_sites() noexcept { return launch_sites_; }
 
   void on_span(const event& e) {
     thread_state& t = state(e.thread);
-    assign_after(t, e.end_ns);
+    assign_from(t, e.end_ns + 1);
     release(t, [&](const held_span& h) { return h.begin_ns > e.end_ns; });
     if (e.end_ns != e.begin_ns) s_.event(e.end_ns, t.track, perfetto_proto::type_slice_end, nullptr, nullptr);
     t.held.push_back(held_span{e.writer, e.site, e.begin_ns, e.end_ns, e.begin_tick, {}, {}});
@@ -258,7 +257,7 @@ class perfetto_host_tracks {
   /// Writes every begin still held (after the pass).
   void finish() {
     for (auto& entry : threads_) {
-      assign_after(entry.second, std::numeric_limits<std::int64_t>::min());
+      assign_from(entry.second, std::numeric_limits<std::int64_t>::min());
       release(entry.second, [](const held_span&) { return true; });
     }
   }
@@ -269,15 +268,13 @@ class perfetto_host_tracks {
     const site_info* site;
     std::int64_t begin_ns, end_ns;
     std::uint64_t begin_tick;
-    std::vector<const annotation*> args;
+    std::vector<annotation> args;
     std::vector<std::uint64_t> flows;
   };
   struct thread_state {
     const thread_info* thread = nullptr;
     std::uint64_t track = 0;
-    std::vector<const annotation*> notes;  // time order; [0, unassigned) not handed out yet
-    std::size_t unassigned = std::numeric_limits<std::size_t>::max();
-    std::vector<held_span> held;            // arrival order: outer before inner
+    std::vector<held_span> held;  // arrival order: outer before inner
   };
 
   thread_state& state(const thread_info* thread) {
@@ -289,19 +286,20 @@ class perfetto_host_tracks {
     return t;
   }
 
-  /// Hands the annotations later than `ns` to the innermost held span that
-  /// contains each: the latest to arrive (that is the one with the earliest
-  /// end, as span_annotations decides in a forward pass).
-  void assign_after(thread_state& t, std::int64_t ns) {
-    if (t.unassigned > t.notes.size()) t.unassigned = t.notes.size();  // first call: every note is pending
-    while (t.unassigned > 0 && t.notes[t.unassigned - 1]->ns > ns) {
-      const annotation* a = t.notes[--t.unassigned];
+  /// Hands the thread's annotations at or after `from_ns` (read latest
+  /// first) to the innermost held span that contains each: the latest to
+  /// arrive (that is the one with the earliest end, as span_annotations
+  /// decides in a forward pass).
+  void assign_from(thread_state& t, std::int64_t from_ns) {
+    if (!notes_) return;
+    annotation a;
+    while (notes_->take(t.thread, from_ns, a)) {
       for (auto h = t.held.rbegin(); h != t.held.rend(); ++h) {
-        if (h->begin_ns > a->ns || h->end_ns < a->ns) continue;
-        if (a->type != format::annotation_record::flow) {
+        if (h->begin_ns > a.ns || h->end_ns < a.ns) continue;
+        if (a.type != format::annotation_record::flow) {
           h->args.insert(h->args.begin(), a);  // arrives latest first; keep time order
         } else {
-          const std::uint64_t id = perfetto_flow_id(h->writer->id, a->name(), a->value);
+          const std::uint64_t id = perfetto_flow_id(h->writer->id, a.name(), a.value);
           if (std::find(h->flows.begin(), h->flows.end(), id) == h->flows.end()) h->flows.push_back(id);
         }
         break;
@@ -323,8 +321,10 @@ class perfetto_host_tracks {
       result_.flow_steps += h.flows.size();
       if (launch_sites_.count(h.site) != 0)
         h.flows.push_back(perfetto_launch_id(h.writer->id, t.thread->os_tid, h.begin_tick));
+      args_.clear();
+      for (const annotation& a : h.args) args_.push_back(&a);
       s_.event(h.begin_ns, t.track, perfetto_proto::type_slice_begin, &display_name(*h.site),
-               &h.site->category, h.flows, {}, h.args);
+               &h.site->category, h.flows, {}, args_);
       if (h.begin_ns == h.end_ns) s_.event(h.end_ns, t.track, perfetto_proto::type_slice_end, nullptr, nullptr);
     }
     t.held.resize(kept);
@@ -338,6 +338,8 @@ class perfetto_host_tracks {
   std::set<const site_info*> launch_sites_;
   const thread_info* last_thread_ = nullptr;
   thread_state* last_state_ = nullptr;
+  std::optional<annotation_stream> notes_;
+  std::vector<const annotation*> args_;  // release's scratch
   const std::string unnamed_ = "(unnamed)";
 };
 
