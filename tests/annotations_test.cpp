@@ -347,7 +347,7 @@ TEST_CASE("annotations: a dense loop of arguments costs at most 4 bytes per argu
 
 // Arguments are read where they are used, never all kept: the reader's
 // memory does not grow with them (issue: 147 MB per million before).
-TEST_CASE("annotations: every command reads 8 M spans with 16 M arguments in under 64 MB" *
+TEST_CASE("annotations: every command reads 8 M spans with 16 M arguments, or 4 M arguments outside spans, in under 64 MB" *
           doctest::skip(edgetrace_test::sanitized_build)) {
   const std::string path = fresh("arg-8m.etr");
   const auto made = run({app, "arg-dense", "8000000"}, {"EDGETRACE_OUTPUT=" + path});
@@ -376,6 +376,18 @@ TEST_CASE("annotations: every command reads 8 M spans with 16 M arguments in und
     CHECK_MESSAGE(r.exit_code == 0, line << r.err);
     CHECK_MESSAGE(r.max_rss_kb < 64 * 1000, line << r.max_rss_kb << " KiB");
   }
-  for (const char* suffix : {".csv", ".pftrace", ".html", ".etr"}) std::remove((out + suffix).c_str());
+  // 4 M arguments outside every span: none is kept waiting for a span.
+  const std::string loose = fresh("arg-loose.etr");
+  REQUIRE(run({app, "arg-loose", "4000000"}, {"EDGETRACE_OUTPUT=" + loose}).exit_code == 0);
+  for (const std::string command : {"info", "summary", "csv", "json", "perfetto"}) {
+    const auto r = command == "info" || command == "summary" ? run({cli, command, loose})
+                                                             : run({cli, command, loose, "-o", out + ".loose"});
+    MESSAGE(command << " (4 M loose arguments): " << r.max_rss_kb / 1024 << " MiB");
+    CHECK_MESSAGE(r.exit_code == 0, command << r.err);
+    CHECK_MESSAGE(r.max_rss_kb < 64 * 1000, command << r.max_rss_kb << " KiB");
+    if (command == "info") CHECK_MESSAGE(contains(r.out, "recorded outside every span"), r.out);
+  }
+  for (const char* suffix : {".csv", ".pftrace", ".html", ".etr", ".loose"}) std::remove((out + suffix).c_str());
   std::remove(path.c_str());
+  std::remove(loose.c_str());
 }

@@ -520,7 +520,7 @@ int dense_term_mode(int threads) {
 }
 }  // namespace
 
-// ---- mode for tests/annotations_test.cpp: "arg-dense COUNT" ----------------
+// ---- modes for tests/annotations_test.cpp: "arg-dense COUNT", "arg-loose COUNT"
 // COUNT spans "argued", each with two arguments recorded back to back:
 // i = index % 100 and neg = -(index % 7). The arguments go to the dump as
 // runs (format 1.4).
@@ -530,6 +530,18 @@ int arg_dense_mode(int count) {
     EDGETRACE_SCOPE(app, "argued");
     EDGETRACE_ARG(app, "i", i % 100);
     EDGETRACE_ARG(app, "neg", -(i % 7));
+  }
+  return 0;
+}
+
+// "arg-loose COUNT": COUNT arguments recorded outside every span, with an
+// empty span "between" after every 16th (what no span can claim).
+int arg_loose_mode(int count) {
+  for (int i = 0; i < count; ++i) {
+    EDGETRACE_ARG(app, "loose", i);
+    if (i % 16 == 15) {
+      EDGETRACE_SCOPE(app, "between");
+    }
   }
   return 0;
 }
@@ -984,6 +996,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "fork-names") == 0) return fork_names_mode();
   if (std::strcmp(mode, "dense") == 0) return dense_mode(argc > 2 ? std::atoi(argv[2]) : 1000000);
   if (std::strcmp(mode, "arg-dense") == 0) return arg_dense_mode(argc > 2 ? std::atoi(argv[2]) : 10000);
+  if (std::strcmp(mode, "arg-loose") == 0) return arg_loose_mode(argc > 2 ? std::atoi(argv[2]) : 10000);
   if (std::strcmp(mode, "dense-threads") == 0)
     return dense_threads_mode(argc > 2 ? std::atoi(argv[2]) : 2, argc > 3 ? std::atoi(argv[3]) : 1000000);
   if (std::strcmp(mode, "dense-idle") == 0)

@@ -195,22 +195,27 @@ class span_annotations {
   /// next claim), its flow steps to `flows`; a null destination claims and
   /// drops them.
   void collect(const thread_info* thread, const site_info* site, std::int64_t begin_ns, std::int64_t end_ns,
-               std::vector<const annotation*>* args, flow_collector* flows) {
+               std::vector<const annotation*>* args, flow_collector* flows, bool outermost = false) {
     if (args != nullptr) args->clear();
-    claim(thread, begin_ns, end_ns, [&](const annotation& a) {
-      if (a.type == format::annotation_record::flow) {
-        if (flows != nullptr) flows->add(a, thread, site, begin_ns, end_ns);
-      } else if (args != nullptr) {
-        args->push_back(&a);
-      }
-    });
+    claim(
+        thread, begin_ns, end_ns,
+        [&](const annotation& a) {
+          if (a.type == format::annotation_record::flow) {
+            if (flows != nullptr) flows->add(a, thread, site, begin_ns, end_ns);
+          } else if (args != nullptr) {
+            args->push_back(&a);
+          }
+        },
+        outermost);
   }
 
   /// Calls `fn(const annotation&)` for every annotation of `thread` within
   /// [begin_ns, end_ns] not claimed yet, in time order, and claims it. The
-  /// references are valid until the next claim.
+  /// references are valid until the next claim. `outermost` (walk_spans'
+  /// depth 0): no span encloses this one, so what was read after it and not
+  /// claimed never will be (walk_spans order only).
   template <class Fn>
-  void claim(const thread_info* thread, std::int64_t begin_ns, std::int64_t end_ns, Fn&& fn) {
+  void claim(const thread_info* thread, std::int64_t begin_ns, std::int64_t end_ns, Fn&& fn, bool outermost = false) {
     claimed_.clear();
     if (total_ == 0 || thread == nullptr) return;
     std::vector<annotation>& pending = pending_of(thread);
@@ -224,9 +229,13 @@ class span_annotations {
     claimed_.assign(pending.begin() + static_cast<std::ptrdiff_t>(keep), pending.end());
     pending.resize(keep);
     if (backward_) std::reverse(claimed_.begin(), claimed_.end());  // read latest first
-    if (pending.size() > max_pending) {
-      // Annotations outside every span fed so far pile up here; the
-      // oldest read are dropped (counted as unclaimed).
+    if (backward_ && outermost) {
+      pending.clear();  // recorded outside every span: unclaimed
+    } else if (pending.size() > max_pending) {
+      // Annotations outside every span pile up here when no depth is known
+      // (read_events' order): the oldest read are dropped, counted as
+      // unclaimed. Only a span holding more than max_pending / 2 arguments
+      // of its own (not in its children) would lose its earliest ones.
       pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(pending.size() / 2));
     }
     claimed_count_ += claimed_.size();
@@ -238,8 +247,8 @@ class span_annotations {
   std::uint64_t unclaimed() const noexcept { return total_ - claimed_count_; }
 
   /// Unclaimed annotations one thread may hold back for spans still to
-  /// come; past this the oldest half is dropped.
-  static constexpr std::size_t max_pending = std::size_t{1} << 20;
+  /// come (about 6 MB); past this the oldest half is dropped.
+  static constexpr std::size_t max_pending = std::size_t{1} << 16;
 
  private:
   std::vector<annotation>& pending_of(const thread_info* thread) {

@@ -75,9 +75,10 @@ class spans_csv_rows {
     }
     args_.clear();
     flows_.clear();
-    notes_.claim(s.thread, s.begin_ns, s.end_ns, [&](const annotation& a) {
-      (a.type == format::annotation_record::flow ? flows_ : args_).push_back(&a);
-    });
+    notes_.claim(
+        s.thread, s.begin_ns, s.end_ns,
+        [&](const annotation& a) { (a.type == format::annotation_record::flow ? flows_ : args_).push_back(&a); },
+        s.depth == 0);
     line_ = site_prefix_;
     line_ += thread_prefix_;
     number(s.begin_ns);

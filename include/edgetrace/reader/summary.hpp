@@ -217,7 +217,7 @@ class summary_builder : private detail::summary_selection {
   /// thread usage, iteration latency and the span's row.
   void add_span(dump_pass& p, const span_record& s) {
     ++result_.spans_read;
-    p.notes.collect(s.thread, s.site, s.begin_ns, s.end_ns, &p.args, &p.flows);
+    p.notes.collect(s.thread, s.site, s.begin_ns, s.end_ns, &p.args, &p.flows, s.depth == 0);
     if (s.thread != p.last_thread) {
       p.last_thread = s.thread;
       p.slot = &p.thread_slots[s.thread];
