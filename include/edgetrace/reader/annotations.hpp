@@ -127,6 +127,9 @@ class annotation_stream {
   /// forged 4 MiB chunk of 3-byte arguments holds more (its rest is left
   /// out, and counted as unclaimed): 50 MB at most.
   static constexpr std::size_t max_per_chunk = std::size_t{1} << 19;
+  /// Annotations one thread's queue holds (about 13 MB). In a writer's dump
+  /// a queue holds about one flush period of the thread's annotations.
+  static constexpr std::size_t max_queued = std::size_t{1} << 17;
 
  private:
   std::deque<annotation>& queue_of(const thread_info* thread) {
@@ -151,13 +154,22 @@ class annotation_stream {
     if (backward_) {
       if (next_ == 0 || bound_[next_ - 1] < limit_ns) return false;
       reader_.decode_annotation_chunk(--next_, buffer_, keep);
-      for (auto a = chunk_.rbegin(); a != chunk_.rend(); ++a) queue_of(a->thread).push_back(*a);
+      for (auto a = chunk_.rbegin(); a != chunk_.rend(); ++a) enqueue(*a);
     } else {
       if (next_ >= bound_.size() || bound_[next_] > limit_ns) return false;
       reader_.decode_annotation_chunk(next_++, buffer_, keep);
-      for (const annotation& a : chunk_) queue_of(a.thread).push_back(a);
+      for (const annotation& a : chunk_) enqueue(a);
     }
     return true;
+  }
+
+  /// Queues `a` for its thread. A queue longer than max_queued means the
+  /// thread's annotations are out of time order (a damaged or forged dump:
+  /// one far in the future holds back the rest): its oldest is dropped.
+  void enqueue(const annotation& a) {
+    std::deque<annotation>& queue = queue_of(a.thread);
+    queue.push_back(a);
+    if (queue.size() > max_queued) queue.pop_front();
   }
 
   const dump_reader& reader_;
