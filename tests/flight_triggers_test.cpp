@@ -155,7 +155,7 @@ TEST_CASE("Marks: the interval between two marks of one thread is an iteration")
   CHECK(f.elapsed == 52 * ms + 300000);
   CHECK(f.tick == now);
   char reason[256];
-  CHECK(std::string(reason, t.describe(f, reason, sizeof reason)) == "frame>40ms: a frame iteration took 52.3 ms");
+  CHECK(std::string(reason, t.describe(f, reason, sizeof reason)) == "frame>40ms: an iteration of frame took 52.3 ms");
   CHECK_FALSE(t.evaluate(7, 1, now += 10 * ms, 0, f));  // the slow one is over
   CHECK(t.evaluate(7, 2, now + 41 * ms, 0, f));          // thread 2: 58.3 ms since its own first mark
   CHECK(t.evaluate(8, 1, 0, 41 * ms, f));
@@ -358,7 +358,7 @@ TEST_CASE("flight: a mark trigger fires on the iteration between two marks that 
   const snapshot_chunk snapshot = read_snapshot_chunk(path);
   REQUIRE(snapshot.found);
   CHECK(snapshot.info.trigger == edgetrace::format::snapshot_trigger::latency);
-  CHECK(snapshot.reason.rfind("frame>20ms: a frame iteration took ", 0) == 0);
+  CHECK(snapshot.reason.rfind("frame>20ms: an iteration of frame took ", 0) == 0);
   CHECK(reason_ms(snapshot.reason) == doctest::Approx(static_cast<double>(long_iterations[0]) / 1e6).epsilon(0.02));
   // The slow iteration's span is there, with the ones before it.
   const auto infer = spans_named(dump, "infer");

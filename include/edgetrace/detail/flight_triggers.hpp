@@ -170,7 +170,7 @@ class flight_triggers {
   }
 
   /// The snapshot reason for `f`, e.g. "infer>20ms: infer took 31.2 ms" or
-  /// "frame>40ms: a frame iteration took 52.3 ms", written to `out` (cut
+  /// "frame>40ms: an iteration of frame took 52.3 ms", written to `out` (cut
   /// to `size` - 1 bytes, NUL-terminated). Returns its length.
   std::size_t describe(const firing& f, char* out, std::size_t size) const noexcept {
     if (size == 0) return 0;
@@ -181,7 +181,7 @@ class flight_triggers {
     else if (ns < 1e6) std::snprintf(amount, sizeof amount, "%.1f us", ns / 1e3);
     else if (ns < 1e9) std::snprintf(amount, sizeof amount, "%.1f ms", ns / 1e6);
     else std::snprintf(amount, sizeof amount, "%.2f s", ns / 1e9);
-    const int n = std::snprintf(out, size, f.mark ? "%s: a %s iteration took %s" : "%s: %s took %s", t.text, t.name,
+    const int n = std::snprintf(out, size, f.mark ? "%s: an iteration of %s took %s" : "%s: %s took %s", t.text, t.name,
                                 amount);
     if (n < 0) {
       out[0] = '\0';
