@@ -34,15 +34,21 @@ set(configure_args -G "${GENERATOR}" -DCMAKE_CXX_COMPILER=${COMPILER} -DCMAKE_BU
 
 if(MODE STREQUAL "plain")
   set(BUILD_DIR ${WORK_DIR}/project)
-  # Default options, plus EDGETRACE_BUILD_BENCH=ON to see that one skip too.
-  run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${BUILD_DIR} ${configure_args}
+  # Default options (no build type either, as a new user types it), plus
+  # EDGETRACE_BUILD_BENCH=ON to see that one skip too.
+  run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${BUILD_DIR} -G "${GENERATOR}" -DCMAKE_CXX_COMPILER=${COMPILER}
       -DCMAKE_DISABLE_FIND_PACKAGE_doctest=TRUE -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=TRUE -DEDGETRACE_BUILD_BENCH=ON)
-  foreach(skipped "doctest not found, tests not built" "Google Benchmark not found, only the benchmarks that need none built")
+  foreach(skipped "doctest not found, tests not built" "Google Benchmark not found, only the benchmarks that need none built"
+          "no CMAKE_BUILD_TYPE given: building Release")
     string(FIND "${last_output}" "${skipped}" at)
     if(at EQUAL -1)
       message(FATAL_ERROR "configure did not say '${skipped}':\n${last_output}")
     endif()
   endforeach()
+  file(STRINGS ${BUILD_DIR}/CMakeCache.txt build_type REGEX "^CMAKE_BUILD_TYPE:")
+  if(NOT build_type MATCHES "=Release$")
+    message(FATAL_ERROR "a configure without a build type did not build Release: ${build_type}")
+  endif()
   run(${CMAKE_COMMAND} --build ${BUILD_DIR} --parallel 2)
   set(MODE find_package)
 endif()
