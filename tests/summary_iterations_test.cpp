@@ -359,5 +359,9 @@ TEST_CASE("headers say the grouping, sort and phase; the report keeps the iterat
   // Two rows named alike ("frame" marks here, flows beside them) are told apart.
   CHECK(html.find("<td class=\"l\">frame</td><td class=\"l\">marks</td>") != std::string::npos);
   CHECK(html.find("<td class=\"l\">request</td><td class=\"l\">flow</td>") != std::string::npos);
+  // A flow with no latency sample (single steps only) shows dashes, as the table does, not "0 ns".
+  CHECK(html.find("<td class=\"l\">lonely</td><td class=\"l\">flow</td><td>0</td><td>-</td><td>-</td>") !=
+        std::string::npos);
+  CHECK(html.find("0 ns") == std::string::npos);
   CHECK(html.find("% busy, ") != std::string::npos);  // the worker's waiting is shown apart
 }

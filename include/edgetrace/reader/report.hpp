@@ -191,6 +191,11 @@ inline std::string report_iterations(const summary_result& s) {
          "<th class=\"l\">from</th><th>count</th>"
          "<th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>max</th><th>per second</th></tr></thead><tbody>\n";
     for (const iteration_row& it : s.iterations) {
+      if (it.latency.count() == 0) {  // as the table: flows whose ids all had one step have no latency
+        h += "<tr><td class=\"l\">" + html_escape(it.name) + "</td><td class=\"l\">" + it.from() +
+             "</td><td>0</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td></tr>\n";
+        continue;
+      }
       std::snprintf(text, sizeof text, "<td>%.2f</td>", it.per_second());
       h += "<tr><td class=\"l\">" + html_escape(it.name) + "</td><td class=\"l\">" + it.from() + "</td><td>" +
            std::to_string(it.latency.count()) +
