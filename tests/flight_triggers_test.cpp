@@ -196,6 +196,21 @@ TEST_CASE("No trigger set: nothing is watched, whatever is defined") {
   CHECK_FALSE(t.evaluate(2, 1, 0, ~std::uint64_t{0}, f));
 }
 
+TEST_CASE("A trigger whose name no span or mark has is reported, with the nearest name recorded") {
+  et::flight_triggers t;
+  REQUIRE(parse_error(t, "itr>25ms,infer>20ms,zzzzzzzz>1ms") == "");
+  t.define_site(1, site_kind::span, "iter", 4);
+  t.define_site(2, site_kind::span, "infer", 5);
+  t.define_site(3, site_kind::counter, "itr", 3);  // a counter never matches a trigger
+  const char* closest = nullptr;
+  REQUIRE(t.never_matched(0, closest));
+  REQUIRE(closest != nullptr);
+  CHECK(std::string(closest) == "iter");
+  CHECK_FALSE(t.never_matched(1, closest));
+  REQUIRE(t.never_matched(2, closest));
+  CHECK(closest == nullptr);  // nothing within 3 edits
+}
+
 // ---------------------------------------------------------------- real runs
 // trace_app's flight-iterations mode in EDGETRACE_MODE=flight: ~1 ms
 // iterations (a "frame" mark, then an "infer" span), some of them slow.
@@ -410,6 +425,15 @@ TEST_CASE("flight: a storm of slow iterations writes at most EDGETRACE_FLIGHT_MA
     CHECK(dump.error == "");
   }
   CHECK(skipped >= 2);
+}
+
+TEST_CASE("flight: a trigger naming no span or mark of the run says so at exit, with a 'did you mean'") {
+  const std::string dir = fresh_dir("flight_trigger_typo");
+  const auto result = run_flight(dir, {"80", "-1"}, {"EDGETRACE_TRIGGER=infr>20ms,frame>20ms"});
+  CHECK(result.exit_code == 0);
+  CHECK(result.err == "edgetrace: EDGETRACE_TRIGGER 'infr>20ms' never fired: no span or mark named 'infr' was recorded "
+                      "(did you mean 'infer'?)\n");
+  CHECK(files_in(dir).empty());
 }
 
 TEST_CASE("flight: a bad EDGETRACE_TRIGGER is one stderr line; the app runs on and no trigger fires") {

@@ -180,6 +180,18 @@ inline void runtime::finish_flight() {
     request_snapshot(format::snapshot_trigger::exit, "exit", 4, ticks(config_.clock));
     write_snapshot();
   }
+  // A trigger whose name no span or mark had could never fire: a typo
+  // should not pass for a quiet run.
+  for (std::size_t i = 0; triggers_set() && i < triggers_.size(); ++i) {
+    const char* closest = nullptr;
+    if (!triggers_.never_matched(i, closest)) continue;
+    if (closest != nullptr)
+      report("EDGETRACE_TRIGGER '%s' never fired: no span or mark named '%s' was recorded (did you mean '%s'?)",
+             triggers_.text(i), triggers_.name(i), closest);
+    else
+      report("EDGETRACE_TRIGGER '%s' never fired: no span or mark named '%s' was recorded", triggers_.text(i),
+             triggers_.name(i));
+  }
   if (schedule_.skipped_total != 0)
     report("%llu snapshot requests were skipped: covered by a snapshot already waiting for its window, or over "
            "the rate limit (EDGETRACE_FLIGHT_MAX=%u, EDGETRACE_FLIGHT_GAP_MS=%u), %llu of them after the last "

@@ -114,11 +114,31 @@ class flight_triggers {
   void define_site(std::uint32_t id, format::site_kind kind, const char* name, std::size_t name_size) {
     if (count_ == 0 || (kind != format::site_kind::span && kind != format::site_kind::mark)) return;
     for (std::size_t i = 0; i < count_; ++i) {
-      if (triggers_[i].name_size != name_size || std::memcmp(triggers_[i].name, name, name_size) != 0) continue;
+      trigger_entry& t = triggers_[i];
+      if (t.name_size != name_size || std::memcmp(t.name, name, name_size) != 0) {
+        // Not this one: the nearest name so far, for "did you mean".
+        const std::size_t distance = t.matched ? 99 : edit_distance(t.name, t.name_size, name, name_size);
+        if (distance < t.closest_distance && name_size <= max_name_size) {
+          t.closest_distance = distance;
+          std::memcpy(t.closest, name, name_size);
+          t.closest[name_size] = '\0';
+        }
+        continue;
+      }
+      t.matched = true;
       if (id >= sites_.size()) sites_.resize(std::size_t{id} + 1 + sites_.size() / 2, 0);
       sites_[id] = static_cast<std::uint8_t>((i + 1) | (kind == format::site_kind::mark ? mark_bit : 0));
       return;
     }
+  }
+
+  /// After the run: true when the i-th trigger's name matched no span or
+  /// mark the program recorded (a typo: it could never fire); `closest`
+  /// is then the nearest name recorded within 3 edits, or null.
+  bool never_matched(std::size_t i, const char*& closest) const noexcept {
+    const trigger_entry& t = triggers_[i];
+    closest = t.closest_distance <= 3 ? t.closest : nullptr;
+    return !t.matched;
   }
 
   /// Whether site `id` is watched: one bounds check and one load, inline,
@@ -200,6 +220,9 @@ class flight_triggers {
     char text[max_name_size + 32];
     std::uint64_t limit_ns;
     std::uint64_t limit_ticks;
+    bool matched;                      ///< a span or mark of this name was defined
+    char closest[max_name_size + 1];   ///< else the nearest name defined
+    std::size_t closest_distance;      ///< its edit distance (99: none yet)
   };
   struct mark_state {
     std::uint32_t thread_id;
@@ -310,6 +333,9 @@ class flight_triggers {
     t.name_size = static_cast<std::size_t>(name_end - begin);
     std::memcpy(t.name, begin, t.name_size);
     t.name[t.name_size] = '\0';
+    t.matched = false;
+    t.closest[0] = '\0';
+    t.closest_distance = 99;
     // The item as written, without spaces: the reason's prefix.
     std::size_t n = 0;
     for (const char* c = begin; c < end && n + 1 < sizeof t.text; ++c)
