@@ -172,6 +172,19 @@ TEST_CASE("--per SPAN: rows count only spans inside an instance; avg/iter and % 
   const auto bad = cli({"summary", path, "--per", "no_such_thing"});
   CHECK(bad.exit_code != 0);
   CHECK(bad.err.find("--per: no span or mark named \"no_such_thing\"") != std::string::npos);
+
+  // --skip-warmup takes its iterations from --per when --iteration is not
+  // given (the dump's marks would be ambiguous, or not the iterations meant).
+  // Here the dump's "frame" marks would cut elsewhere than layer_10's ends.
+  const json_lite::value from_per = summary_json({path, "--per", "layer_10", "--skip-warmup", "2"});
+  const json_lite::value named = summary_json({path, "--per", "layer_10", "--iteration", "layer_10", "--skip-warmup", "2"});
+  const json_lite::value by_marks = summary_json({path, "--per", "layer_10", "--iteration", "frame", "--skip-warmup", "2"});
+  CHECK(u(from_per["per"]["count"]) < count);
+  CHECK(u(from_per["spans_warmup"]) != u(by_marks["spans_warmup"]));
+  CHECK(u(from_per["per"]["count"]) == u(named["per"]["count"]));
+  CHECK(u(from_per["spans_warmup"]) == u(named["spans_warmup"]));
+  CHECK(u(from_per["spans_warmup"]) > 0);
+  CHECK(keys(from_per) == keys(named));
 }
 
 TEST_CASE("--per MARK and mark iterations are cut at a pause; a single-step flow is not a latency sample") {

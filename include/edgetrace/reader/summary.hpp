@@ -416,7 +416,7 @@ class summary_builder : private detail::summary_selection {
         if (keep && options_.by != group_by::thread)
           slot.row = options_.by == group_by::name ? row_for(s.name.empty() ? "(unnamed)" : s.name, s.category)
                                                    : row_for(s.category, "");
-        if (!options_.iteration.empty() && iterations_are_spans_ && s.name == options_.iteration)
+        if (!iteration_name_.empty() && iterations_are_spans_ && s.name == iteration_name_)
           slot.iteration = iteration_row_for(s.name, false);
         sites_[&s] = slot;
       }

@@ -109,17 +109,20 @@ class summary_selection {
       }
     iterations_are_spans_ = false;
     warmup_marks_.clear();
-    if (!options_.iteration.empty()) {
-      if (marks.count(options_.iteration)) {
-        iteration_row_for(options_.iteration, true);
-        warmup_marks_ = options_.iteration;
-      } else if (spans.count(options_.iteration)) {
+    // --skip-warmup K --per NAME: NAME's instances are the iterations to
+    // skip, as they are the ones --per counts (no --iteration needed).
+    iteration_name_ = options_.iteration.empty() && options_.skip_warmup > 0 ? options_.per : options_.iteration;
+    if (!iteration_name_.empty()) {
+      if (marks.count(iteration_name_)) {
+        iteration_row_for(iteration_name_, true);
+        warmup_marks_ = iteration_name_;
+      } else if (spans.count(iteration_name_)) {
         iterations_are_spans_ = true;
-        iteration_row_for(options_.iteration, false);
+        iteration_row_for(iteration_name_, false);
       } else {
         std::string known;
         for (const auto& m : marks) known += (known.empty() ? "" : ", ") + ("mark \"" + m + "\"");
-        return fail(error, "no mark or span named \"" + options_.iteration + "\" in the dump" +
+        return fail(error, "no mark or span named \"" + iteration_name_ + "\" in the dump" +
                                (known.empty() ? std::string(" (it has no marks)") : " (marks: " + known + ")"));
       }
       return true;
@@ -143,7 +146,7 @@ class summary_selection {
     const bool spans = iterations_are_spans_;
     const std::size_t keep = static_cast<std::size_t>(spans ? k : k + 1);
     std::priority_queue<std::int64_t> smallest;  // max-heap of the `keep` smallest times
-    const std::string& name = spans ? options_.iteration : warmup_marks_;
+    const std::string& name = spans ? iteration_name_ : warmup_marks_;
     const bool ok = r.read_events([&](const event& e) {
       if (e.site == nullptr || e.site->name != name) return;
       std::int64_t t;
@@ -232,6 +235,7 @@ class summary_selection {
   summary_options options_;
   summary_result result_;
   bool iterations_are_spans_ = false;
+  std::string iteration_name_;  ///< --iteration, or --per's name when --skip-warmup needs iterations
   std::string warmup_marks_;
   std::map<const writer_info*, std::vector<std::pair<std::int64_t, std::int64_t>>> phase_ranges_;
   bool per_active_ = false;
