@@ -235,10 +235,17 @@ TEST_CASE("json warns when its output will be too big for a browser, and names t
   for (const char* hint : {"warning: ", "will be about", "--split-mb", "--min-dur", "--filter", "edgetrace perfetto"})
     CHECK_MESSAGE(big.err.find(hint) != std::string::npos, hint);
   CHECK(std::count(big.err.begin(), big.err.end(), '\n') == 1);
-  // 1 MB: the estimate from the record counts (110 bytes each) stays below.
+  // 1 MB: the estimate (about 100 bytes an event, 22 an argument) stays below.
   const auto small = edgetrace_test::run({cli, "json", pipeline_dump(), "-o", out}, {"EDGETRACE_JSON_WARN_MB=1"});
   CHECK(small.exit_code == 0);
   CHECK(small.err.empty());
+  // With --min-dur or --filter the output may be far smaller than the
+  // estimate: no warning before, only about what was written.
+  const auto filtered =
+      edgetrace_test::run({cli, "json", pipeline_dump(), "-o", out, "--min-dur", "1s"}, {"EDGETRACE_JSON_WARN_MB=0"});
+  CHECK(filtered.exit_code == 0);
+  CHECK(filtered.err.find("will be about") == std::string::npos);
+  CHECK_MESSAGE(filtered.err.find("the JSON is ") != std::string::npos, filtered.err);
 }
 
 TEST_CASE("with --split-mb, a flow cut by a window boundary stays whole in every file") {

@@ -664,11 +664,30 @@ std::vector<std::string> split_part_paths(const std::string& output) {
   return paths;
 }
 
-/// JSON bytes per record (span, instant, counter, argument, flow step,
-/// allocation or free), for the size estimate made before converting: an X
-/// event with short names is ~100 bytes, a memory sample ~110, an argument
-/// ~15, a flow step ~250 (its s/t/f event and marker).
-constexpr std::uint64_t json_bytes_per_record = 110;
+/// JSON bytes, for the size estimate made before converting: an event of
+/// its own (span, instant, counter, flow step, memory sample) is ~81 bytes
+/// plus its name and category (measured: 88 for "step"/"gen" spans); an
+/// argument ~22 inside its span's "args" (8 M of them added 175 MB).
+constexpr std::uint64_t json_bytes_per_event = 81;
+constexpr std::uint64_t json_bytes_per_argument = 22;
+
+/// What `json` will write for `r` (before filters), and how many events:
+/// names and categories counted at the mean length of the dump's sites.
+std::uint64_t json_estimate(const et::dump_reader& r, std::uint64_t& events) {
+  events = r.event_records();
+  std::uint64_t arguments = 0, name_bytes = 0, sites = 0;
+  for (const auto& w : r.writers()) {
+    const et::annotation_counts& n = w.second.annotations_read;
+    events += n.flows + n.allocs + n.frees;
+    arguments += n.args;
+    for (const auto& s : w.second.sites) {
+      name_bytes += s.second.name.size() + s.second.category.size();
+      ++sites;
+    }
+  }
+  const std::uint64_t per_event = json_bytes_per_event + (sites != 0 ? name_bytes / sites : 16);
+  return events * per_event + arguments * json_bytes_per_argument;
+}
 
 /// Above this (estimated) size `json` warns: Perfetto UI and Chrome open a
 /// JSON trace of up to about 1 GB (a browser's string and memory limits).
@@ -811,11 +830,14 @@ int run_json_split(const command& c, et::dump_reader& r, const std::string& dump
 /// when it is bigger than a browser opens. Exit code.
 int run_json_single(et::dump_reader& r, const std::string& dump, const std::string& output,
                     et::chrome_json_options& options) {
-  // Warn before the work when the estimate is over what a browser opens.
-  std::uint64_t records = r.event_records();
-  for (const et::thread_info* t : r.threads_in_order()) records += t->annotation_records;
-  const bool warned = records * json_bytes_per_record > json_warn_bytes();
-  if (warned) warn_json_too_big(dump, "will be about", records * json_bytes_per_record, records);
+  // Warn before the work when the estimate is over what a browser opens;
+  // with --min-dur or --filter the output may be far smaller, so only the
+  // size written is judged (after).
+  std::uint64_t records = 0;
+  const std::uint64_t estimate = json_estimate(r, records);
+  const bool filtered = options.min_dur_ns != 0 || options.filter != nullptr;
+  const bool warned = !filtered && estimate > json_warn_bytes();
+  if (warned) warn_json_too_big(dump, "will be about", estimate, records);
   const bool to_stdout = output == "-";
   std::FILE* out = to_stdout ? stdout : std::fopen(output.c_str(), "wb");
   if (!out) return output_error(output, "cannot write");
@@ -836,7 +858,7 @@ int run_json_single(et::dump_reader& r, const std::string& dump, const std::stri
   struct stat written {};
   const std::uint64_t bytes =
       !to_stdout && ::stat(output.c_str(), &written) == 0 ? static_cast<std::uint64_t>(written.st_size) : 0;
-  if (!warned && bytes > json_warn_bytes()) warn_json_too_big(dump, "is", bytes, records);
+  if (!warned && bytes > json_warn_bytes()) warn_json_too_big(dump, "is", bytes, result.events);
   const int rc = report(r, dump, true, to_stdout ? "JSON written to stdout" : "JSON written to " + output);
   if (::isatty(2) == 1 && rc == exit_ok && !to_stdout)
     std::fprintf(stderr, "edgetrace: wrote %s: %llu events, %s\n", output.c_str(),
