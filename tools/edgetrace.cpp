@@ -67,9 +67,10 @@ const command commands[] = {
      "                     the smallest N that fits\n"
      "  --min-dur T        leave out spans shorter than T (e.g. 50us, 1ms)\n"
      "  --filter REGEX     keep only spans, instants and counters whose name matches\n"
-     "A JSON estimated (110 bytes per record) or found to be over 1 GB, more than\n"
-     "Perfetto UI or Chrome open, gets a warning naming --split-mb, --min-dur,\n"
-     "--filter and `edgetrace perfetto` (EDGETRACE_JSON_WARN_MB sets the figure).\n"
+     "A JSON estimated (about 100 bytes an event, 22 an argument; not with --min-dur\n"
+     "or --filter) or found to be over 1 GB, more than Perfetto UI or Chrome open,\n"
+     "gets a warning naming --split-mb, --min-dur, --filter and `edgetrace perfetto`\n"
+     "(EDGETRACE_JSON_WARN_MB sets the figure).\n"
      "On a terminal: progress in percent, then one line: file, events, size.\n"
      "Flows: bind_id/flow_in/flow_out on the steps' spans (Perfetto), and s/t/f\n"
      "events (DevTools).\n",
