@@ -192,6 +192,15 @@ TEST_CASE("a snapshot-like dump of a real run: info shows the snapshot and repor
     CHECK(contains(line_of(p.out, "skipped"), "2 snapshot(s)"));
     CHECK(contains(line_of(p.out, "flight ring"), std::to_string(info.ring_bytes) + " bytes, 3 chunk(s) overwritten"));
     CHECK(contains(line_of(p.out, "flight ring"), "100 ms recorded after the trigger"));
+    CHECK(contains(line_of(p.out, "window"), "the run's records before it were not kept (not lost)"));
+    // A window that holds the whole run so far (nothing overwritten) says so.
+    fmt::snapshot_info whole = info;
+    whole.chunks_overwritten = 0;
+    const std::string whole_path =
+        write_dump("snapshot_whole.etr", rebuild(source, snapshot_chunk(writer, whole, reason), 3));
+    const process_result w = run({EDGETRACE_TEST_CLI, "info", whole_path});
+    CHECK(contains(line_of(w.out, "window"), "the whole run so far: nothing was overwritten"));
+    CHECK_FALSE(contains(w.out, "were not kept"));
     // The trigger's time: from the window start, and on the wall clock
     // (this run happened a moment ago).
     const std::int64_t into = pw.clock.to_ns(info.trigger_tick) - pw.clock.to_ns(info.window_first_tick);

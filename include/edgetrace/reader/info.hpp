@@ -117,7 +117,9 @@ void write_snapshot_info(const writer_info& w, Field& field) {
         (first.empty() ? std::string("ticks ") + std::to_string(s.info.window_first_tick) + " to " +
                              std::to_string(s.info.window_last_tick)
                        : first + " to " + last) +
-            " (" + format_duration(s.window_ns()) + "); the run's records before it were not kept (not lost)");
+            " (" + format_duration(s.window_ns()) + ")" +
+            (s.info.chunks_overwritten != 0 ? "; the run's records before it were not kept (not lost)"
+                                            : "; the whole run so far: nothing was overwritten"));
   field("  ", "skipped",
         format_text("%llu snapshot(s) not written since the previous one (rate limit)", ull(s.info.skipped)));
   field("  ", "flight ring",
