@@ -51,7 +51,9 @@ class flight_triggers {
   /// item, no trigger is set, false is returned and `error` holds one line
   /// naming the variable and the item (no trailing newline). Empty items
   /// (a trailing comma) are skipped. Parsing again replaces what was set.
-  bool parse(const char* text, char* error, std::size_t error_size) noexcept {
+  /// Out of line (it runs once): inlined where a caller's buffer size is
+  /// known, g++ -O3 flags the intended truncation of a long item's message.
+  EDGETRACE_DETAIL_NOINLINE bool parse(const char* text, char* error, std::size_t error_size) noexcept {
     count_ = 0;
     std::size_t count = 0;
     list_item item{nullptr, nullptr};
