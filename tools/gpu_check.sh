@@ -90,13 +90,14 @@ if [ $? -ne 0 ]; then
 fi
 say "probe: $probe"
 
-# traced NAME MODE [N]: runs the check program under EDGETRACE_OUTPUT.
+# traced NAME PROGRAM [ARGS...]: runs PROGRAM under EDGETRACE_OUTPUT=$work/NAME.etr;
+# its stdout goes to $work/NAME.out and app.log, the dump's `edgetrace info` to info.txt.
 traced() {
   local name=$1
   shift
   rm -f "$work/$name.etr"
   echo "== $name: $*" >>"$out/app.log"
-  EDGETRACE_OUTPUT="$work/$name.etr" timeout 120 "$app" "$@" >"$work/$name.out" 2>>"$out/app.log"
+  EDGETRACE_OUTPUT="$work/$name.etr" timeout 120 "$@" >"$work/$name.out" 2>>"$out/app.log"
   local rc=$?
   cat "$work/$name.out" >>"$out/app.log"
   echo "== $name: exit $rc" >>"$out/app.log"
@@ -115,11 +116,7 @@ pass_fail "$rc" "1 cuda tests: $tests run, $skipped skipped ($(grep -m1 'tests p
 
 # --- 2: the CUDA example ---------------------------------------------------
 frames=50
-rm -f "$work/example.etr"
-echo "== example: --frames $frames" >>"$out/app.log"
-EDGETRACE_OUTPUT="$work/example.etr" timeout 120 "$build/examples/cuda_pipeline" --frames $frames >>"$out/app.log" 2>&1
-pass_fail $? "2 example run" | tally
-{ echo "== example"; "$cli" info "$work/example.etr" 2>&1; } >>"$out/info.txt"
+traced example "$build/examples/cuda_pipeline" --frames $frames
 "$cli" json "$work/example.etr" -o "$work/example.json" >>"$out/app.log" 2>&1
 pass_fail $? "2 example json: $(stat -c %s "$work/example.json" 2>/dev/null || echo 0) bytes" | tally
 "$cli" perfetto "$work/example.etr" -o "$work/example.pftrace" >>"$out/app.log" 2>&1
@@ -127,11 +124,11 @@ pass_fail $? "2 example perfetto: $(stat -c %s "$work/example.pftrace" 2>/dev/nu
 "$judge" example "$work/example.etr" $((frames * 5 + 10)) 2>&1 | tally
 
 # --- 3 to 7: the check program, mode by mode ---------------------------------
-traced accuracy accuracy 50
+traced accuracy "$app" accuracy 50
 "$judge" accuracy "$work/accuracy.etr" "$work/accuracy.out" 2>&1 | tally
-traced alignment alignment 400
+traced alignment "$app" alignment 400
 "$judge" alignment "$work/alignment.etr" "$work/alignment.out" 2>&1 | tally
-traced cost cost 15
+traced cost "$app" cost 15
 while IFS= read -r line; do
   case "$line" in
     "cost rounds="*)
@@ -141,9 +138,9 @@ while IFS= read -r line; do
     "cost floor_ns="*) echo "NOTE 5 cost host: ${line#cost }" ;;
   esac
 done <"$work/cost.out" | tally
-traced load load 100000
+traced load "$app" load 100000
 "$judge" load "$work/load.etr" "$work/load.out" 2>&1 | tally
-traced graph graph 1000
+traced graph "$app" graph 1000
 "$judge" graph "$work/graph.etr" "$work/graph.out" 2>&1 | tally
 
 # --- 8: the overload bench on this machine's cores -------------------------

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "detail/by_thread.hpp"
 #include "dump_reader.hpp"
 
 namespace edgetrace {
@@ -108,7 +109,7 @@ class annotation_stream {
   /// or before `limit_ns` (forward) / at or after it (backward); false when
   /// it does not, or when the thread has no more.
   bool take(const thread_info* thread, std::int64_t limit_ns, annotation& out) {
-    std::deque<annotation>& queue = queue_of(thread);
+    std::deque<annotation>& queue = queues_[thread];
     while (queue.empty()) {
       if (!decode_next(limit_ns)) return false;
     }
@@ -118,9 +119,6 @@ class annotation_stream {
     queue.pop_front();
     return true;
   }
-
-  /// Annotations met on a thread the dump does not name (never handed out).
-  std::uint64_t unattached() const noexcept { return unattached_; }
 
   /// Arguments and flow steps taken from one chunk. The writer ends an
   /// annotations chunk at about 60 KiB (some 20,000 arguments); only a
@@ -132,14 +130,6 @@ class annotation_stream {
   static constexpr std::size_t max_queued = std::size_t{1} << 17;
 
  private:
-  std::deque<annotation>& queue_of(const thread_info* thread) {
-    if (thread != last_thread_ || last_queue_ == nullptr) {
-      last_thread_ = thread;
-      last_queue_ = &queues_[thread];
-    }
-    return *last_queue_;
-  }
-
   /// Decodes the next chunk in the stream's direction if one from there on
   /// can hold an annotation on the asked side of `limit_ns`.
   bool decode_next(std::int64_t limit_ns) {
@@ -147,8 +137,9 @@ class annotation_stream {
       if (a.type != format::annotation_record::arg && a.type != format::annotation_record::arg_name &&
           a.type != format::annotation_record::flow)
         return;
-      if (a.thread == nullptr) ++unattached_;
-      else if (chunk_.size() < max_per_chunk) chunk_.push_back(a);  // past it: left out, counted as unclaimed
+      // One on a thread the dump does not name, or past max_per_chunk, is
+      // left out (counted as unclaimed).
+      if (a.thread != nullptr && chunk_.size() < max_per_chunk) chunk_.push_back(a);
     };
     chunk_.clear();
     if (backward_) {
@@ -167,7 +158,7 @@ class annotation_stream {
   /// thread's annotations are out of time order (a damaged or forged dump:
   /// one far in the future holds back the rest): its oldest is dropped.
   void enqueue(const annotation& a) {
-    std::deque<annotation>& queue = queue_of(a.thread);
+    std::deque<annotation>& queue = queues_[a.thread];
     queue.push_back(a);
     if (queue.size() > max_queued) queue.pop_front();
   }
@@ -176,12 +167,9 @@ class annotation_stream {
   bool backward_;
   std::vector<std::int64_t> bound_;
   std::size_t next_ = 0;  // forward: the next chunk to decode; backward: one past it
-  std::unordered_map<const thread_info*, std::deque<annotation>> queues_;
-  const thread_info* last_thread_ = nullptr;
-  std::deque<annotation>* last_queue_ = nullptr;
+  detail::by_thread<std::deque<annotation>> queues_;
   std::vector<unsigned char> buffer_;
   std::vector<annotation> chunk_;
-  std::uint64_t unattached_ = 0;
 };
 
 /// Hands each argument and flow step to the span it belongs to: the
@@ -230,7 +218,7 @@ class span_annotations {
   void claim(const thread_info* thread, std::int64_t begin_ns, std::int64_t end_ns, Fn&& fn, bool outermost = false) {
     claimed_.clear();
     if (total_ == 0 || thread == nullptr) return;
-    std::vector<annotation>& pending = pending_of(thread);
+    std::vector<annotation>& pending = pending_[thread];
     // Pending holds what was read and not claimed, in reading order: the
     // newest read (nearest to this span) last. Forward the span takes the
     // tail at or after its begin; backward the tail at or before its end.
@@ -263,19 +251,9 @@ class span_annotations {
   static constexpr std::size_t max_pending = std::size_t{1} << 16;
 
  private:
-  std::vector<annotation>& pending_of(const thread_info* thread) {
-    if (thread != last_thread_ || last_pending_ == nullptr) {
-      last_thread_ = thread;
-      last_pending_ = &pending_[thread];
-    }
-    return *last_pending_;
-  }
-
   annotation_stream stream_;
   bool backward_;
-  std::unordered_map<const thread_info*, std::vector<annotation>> pending_;
-  const thread_info* last_thread_ = nullptr;
-  std::vector<annotation>* last_pending_ = nullptr;
+  detail::by_thread<std::vector<annotation>> pending_;
   std::vector<annotation> claimed_;
   std::uint64_t total_ = 0;
   std::uint64_t claimed_count_ = 0;

@@ -65,24 +65,21 @@ template <class Field>
 void write_annotation_info(const writer_info& w, Field& field) {
   const annotation_counts& n = w.annotations_read;
   if (n.empty()) return;
-  const std::uint64_t args = n.args, flows = n.flows, allocs = n.allocs, frees = n.frees, reals = n.reals,
-                      bools = n.bools, names = n.names;
-  const std::set<std::string>&keys = n.keys, &flow_names = n.flow_names;
   auto list = [](const std::set<std::string>& names) {
     std::string text;
-    for (const std::string& n : names) text += (text.empty() ? "" : ", ") + n;
+    for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
     return text;
   };
   using ull = unsigned long long;
   // The counts keep their places of before (bench/run.sh reads them);
   // argument value types follow.
-  std::string text = format_text("%llu arguments, %llu flow steps, %llu allocations, %llu frees", ull(args),
-                                 ull(flows), ull(allocs), ull(frees));
-  if (args != 0)
+  std::string text = format_text("%llu arguments, %llu flow steps, %llu allocations, %llu frees", ull(n.args),
+                                 ull(n.flows), ull(n.allocs), ull(n.frees));
+  if (n.args != 0)
     text += format_text("; argument values: %llu integer, %llu floating, %llu bool, %llu named",
-                        ull(args - reals - bools - names), ull(reals), ull(bools), ull(names));
-  if (!keys.empty()) text += "; keys: " + list(keys);
-  if (!flow_names.empty()) text += "; flows: " + list(flow_names);
+                        ull(n.args - n.reals - n.bools - n.names), ull(n.reals), ull(n.bools), ull(n.names));
+  if (!n.keys.empty()) text += "; keys: " + list(n.keys);
+  if (!n.flow_names.empty()) text += "; flows: " + list(n.flow_names);
   field("  ", "annotations", text);
   if (!w.has_memory) return;
   const memory_timeline m(w);

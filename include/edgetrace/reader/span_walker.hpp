@@ -3,9 +3,9 @@
 #pragma once
 
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
+#include "detail/by_thread.hpp"
 #include "dump_reader.hpp"
 
 namespace edgetrace {
@@ -42,9 +42,7 @@ bool walk_spans(dump_reader& r, OnSpan&& on_span, OnOther&& on_other) {
   struct thread_state {
     std::vector<open_span> stack;
   };
-  std::unordered_map<const thread_info*, thread_state> threads;
-  const thread_info* last_thread = nullptr;
-  thread_state* state = nullptr;
+  detail::by_thread<thread_state> threads;
   span_record out;
   auto finish = [&](const open_span& s) {
     out.site = s.site;
@@ -60,13 +58,9 @@ bool walk_spans(dump_reader& r, OnSpan&& on_span, OnOther&& on_other) {
       on_other(e);
       return;
     }
-    if (e.thread != last_thread) {
-      last_thread = e.thread;
-      state = &threads[e.thread];
-    }
     out.writer = e.writer;
     out.thread = e.thread;
-    std::vector<open_span>& stack = state->stack;
+    std::vector<open_span>& stack = threads[e.thread].stack;
     // An open span that does not contain this one has no more children:
     // everything later in this (backward) stream ends even earlier.
     while (!stack.empty() && stack.back().begin_ns > e.begin_ns) {
