@@ -147,16 +147,16 @@ add_test(NAME readme_quick_start_matches_example
 set_tests_properties(readme_quick_start_matches_example PROPERTIES LABELS docs)
 
 # --- The pipeline end-to-end test runs the real examples -------------------
-if(TARGET pipeline_e2e_test)
+if(TEST pipeline_e2e_test)
   if(TARGET pipeline)
-    target_compile_definitions(pipeline_e2e_test PRIVATE
+    target_compile_definitions(${pipeline_e2e_test_program} PRIVATE
       EDGETRACE_TEST_PIPELINE="$<TARGET_FILE:pipeline>"
       EDGETRACE_TEST_PIPELINE_DISABLED="$<TARGET_FILE:pipeline_disabled>"
       EDGETRACE_TEST_MINIMAL="$<TARGET_FILE:minimal>")
-    add_dependencies(pipeline_e2e_test pipeline pipeline_disabled minimal)
+    add_dependencies(${pipeline_e2e_test_program} pipeline pipeline_disabled minimal)
   else()
     # Examples not built: the test reports itself skipped.
-    target_compile_definitions(pipeline_e2e_test PRIVATE EDGETRACE_TEST_PIPELINE="")
+    target_compile_definitions(${pipeline_e2e_test_program} PRIVATE EDGETRACE_TEST_PIPELINE="")
   endif()
   set_tests_properties(pipeline_e2e_test PROPERTIES LABELS e2e)
 endif()

@@ -12,9 +12,9 @@ target_link_libraries(gpu_app PRIVATE edgetrace::edgetrace)
 target_include_directories(gpu_app PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 edgetrace_project_warnings(gpu_app)
 # perfetto_test converts the same child's dump (GPU tracks, launch flows).
-if(TARGET perfetto_test)
-  target_compile_definitions(perfetto_test PRIVATE EDGETRACE_TEST_GPU_APP="$<TARGET_FILE:gpu_app>")
-  add_dependencies(perfetto_test gpu_app)
+if(TEST perfetto_test)
+  target_compile_definitions(${perfetto_test_program} PRIVATE EDGETRACE_TEST_GPU_APP="$<TARGET_FILE:gpu_app>")
+  add_dependencies(${perfetto_test_program} gpu_app)
 endif()
 if(TARGET gpu_test)
   target_compile_definitions(gpu_test PRIVATE EDGETRACE_TEST_GPU_APP="$<TARGET_FILE:gpu_app>")
@@ -52,7 +52,7 @@ set_tests_properties(gpu_check_judge_fake PROPERTIES LABELS gpu PASS_REGULAR_EXP
   FAIL_REGULAR_EXPRESSION "FAIL")
 
 # flight_test reads the same child's GPU spans back from a snapshot.
-if(TARGET flight_test)
-  target_compile_definitions(flight_test PRIVATE EDGETRACE_TEST_GPU_APP="$<TARGET_FILE:gpu_app>")
-  add_dependencies(flight_test gpu_app)
+if(TEST flight_test)
+  target_compile_definitions(${flight_test_program} PRIVATE EDGETRACE_TEST_GPU_APP="$<TARGET_FILE:gpu_app>")
+  add_dependencies(${flight_test_program} gpu_app)
 endif()

@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: MIT
 # Reliability tests (issue 7, docs/RELIABILITY.md) beyond the doctest glob:
 # the several-shared-objects app, the reader fuzz target and its regression
-# replay, and the settings of tests/reliability_test.cpp.
+# replay, and the settings of tests/writer/reliability_test.cpp.
 # Included at the end of tests/CMakeLists.txt.
 #
 # EDGETRACE_LONG_TESTS=1 in the environment of ctest (or of the test binary)
 # runs the long variants (10 s stress, more kills, more forks).
 
-if(TARGET reliability_test)
+if(TEST reliability_test)
   set_tests_properties(reliability_test PROPERTIES LABELS reliability TIMEOUT 900)
 endif()
 # The writer-trust and overload cases (docs/RELIABILITY.md, the sections from
@@ -54,17 +54,17 @@ foreach(variant IN ITEMS plain noexport)
   add_dependencies(dso_app_${variant} dso_lib_b)
 endforeach()
 set_target_properties(dso_app_plain PROPERTIES ENABLE_EXPORTS ON)
-if(TARGET reliability_test)
-  target_compile_definitions(reliability_test PRIVATE
+if(TEST reliability_test)
+  target_compile_definitions(${reliability_test_program} PRIVATE
     EDGETRACE_TEST_DSO_APP="$<TARGET_FILE:dso_app>"
     EDGETRACE_TEST_DSO_APP_PLAIN="$<TARGET_FILE:dso_app_plain>"
     EDGETRACE_TEST_DSO_APP_NOEXPORT="$<TARGET_FILE:dso_app_noexport>"
     EDGETRACE_TEST_DSO_LIB_B="$<TARGET_FILE:dso_lib_b>"
     EDGETRACE_TEST_DSO_LIB_HIDDEN="$<TARGET_FILE:dso_lib_hidden>")
-  add_dependencies(reliability_test dso_app dso_app_plain dso_app_noexport)
+  add_dependencies(${reliability_test_program} dso_app dso_app_plain dso_app_noexport)
 endif()
 
-# --- dlclose while the output is slow (tests/dso_unload_test.cpp) -----------
+# --- dlclose while the output is slow (tests/writer/dso_unload_test.cpp) -----------
 # lib_unload is really unmapped by dlclose with g++ too: -fno-gnu-unique keeps
 # its inline variables out of STB_GNU_UNIQUE, which would pin it in memory.
 add_library(dso_lib_unload SHARED dso/dso_lib.cpp)
@@ -73,11 +73,11 @@ target_compile_definitions(dso_lib_unload PRIVATE DSO_NAME=lib_unload DSO_SPAN="
 target_compile_options(dso_lib_unload PRIVATE $<$<CXX_COMPILER_ID:GNU>:-fno-gnu-unique>)
 set_target_properties(dso_lib_unload PROPERTIES OUTPUT_NAME edgetrace_dso_lib_unload)
 edgetrace_project_warnings(dso_lib_unload)
-if(TARGET dso_unload_test)
-  target_compile_definitions(dso_unload_test PRIVATE
+if(TEST dso_unload_test)
+  target_compile_definitions(${dso_unload_test_program} PRIVATE
     EDGETRACE_TEST_DSO_APP="$<TARGET_FILE:dso_app>"
     EDGETRACE_TEST_DSO_LIB_UNLOAD="$<TARGET_FILE:dso_lib_unload>")
-  add_dependencies(dso_unload_test dso_app dso_lib_unload)
+  add_dependencies(${dso_unload_test_program} dso_app dso_lib_unload)
   set_tests_properties(dso_unload_test PROPERTIES LABELS reliability TIMEOUT 120)
 endif()
 

@@ -57,7 +57,7 @@ function(edgetrace_knob_configuration name)
     list(GET spec 0 test)
     list(GET spec -1 entry)
     set(target ${test}.${name})
-    add_executable(${target} ${test}.cpp)
+    add_executable(${target} ${${test}_source})
     target_link_libraries(${target} PRIVATE edgetrace_doctest_runner ${library})
     target_compile_definitions(${target} PRIVATE ${knob_DEFINES} EDGETRACE_TEST_TRACE_APP="$<TARGET_FILE:${trace_app}>"
                                                  EDGETRACE_TEST_TMPDIR="${tmp}")

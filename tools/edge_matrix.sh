@@ -91,8 +91,8 @@ if ((do_aarch64)); then
   else
     # Without it a test cannot start an aarch64 child: leave out the tests
     # whose sources start programs, named here and in the summary.
-    spawning=$(grep -lE 'support/(process|spawn|analysis_workload)\.hpp|execve|posix_spawn|std::system' tests/*_test.cpp |
-      sed -E 's|tests/(.*)\.cpp|\1|' | paste -sd'|' -)
+    spawning=$(grep -lE 'support/(process|spawn|analysis_workload)\.hpp|execve|posix_spawn|std::system' tests/*/*_test.cpp |
+      sed -E 's|tests/.*/(.*)\.cpp|\1|' | paste -sd'|' -)
     note "aarch64: no binfmt_misc handler (not root, or no binfmt_misc in this kernel/container):"
     note "         tests that start child programs are left out: $spawning"
     ctest_args+=(-E "^(${spawning})(_.*)?\$")

@@ -60,6 +60,13 @@ name=${program##*/}
 case $name in
   *_test.*) name=${name%%.*} ;;
 esac
+# A room's program (tests/CMakeLists.txt) runs one file's cases, named by
+# --source-file=*/ROOM/NAME.cpp: the exclusions are those of NAME.
+for arg in "$@"; do
+  case $arg in
+    --source-file=*) name=${arg##*/}; name=${name%.cpp} ;;
+  esac
+done
 case $name in
   lifecycle_test)
     exclude='*there is no file*'                                 # threads

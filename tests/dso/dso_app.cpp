@@ -2,7 +2,7 @@
 // An app that traces, calls a linked shared library that traces (lib_a), and
 // dlopens one (lib_b, or with "hidden" a -fvisibility=hidden one). Prints
 // the number of threads while all three are loaded. See docs/RELIABILITY.md
-// ("Several shared objects") and tests/reliability_test.cpp.
+// ("Several shared objects") and tests/writer/reliability_test.cpp.
 #include <edgetrace/edgetrace.hpp>
 #include "../support/threads.hpp"
 
@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
   auto work = reinterpret_cast<work_fn>(
       dlsym(lib, unload ? "lib_unload_work" : hidden ? "lib_hidden_work" : "lib_b_work"));
   if (work == nullptr) return 4;
-  // "unload" (tests/dso_unload_test.cpp): the plugin (lib_unload, really
+  // "unload" (tests/writer/dso_unload_test.cpp): the plugin (lib_unload, really
   // unmapped by dlclose) records 2 x SPANS spans, then is dlclosed at once,
   // without edgetrace::flush(), while the output may be slow; the app goes
   // on tracing. Prints "unloaded=1" if the library is gone from the process.

@@ -227,7 +227,7 @@ inline std::vector<std::int64_t> mark_times(const loaded_dump& dump, const std::
   return out;
 }
 
-inline process_result cli(const std::vector<std::string>& args) {
+inline process_result run_cli(const std::vector<std::string>& args) {
   std::vector<std::string> argv{EDGETRACE_TEST_CLI};
   argv.insert(argv.end(), args.begin(), args.end());
   return run(argv);

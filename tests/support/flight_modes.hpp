@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// trace_app modes for tests/flight_test.cpp (EDGETRACE_MODE=flight): runs
+// trace_app modes for tests/flight/flight_test.cpp (EDGETRACE_MODE=flight): runs
 // that ask for a snapshot by call, by signal, by crash or at exit, a storm
 // of requests, and a run long enough to overwrite the in-memory ring.
 // Included by tests/support/trace_app.cpp after EDGETRACE_CATEGORY(app).

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // A traced program on the fake GPU, run as a child process by
-// tests/gpu_test.cpp, one behaviour per mode (argv[1]); it prints what it
+// tests/gpu/gpu_test.cpp, one behaviour per mode (argv[1]); it prints what it
 // observed as key=value lines on stdout.
 //   pipeline       H2D copy -> two kernels on two streams -> D2H, 20 frames (each
 //                  followed by a "wait" span until the GPU is idle), on a

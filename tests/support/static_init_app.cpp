@@ -2,7 +2,7 @@
 // A traced program whose other TU (static_init_early.cpp, initialised first)
 // records into this TU's category during static initialisation, before this
 // TU's initialisers (its category registration, edgetrace's start-up) ran.
-// tests/process_life_test.cpp checks that every such record is in the dump.
+// tests/writer/process_life_test.cpp checks that every such record is in the dump.
 #include <edgetrace/edgetrace.hpp>
 
 EDGETRACE_CATEGORY(later);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // A small traced program the lifecycle tests run as a child process, one
-// behaviour per mode (argv[1]); see tests/lifecycle_test.cpp.
+// behaviour per mode (argv[1]); see tests/writer/lifecycle_test.cpp.
 #include <csignal>
 #include <cstdlib>
 
@@ -90,7 +90,7 @@ void write_all(int fd, const void* data, std::size_t size) {
   }
 }
 
-// ---- modes added for tests/reliability_test.cpp (issue 7) ----------------
+// ---- modes added for tests/writer/reliability_test.cpp (issue 7) ----------------
 
 /// "stress SECONDS THREADS": THREADS threads issue random bursts of spans
 /// (some nested) until SECONDS pass; each prints how many it issued.
@@ -258,7 +258,7 @@ int fork_storm_mode(int forks) {
   return 0;
 }
 
-// ---- modes for tests/process_life_test.cpp (issue 13: signals, exit, fork):
+// ---- modes for tests/writer/process_life_test.cpp (issue 13: signals, exit, fork):
 // "sig-ign", "sig-ign-child", "quick-exit", "fork-names", "dense" ----------
 
 /// "SIG_IGN" or "other": the disposition of `signo` now.
@@ -342,7 +342,7 @@ int dense_mode(int count) {
 }
 }  // namespace
 
-// ---- mode for tests/top_test.cpp and tests/snapshot_reader_test.cpp --------
+// ---- mode for tests/sinks/top_test.cpp and tests/reader/snapshot_reader_test.cpp --------
 // "paced SECONDS RATE": RATE iterations a second for SECONDS; each iteration
 // is a span "paced_outer" (about 200 us) holding a span "paced_inner" (about
 // 100 us), both sleeping, so the dump grows steadily while the program
@@ -369,7 +369,7 @@ int paced_mode(double seconds, int rate) {
 }
 }  // namespace
 
-// ---- modes for tests/overload_test.cpp ------------------------------------
+// ---- modes for tests/writer/overload_test.cpp ------------------------------------
 namespace {
 /// THREADS threads named dense-0, dense-1, ..., each running body(index)
 /// once all of them have started (released together, as the peer
@@ -520,7 +520,7 @@ int dense_term_mode(int threads) {
 }
 }  // namespace
 
-// ---- modes for tests/annotations_test.cpp: "arg-dense COUNT", "arg-loose COUNT"
+// ---- modes for tests/reader/annotations_test.cpp: "arg-dense COUNT", "arg-loose COUNT"
 // COUNT spans "argued", each with two arguments recorded back to back:
 // i = index % 100 and neg = -(index % 7). The arguments go to the dump as
 // runs (format 1.4).
@@ -547,7 +547,7 @@ int arg_loose_mode(int count) {
 }
 }  // namespace
 
-// ---- modes for tests/typed_args_test.cpp (format 1.5) ---------------------
+// ---- modes for tests/reader/typed_args_test.cpp (format 1.5) ---------------------
 // "typed-args": phase "warm up", then span "typed" with one argument of
 // each kind (typed_arg_values below), then phase "measure" and COUNT spans
 // "step" (depth 0) each holding a "child" span; step k records x = k / 8.0
@@ -809,7 +809,7 @@ int main(int argc, char** argv) {
     return 42;
   }
   if (std::strcmp(mode, "capture-api") == 0) {
-    // pause()/resume() around named groups of spans (tests/capture_test.cpp).
+    // pause()/resume() around named groups of spans (tests/writer/capture_test.cpp).
     for (int i = 0; i < 10; ++i) { EDGETRACE_SCOPE(app, "before"); }
     {
       EDGETRACE_SCOPE(app, "straddle_in");  // began while recording: kept
@@ -904,7 +904,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "typed-args") == 0) return typed_args_mode(argc > 2 ? std::atoi(argv[2]) : 100);
   if (std::strcmp(mode, "float-dense") == 0) return float_dense_mode(argc > 2 ? std::atoi(argv[2]) : 10000);
   if (std::strcmp(mode, "annotations") == 0) {
-    // Arguments, memory pools and flows, with values tests/annotations_test.cpp
+    // Arguments, memory pools and flows, with values tests/reader/annotations_test.cpp
     // recomputes. "weights" stays live (1500 bytes); each layer i adds
     // (i + 1) * 100 bytes of scratch and its gemm 50 more.
     // gap(): a few microseconds of work between every span boundary and
@@ -982,7 +982,7 @@ int main(int argc, char** argv) {
     std::printf("issued %d\n", count * 3);
     return 0;
   }
-  // issue 13, process life (tests/process_life_test.cpp)
+  // issue 13, process life (tests/writer/process_life_test.cpp)
   if (std::strcmp(mode, "sig-ign") == 0) return sig_ign_mode();
   if (std::strcmp(mode, "sig-ign-child") == 0) {
     std::raise(SIGINT);
@@ -1007,7 +1007,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "dense-mixed") == 0)
     return dense_mixed_mode(argc > 2 ? std::atoi(argv[2]) : 2, argc > 3 ? std::atoi(argv[3]) : 1000000);
   if (std::strcmp(mode, "dense-term") == 0) return dense_term_mode(argc > 2 ? std::atoi(argv[2]) : 2);
-  // ---- tests/clock_start_test.cpp: "die-early", "record-absurd".
+  // ---- tests/writer/clock_start_test.cpp: "die-early", "record-absurd".
   if (std::strcmp(mode, "die-early") == 0) {
     // Spans of 0.5-1.5 ms from the start of main; at 12 ms the process dies
     // without an end record: _exit ("exit") or SIGKILL ("kill"). Prints per
@@ -1065,7 +1065,7 @@ int main(int argc, char** argv) {
     std::printf("absurd %zu\n", 2 * (sizeof bad / sizeof bad[0]) + 1);
     return 0;
   }
-  // ---- Latency triggers in flight mode (tests/flight_triggers_test.cpp).
+  // ---- Latency triggers in flight mode (tests/flight/flight_triggers_test.cpp).
   if (std::strcmp(mode, "flight-iterations") == 0) {
     // argv: COUNT SLOW_FIRST SLOW_EVERY SLOW_MS [TAIL_MS [named]]. COUNT
     // iterations, each a "frame" mark then an "infer" span of ~1 ms (its
@@ -1114,7 +1114,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   // ---- end of the latency trigger modes
-  // ---- modes for tests/flight_hostile_test.cpp (the recorder under hostile use).
+  // ---- modes for tests/flight/flight_hostile_test.cpp (the recorder under hostile use).
   //  "map-stalls SECONDS": records a span, then maps, touches and unmaps
   //    1 MiB in a loop for SECONDS, and prints "first_span_ms=N
   //    longest_us=M": N the time from the process's start (exec) to the

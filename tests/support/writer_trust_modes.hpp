@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// trace_app modes for tests/writer_trust_test.cpp: what production does to a
+// trace_app modes for tests/writer/writer_trust_test.cpp: what production does to a
 // traced app (signal handlers that record, thread churn, outputs that block,
 // fds closed under the tracer, files truncated or shared). Included by
 // tests/support/trace_app.cpp after EDGETRACE_CATEGORY(app).

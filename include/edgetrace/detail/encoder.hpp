@@ -4,7 +4,7 @@
 // No descriptor, no global, no thread: the flusher (detail/flusher.hpp)
 // feeds it drained records and writes what it seals (output()); names and
 // whether a site's library is still loaded come through the encoder_host
-// it is given (detail/chunk_writer.hpp). tests/encoder_test.cpp feeds it
+// it is given (detail/chunk_writer.hpp). tests/writer/encoder_test.cpp feeds it
 // records and reads the chunks back with the reader.
 #pragma once
 

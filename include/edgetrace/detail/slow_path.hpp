@@ -372,7 +372,7 @@ inline void reject_measured(std::uint64_t start_ns, std::uint64_t duration_ns, s
 /// now, and the start is placed that many ticks before now. The reader maps
 /// ticks back through its own fit of the calibration pairs, so a recorded
 /// span lands within about a microsecond of where it was measured (the
-/// rate's error times the distance from now; tests/capture_test.cpp).
+/// rate's error times the distance from now; tests/writer/capture_test.cpp).
 /// A span that starts more than record_slack_ns before tracing started, or
 /// ends more than that after now, is refused and counted (reject_measured).
 /// `clock`: the category's recording clock (not clock_off).

@@ -1,0 +1,413 @@
+// SPDX-License-Identifier: MIT
+// The flight recorder, `edgetrace top --follow` and the converter against what
+// production and careless users do to them: FIFOs where files are expected,
+// odd output names, signal storms, damaged snapshots. Each case runs a real
+// traced app (tests/support/trace_app.cpp) or the real `edgetrace` tool,
+// with a deadline, so that a hang fails the test instead of stalling it.
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <support/files.hpp>
+#include <support/process.hpp>
+#include <support/read_dump.hpp>
+#include <support/sanitizers.hpp>
+#include <support/test_env.hpp>
+
+namespace flight_hostile_test {
+
+using edgetrace_test::app;
+using edgetrace_test::cli;
+using edgetrace_test::file_exists;
+using edgetrace_test::load_dump;
+using edgetrace_test::read_file;
+using edgetrace_test::tmp;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+struct bounded_result {
+  int exit_code = -1;
+  bool timed_out = false;
+  double seconds = 0;
+  std::string out, err;
+};
+
+/// Runs `argv` as edgetrace_test::run() does, but kills it (SIGKILL) after
+/// `limit_s` seconds: a hang is reported as timed_out, not waited for.
+bounded_result run_bounded(const std::vector<std::string>& argv, const std::vector<std::string>& env, double limit_s) {
+  static int counter = 0;
+  const std::string base = tmp + "/hostile_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
+  const std::string out_path = base + ".out", err_path = base + ".err";
+  bounded_result result;
+  const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = edgetrace_test::launch(argv, env, out, err_path);
+  if (out >= 0) ::close(out);
+  REQUIRE(pid > 0);
+  int status = 0;
+  for (;;) {
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (done == pid) {
+      result.exit_code = edgetrace_test::exit_code_of(status);
+      break;
+    }
+    if (result.seconds > limit_s) {
+      result.timed_out = true;
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  result.out = read_file(out_path);
+  result.err = read_file(err_path);
+  ::unlink(out_path.c_str());
+  ::unlink(err_path.c_str());
+  return result;
+}
+
+/// A FIFO at `path` (whatever was there is removed first).
+void make_fifo(const std::string& path) {
+  ::unlink(path.c_str());
+  REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("hostile: the converter given a FIFO says so at once instead of waiting for a writer") {
+  const std::string fifo = tmp + "/hostile-input.fifo";
+  make_fifo(fifo);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{cli, "info", fifo}, {cli, "summary", fifo}, {cli, "json", fifo, "-o", "-"},
+        {cli, "top", fifo}, {cli, "top", fifo, "--follow"}}) {
+    CAPTURE(args[1]);
+    const bounded_result r = run_bounded(args, {}, 5);
+    CHECK_FALSE(r.timed_out);
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, fifo + ": not a regular file"));
+  }
+  ::unlink(fifo.c_str());
+}
+
+TEST_CASE("hostile: a FIFO at OUTPUT.N is stepped over, not opened: the recorder goes on to OUTPUT.N+1") {
+  const std::string output = tmp + "/hostile-fifo.etr";
+  const std::string first = tmp + "/hostile-fifo.1.etr", second = tmp + "/hostile-fifo.2.etr",
+                    third = tmp + "/hostile-fifo.3.etr";
+  for (const std::string& path : {output, second, third}) ::unlink(path.c_str());
+  make_fifo(first);  // nobody reads it: opening it for writing would block
+  const bounded_result r = run_bounded({app, "flight-call", "200"},
+                                       {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + output,
+                                        "EDGETRACE_FLIGHT_AFTER_MS=50", "EDGETRACE_FLIGHT_AT_EXIT=1"},
+                                       30);
+  CAPTURE(r.err);
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.empty());  // in particular no "took no data" at exit: the flusher was never stuck
+  struct stat st {};
+  REQUIRE(::stat(first.c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));  // left as it was
+  REQUIRE(file_exists(second));  // the call's snapshot
+  const auto call = load_dump(second);
+  CHECK(call.complete);
+  CHECK(call.named("before_trigger").size() == 200);
+  REQUIRE(file_exists(third));  // the exit snapshot
+  const auto at_exit = load_dump(third);
+  CHECK(at_exit.complete);
+  CHECK(at_exit.named("after_trigger").size() == 200);
+  CHECK_FALSE(file_exists(output));
+  for (const std::string& path : {first, second, third}) ::unlink(path.c_str());
+}
+
+TEST_CASE("hostile: a restarted app keeps the previous run's snapshots: OUTPUT.N is never replaced" *
+          doctest::skip(edgetrace_test::sanitized_build)) {  // a sanitizer turns the crash into a report
+  const std::string output = tmp + "/hostile-restart.etr";
+  const std::string first = tmp + "/hostile-restart.1.etr", second = tmp + "/hostile-restart.2.etr";
+  for (const std::string& path : {output, first, second}) ::unlink(path.c_str());
+  // The first run crashes: its snapshot is the evidence to keep.
+  const bounded_result crashed =
+      run_bounded({"/bin/sh", "-c", "ulimit -c 0; exec \"$0\" flight-crash 300", app},
+                  {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + output}, 30);
+  CAPTURE(crashed.err);
+  CHECK_FALSE(crashed.timed_out);
+  REQUIRE(file_exists(first));
+  const std::string evidence = read_file(first);
+  // Restarted with the same settings, it takes a snapshot of its own.
+  const bounded_result again = run_bounded(
+      {app, "flight-call", "100"}, {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + output, "EDGETRACE_FLIGHT_AFTER_MS=50"},
+      30);
+  CAPTURE(again.err);
+  CHECK_FALSE(again.timed_out);
+  CHECK(again.exit_code == 0);
+  CHECK(again.err.empty());
+  CHECK(read_file(first) == evidence);  // untouched
+  REQUIRE(file_exists(second));
+  const auto dump = load_dump(second);
+  CHECK(dump.complete);
+  CHECK(dump.named("before_trigger").size() == 100);
+  CHECK(dump.named("after_trigger").size() == 100);
+  CHECK(load_dump(first).named("before_trigger").size() == 300);
+  for (const std::string& path : {first, second}) ::unlink(path.c_str());
+}
+
+TEST_CASE("hostile: EDGETRACE_FLIGHT_KEEP bounds the files: a restart loop stops adding snapshots at OUTPUT.K") {
+  const std::string output = tmp + "/hostile-keep.etr";
+  const auto numbered = [&](int n) { return tmp + "/hostile-keep." + std::to_string(n) + ".etr"; };
+  for (int n = 1; n <= 4; ++n) ::unlink(numbered(n).c_str());
+  const std::vector<std::string> env = {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + output,
+                                        "EDGETRACE_FLIGHT_AFTER_MS=0", "EDGETRACE_FLIGHT_KEEP=2"};
+  // Three runs of an app that takes one snapshot each: the third finds
+  // OUTPUT.1 and OUTPUT.2 taken and writes nothing, with one line.
+  for (int run_index = 1; run_index <= 3; ++run_index) {
+    CAPTURE(run_index);
+    const bounded_result r = run_bounded({app, "flight-call", "50"}, env, 30);
+    CAPTURE(r.err);
+    CHECK_FALSE(r.timed_out);
+    CHECK(r.exit_code == 0);
+    if (run_index <= 2) {
+      CHECK(r.err.empty());
+      CHECK(file_exists(numbered(run_index)));
+    } else {
+      CHECK(contains(r.err, "EDGETRACE_FLIGHT_KEEP=2"));
+      CHECK(edgetrace_test::line_count(r.err) == 1);
+    }
+  }
+  CHECK_FALSE(file_exists(numbered(3)));
+  CHECK(load_dump(numbered(2)).named("before_trigger").size() == 50);
+  for (int n = 1; n <= 4; ++n) ::unlink(numbered(n).c_str());
+}
+
+TEST_CASE("hostile: an OUTPUT no snapshot can go to is reported at start, not first at the crash") {
+  SUBCASE("its directory does not exist") {
+    const std::string output = tmp + "/hostile-no-such-dir/run.etr";
+    const bounded_result r = run_bounded({app, "flight-idle", "100"},
+                                         {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + output}, 30);
+    CAPTURE(r.err);
+    CHECK_FALSE(r.timed_out);
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.err, "EDGETRACE_OUTPUT '" + output + "': its directory does not exist, so no snapshot can be written"));
+    CHECK(edgetrace_test::line_count(r.err) == 1);
+  }
+  SUBCASE("it ends with a slash: a directory") {
+    const std::string dir = tmp + "/hostile-dir/";
+    ::mkdir(dir.c_str(), 0755);
+    ::unlink((dir + ".1").c_str());
+    const bounded_result r = run_bounded({app, "flight-idle", "100"},
+                                         {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + dir}, 30);
+    CAPTURE(r.err);
+    CHECK_FALSE(r.timed_out);
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.err, "EDGETRACE_OUTPUT '" + dir + "': it names a directory, not a file"));
+    CHECK(edgetrace_test::line_count(r.err) == 1);
+  }
+  SUBCASE("a usable OUTPUT: nothing said, nothing written") {
+    const std::string output = tmp + "/hostile-fine.etr";
+    ::unlink(output.c_str());
+    const bounded_result r = run_bounded({app, "flight-idle", "100"},
+                                         {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + output}, 30);
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.empty());
+    CHECK_FALSE(file_exists(output));
+    CHECK_FALSE(file_exists(tmp + "/hostile-fine.1.etr"));
+  }
+}
+
+// Skipped under sanitizers (their memory map calls are too slow to time)
+// and, by cmake/toolchains/qemu-aarch64-test.sh, under emulation.
+TEST_CASE("hostile: a large flight ring is pre-faulted without stalling the app's own memory mapping" *
+          doctest::skip(edgetrace_test::sanitized_build)) {
+  // 1 GiB takes the flusher half a second or more to fault in. The app's
+  // first span (its thread's ring is mapped then) and its own maps and
+  // unmaps of 1 MiB meanwhile must not wait for all of it: MAP_POPULATE
+  // held the process's memory map lock for the whole ring.
+  const std::string output = tmp + "/hostile-big.etr";
+  const bounded_result r = run_bounded({app, "map-stalls", "1.5"},
+                                       {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + output,
+                                        "EDGETRACE_FLIGHT_MB=1024", "EDGETRACE_FLIGHT_AT_EXIT=1"},
+                                       60);
+  CAPTURE(r.err);
+  CAPTURE(r.out);
+  CHECK_FALSE(r.timed_out);
+  REQUIRE(r.exit_code == 0);
+  long long first_span_ms = -1;
+  unsigned long long longest_us = 0;
+  REQUIRE(std::sscanf(r.out.c_str(), "first_span_ms=%lld longest_us=%llu", &first_span_ms, &longest_us) == 2);
+  REQUIRE(first_span_ms >= 0);
+  CHECK(first_span_ms < 250);
+  CHECK(longest_us < 150000);
+  // The ring still works: the exit snapshot holds the app's span.
+  const std::string snapshot = tmp + "/hostile-big.1.etr";
+  REQUIRE(file_exists(snapshot));
+  CHECK(load_dump(snapshot).named("map_loop").size() == 1);
+  ::unlink(snapshot.c_str());
+}
+
+// ---- the flight ring within what the process may use (detail/memory_room.hpp)
+namespace {
+
+/// The cgroup paths of this process: v2 ("0::PATH") and the v1 memory
+/// controller's (empty when there is none). A child inherits them.
+struct cgroup_paths {
+  std::string v2, v1_memory;
+  bool has_v1_memory = false;
+};
+
+cgroup_paths own_cgroups() {
+  cgroup_paths paths;
+  const std::string text = read_file("/proc/self/cgroup");
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(at, end - at);
+    at = end + 1;
+    const std::size_t first = line.find(':'), second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    const std::string controllers = line.substr(first + 1, second - first - 1), path = line.substr(second + 1);
+    if (controllers.empty()) paths.v2 = path == "/" ? "" : path;
+    if (("," + controllers + ",").find(",memory,") != std::string::npos) {
+      paths.v1_memory = path == "/" ? "" : path;
+      paths.has_v1_memory = true;
+    }
+  }
+  return paths;
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  REQUIRE(std::system(("mkdir -p '" + path.substr(0, path.rfind('/')) + "'").c_str()) == 0);
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  REQUIRE(f != nullptr);
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+}
+
+/// Runs a flight-mode app with EDGETRACE_FLIGHT_MB=`mb` and an exit
+/// snapshot under `root` (EDGETRACE_SYSFS_ROOT): its stderr, and the ring
+/// size the snapshot states (0: no snapshot).
+std::pair<std::string, std::uint64_t> flight_in_root(const std::string& root, const std::string& name,
+                                                     int mb = 512) {
+  const std::string output = tmp + "/" + name + ".etr", snapshot = tmp + "/" + name + ".1.etr";
+  ::unlink(snapshot.c_str());
+  const bounded_result r = run_bounded({app, "dense-threads", "1", "1000"},
+                                       {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + output,
+                                        "EDGETRACE_FLIGHT_MB=" + std::to_string(mb), "EDGETRACE_FLIGHT_AT_EXIT=1",
+                                        "EDGETRACE_SYSFS_ROOT=" + root},
+                                       60);
+  CAPTURE(r.err);
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.exit_code == 0);
+  std::uint64_t ring = 0;
+  edgetrace::reader::dump_reader reader;
+  if (file_exists(snapshot) && reader.open(snapshot) && reader.read_metadata())
+    for (const auto& w : reader.writers())
+      if (w.second.snapshot.present) ring = w.second.snapshot.info.ring_bytes;
+  ::unlink(snapshot.c_str());
+  return {r.err, ring};
+}
+
+/// Whether this process may make a memory cgroup below its own (v1), and
+/// where: root, and a kernel with the v1 memory controller mounted.
+std::string writable_memory_cgroup() {
+  const cgroup_paths paths = own_cgroups();
+  if (!paths.has_v1_memory) return "";
+  const std::string probe =
+      "/sys/fs/cgroup/memory" + paths.v1_memory + "/edgetrace-probe-" + std::to_string(::getpid());
+  if (::mkdir(probe.c_str(), 0755) != 0) return "";
+  const bool usable = ::access((probe + "/memory.limit_in_bytes").c_str(), W_OK) == 0 &&
+                      ::access((probe + "/cgroup.procs").c_str(), W_OK) == 0;
+  ::rmdir(probe.c_str());
+  return usable ? "/sys/fs/cgroup/memory" + paths.v1_memory : "";
+}
+
+}  // namespace
+
+TEST_CASE("hostile: EDGETRACE_FLIGHT_MB larger than the memory left gets half of what is left, with one line") {
+  const std::string base = tmp + "/sysfs-" + std::to_string(::getpid());
+  REQUIRE(std::system(("rm -rf '" + base + "'").c_str()) == 0);
+  const cgroup_paths paths = own_cgroups();
+  SUBCASE("MemAvailable") {
+    write_text(base + "/meminfo/proc/meminfo", "MemTotal:        1048576 kB\nMemAvailable:      65536 kB\n");
+    const auto r = flight_in_root(base + "/meminfo", "hostile-meminfo");
+    CHECK(contains(r.first, "EDGETRACE_FLIGHT_MB=512 does not fit in this process's memory (the system has 64 MiB "
+                            "available (MemAvailable)); the flight ring gets 32 MiB instead"));
+    CHECK(edgetrace_test::line_count(r.first) == 1);
+    CHECK(r.second == (32u << 20));
+  }
+  SUBCASE("cgroup v2: the tighter of two levels") {
+    const std::string cg = base + "/v2/sys/fs/cgroup";
+    write_text(cg + paths.v2 + "/memory.max", "268435456\n");      // 256 MiB
+    write_text(cg + paths.v2 + "/memory.current", "104857600\n");  // 100 MiB: 156 left
+    if (!paths.v2.empty()) {                                        // a parent with more room changes nothing
+      write_text(cg + "/memory.max", "max\n");
+      write_text(cg + "/memory.current", "999999999999\n");
+    }
+    const auto r = flight_in_root(base + "/v2", "hostile-v2");
+    CHECK(contains(r.first, "(its memory cgroup allows 256 MiB and uses 100 MiB); the flight ring gets 78 MiB"));
+    CHECK(r.second == (78u << 20));
+  }
+  SUBCASE("cgroup v1") {
+    if (!paths.has_v1_memory) {
+      MESSAGE("this kernel mounts no v1 memory controller for this process: its part is not checked");
+      return;
+    }
+    const std::string cg = base + "/v1/sys/fs/cgroup/memory";
+    write_text(cg + paths.v1_memory + "/memory.limit_in_bytes", "9223372036854771712\n");  // no limit here
+    write_text(cg + "/memory.limit_in_bytes", "209715200\n");                               // 200 MiB at the root
+    write_text(cg + "/memory.usage_in_bytes", "0\n");
+    const auto r = flight_in_root(base + "/v1", "hostile-v1");
+    CHECK(contains(r.first, "(its memory cgroup allows 200 MiB and uses 0 MiB); the flight ring gets 100 MiB"));
+    CHECK(r.second == (100u << 20));
+  }
+  SUBCASE("room enough, no limit, or garbage: the size asked for, and no line") {
+    write_text(base + "/plenty/proc/meminfo", "MemAvailable:   8388608 kB\n");
+    write_text(base + "/plenty/sys/fs/cgroup" + paths.v2 + "/memory.max", "max\n");
+    write_text(base + "/plenty/sys/fs/cgroup" + paths.v2 + "/memory.current", "-5\n");
+    write_text(base + "/plenty/sys/fs/cgroup/memory" + paths.v1_memory + "/memory.limit_in_bytes", "banana\n");
+    write_text(base + "/plenty/sys/fs/cgroup/memory" + paths.v1_memory + "/memory.usage_in_bytes", "");
+    // 96 MiB, not 512: faulting 512 MiB in outlasts the exit bound under TSan.
+    const auto r = flight_in_root(base + "/plenty", "hostile-plenty", 96);
+    CHECK(r.first.empty());
+    CHECK(r.second == (96u << 20));
+  }
+  REQUIRE(std::system(("rm -rf '" + base + "'").c_str()) == 0);
+}
+
+TEST_CASE("hostile: EDGETRACE_FLIGHT_MB=512 in a real 256 MiB memory cgroup: the app runs, its snapshot is written" *
+          doctest::skip(writable_memory_cgroup().empty() || edgetrace_test::sanitized_build)) {
+  // Before: the flusher pre-faulted 512 MiB and the kernel killed the app
+  // (exit 137), with no line and no snapshot. Root and a v1 memory
+  // controller only (skipped otherwise); sanitizers reserve too much.
+  const std::string cg = writable_memory_cgroup() + "/edgetrace-test-" + std::to_string(::getpid());
+  REQUIRE(::mkdir(cg.c_str(), 0755) == 0);
+  write_text(cg + "/memory.limit_in_bytes", std::to_string(256u << 20) + "\n");
+  const std::string output = tmp + "/hostile-cgroup.etr", snapshot = tmp + "/hostile-cgroup.1.etr";
+  ::unlink(snapshot.c_str());
+  const bounded_result r =
+      run_bounded({"/bin/sh", "-c", "echo $$ > \"$0/cgroup.procs\" && exec \"$1\" dense-threads 2 200000", cg, app},
+                  {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + output, "EDGETRACE_FLIGHT_MB=512",
+                   "EDGETRACE_FLIGHT_AT_EXIT=1"},
+                  60);
+  ::rmdir(cg.c_str());
+  CAPTURE(r.err);
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.err, "EDGETRACE_FLIGHT_MB=512 does not fit in this process's memory (its memory cgroup allows "
+                        "256 MiB"));
+  REQUIRE(file_exists(snapshot));
+  CHECK(load_dump(snapshot).complete);
+  ::unlink(snapshot.c_str());
+}
+
+}  // namespace flight_hostile_test

@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: MIT
+// Tests of reader/chrome_json.hpp: the JSON is parsed back and its content checked, not just its syntax.
+#include <doctest/doctest.h>
+
+#include <edgetrace/reader.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <support/dump_builder.hpp>
+#include <support/json_lite.hpp>
+
+namespace chrome_json_test {
+
+namespace er = edgetrace::reader;
+using namespace edgetrace_test;
+using json_lite::value;
+
+namespace {
+
+/// Converts `b` and parses the result.
+struct converted {
+  er::dump_reader reader;
+  std::string text;
+  value doc;
+  er::chrome_json_result result;
+  bool ok = false;
+
+  converted(const bytes& b, const std::string& name) {
+    const std::string path = temp_path(name);
+    REQUIRE(write_file(path, b));
+    REQUIRE(reader.open(path));
+    char* data = nullptr;
+    std::size_t size = 0;
+    std::FILE* out = open_memstream(&data, &size);
+    REQUIRE(out);
+    er::chrome_json_options options;
+    options.source_name = name;
+    std::string error;
+    ok = er::write_chrome_json(reader, out, options, &result, &error);
+    std::fclose(out);
+    text.assign(data, size);
+    std::free(data);
+    std::string parse_error;
+    const bool parsed = json_lite::parse(text, doc, parse_error);
+    INFO(parse_error);
+    REQUIRE(parsed);
+    CHECK(json_lite::is_utf8(text));
+  }
+  const value& events() const { return doc["traceEvents"]; }
+  std::vector<const value*> with(const std::string& ph) const {
+    std::vector<const value*> out;
+    for (const value& e : events().items)
+      if (e["ph"].str() == ph) out.push_back(&e);
+    return out;
+  }
+  const value* named(const std::string& name) const {
+    for (const value& e : events().items)
+      if (e["name"].str() == name) return &e;
+    return nullptr;
+  }
+};
+
+/// "12.345" -> 12345 ns; requires exactly three decimals (no float formatting).
+std::int64_t us_text_to_ns(const value& v) {
+  REQUIRE(v.is_number());
+  const std::string& t = v.text;
+  const auto dot = t.find('.');
+  REQUIRE(dot != std::string::npos);
+  REQUIRE(t.size() - dot - 1 == 3);
+  return std::stoll(t.substr(0, dot)) * 1000 + std::stoll(t.substr(dot + 1));
+}
+
+}  // namespace
+
+TEST_CASE("sample dump: structure, metadata, spans, instants, counters, loss") {
+  converted c(sample_dump().build(), "sample.etr");
+  REQUIRE(c.ok);
+  CHECK(c.doc["displayTimeUnit"].str() == "ns");
+  const value& other = c.doc["otherData"];
+  CHECK(other["edgetrace_version"].str() == er::tool_version);
+  CHECK(other["source"].str() == "sample.etr");
+  CHECK(other["format_version"].str() == (std::to_string(edgetrace::format::version_major) + "." + std::to_string(edgetrace::format::version_minor)));
+  CHECK(other["clock_source"].str() == "CLOCK_MONOTONIC");
+  CHECK(other["complete"].is_bool());
+  CHECK(other["complete"].boolean);
+  CHECK(other["diagnostics"].str().find("0 problem(s)") == 0);
+
+  // Metadata first.
+  const auto& items = c.events().items;
+  REQUIRE(items.size() == 5 + 7);
+  for (std::size_t i = 0; i < 5; ++i) CHECK(items[i]["ph"].str() == "M");
+  const value* process = c.named("process_name");
+  REQUIRE(process);
+  CHECK((*process)["args"]["name"].str() == "app");  // viewers add the pid themselves
+  CHECK((*process)["pid"].text == "1234");
+  std::map<std::string, std::string> thread_names;
+  std::map<std::string, double> sort_index;
+  for (const value* m : c.with("M")) {
+    if ((*m)["name"].str() == "thread_name") thread_names[(*m)["tid"].text] = (*m)["args"]["name"].str();
+    if ((*m)["name"].str() == "thread_sort_index") sort_index[(*m)["tid"].text] = (*m)["args"]["sort_index"].num(-1);
+  }
+  CHECK(thread_names["1234"] == "main");
+  CHECK(thread_names["1235"] == "worker");
+  CHECK(sort_index["1234"] == 0);
+  CHECK(sort_index["1235"] == 1);
+
+  // Spans: the earliest timestamp (model's begin) is exactly 1.000 µs.
+  const auto spans = c.with("X");
+  REQUIRE(spans.size() == 4);
+  const value* model = c.named("model");
+  REQUIRE(model);
+  CHECK((*model)["ts"].text == "1.000");
+  CHECK((*model)["dur"].text == "1.000");
+  CHECK((*model)["cat"].str() == "infer");
+  CHECK((*model)["pid"].text == "1234");
+  CHECK((*model)["tid"].text == "1234");
+  CHECK_FALSE(model->has("args"));  // no per-event args on spans (speedscope frames)
+  const value* conv = c.named("conv1");
+  REQUIRE(conv);
+  CHECK((*conv)["ts"].text == "1.100");
+  CHECK((*conv)["dur"].text == "0.400");
+  for (const value* e : spans) {
+    CHECK(us_text_to_ns((*e)["ts"]) >= 1000);
+    CHECK((*e)["pid"].is_number());
+    CHECK((*e)["tid"].is_number());
+  }
+
+  const value* frame = c.named("frame");
+  REQUIRE(frame);
+  CHECK((*frame)["ph"].str() == "i");
+  CHECK((*frame)["s"].str() == "t");
+  CHECK((*frame)["ts"].text == "2.100");
+  CHECK((*frame)["cat"].str() == "io");
+
+  const value* depth = c.named("queue_depth");
+  REQUIRE(depth);
+  CHECK((*depth)["ph"].str() == "C");
+  CHECK((*depth)["args"]["queue_depth"].num() == 7.5);
+  CHECK((*depth)["ts"].text == "2.200");
+
+  const value* loss = c.named("edgetrace: 5 records lost");
+  REQUIRE(loss);
+  CHECK((*loss)["cat"].str() == "edgetrace");
+  CHECK((*loss)["ph"].str() == "i");
+  CHECK((*loss)["s"].str() == "t");
+  CHECK((*loss)["ts"].text == "1.800");
+  CHECK((*loss)["tid"].text == "1235");
+  CHECK((*loss)["args"]["lost"].text == "5");
+  CHECK((*loss)["args"]["first_us"].text == "1.800");
+  CHECK((*loss)["args"]["last_us"].text == "1.900");
+
+  CHECK(c.result.spans == 4);
+  CHECK(c.result.instants == 1);
+  CHECK(c.result.counters == 1);
+  CHECK(c.result.loss_markers == 1);
+}
+
+TEST_CASE("children never stick out of their parents after rounding") {
+  // A 3 GHz TSC with piecewise calibration whose joins fall inside spans:
+  // every tick boundary rounds a different way.
+  dump_builder d;
+  process_fields pf;
+  pf.source = fmt::clock_source::x86_tsc;
+  pf.nominal_rate = 0;
+  d.process(1, pf);
+  d.calibration(1, {{0, 1000}, {3001, 2000}, {6500, 3167}, {20000, 7600}, {40001, 14267}});
+  definitions defs;
+  defs.category(1, "c").site(1, fmt::site_kind::span, 1, "parent").site(2, fmt::site_kind::span, 1, "child");
+  defs.site(3, fmt::site_kind::span, 1, "grandchild");
+  d.defs(1, defs).thread(1, 1, 10, "t");
+  events e(1, 0);
+  std::uint64_t t = 1;
+  for (int i = 0; i < 400; ++i) {
+    const std::uint64_t p0 = t, c0 = p0 + static_cast<std::uint64_t>(i % 3), g0 = c0 + static_cast<std::uint64_t>(i % 2);
+    const std::uint64_t g1 = g0 + 1 + static_cast<std::uint64_t>(i % 5), c1 = g1 + static_cast<std::uint64_t>(i % 3);
+    const std::uint64_t p1 = c1 + static_cast<std::uint64_t>(i % 2);
+    e.span(3, g0, g1).span(2, c0, c1).span(1, p0, p1);
+    t = p1 + 1 + static_cast<std::uint64_t>(i % 4) * 37;
+  }
+  d.event_chunk(1, e).end(1);
+  converted c(d.build(), "nesting.etr");
+  REQUIRE(c.ok);
+  const auto spans = c.with("X");
+  REQUIRE(spans.size() == 1200);
+  for (std::size_t i = 0; i + 2 < spans.size(); i += 3) {
+    const std::int64_t gb = us_text_to_ns((*spans[i])["ts"]), ge = gb + us_text_to_ns((*spans[i])["dur"]);
+    const std::int64_t cb = us_text_to_ns((*spans[i + 1])["ts"]), ce = cb + us_text_to_ns((*spans[i + 1])["dur"]);
+    const std::int64_t pb = us_text_to_ns((*spans[i + 2])["ts"]), pe = pb + us_text_to_ns((*spans[i + 2])["dur"]);
+    CAPTURE(i);
+    CHECK(pb <= cb);
+    CHECK(ce <= pe);
+    CHECK(cb <= gb);
+    CHECK(ge <= ce);
+    CHECK(gb >= 1000);
+  }
+  CHECK((*spans[2])["ts"].text == "1.000");  // the very first parent starts the timeline
+}
+
+TEST_CASE("odd names are escaped and invalid UTF-8 is replaced") {
+  const std::string names[] = {
+      "quote\" backslash\\ slash/",
+      std::string("ctl\x01\x1f\n\t\r\b\f", 10),
+      "utf8 \xC2\xB5s \xE2\x86\x92 \xE2\x9C\x93 \xF0\x9F\x9A\x80",
+      "bad \xFF\xFE end",
+      "overlong \xC0\xAF and surrogate \xED\xA0\x80",
+      "cut \xE2\x82",
+      std::string("nul\0inside", 10),
+      "",
+  };
+  dump_builder d;
+  d.process(1).calibration(1, {{0, 0}, {1000, 1000}});
+  definitions defs;
+  defs.category(1, "cat \"q\"");
+  for (std::size_t i = 0; i < sizeof names / sizeof names[0]; ++i)
+    defs.site(i + 1, fmt::site_kind::instant, 1, names[i]);
+  d.defs(1, defs).thread(1, 1, 5, "th\xFFread");
+  events e(1, 10);
+  for (std::size_t i = 0; i < sizeof names / sizeof names[0]; ++i) e.instant(i + 1, 10 + i);
+  d.event_chunk(1, e).end(1);
+  converted c(d.build(), "escaping.etr");
+  REQUIRE(c.ok);
+  const auto instants = c.with("i");
+  REQUIRE(instants.size() == 8);
+  CHECK((*instants[0])["name"].str() == names[0]);
+  CHECK((*instants[0])["cat"].str() == "cat \"q\"");
+  CHECK((*instants[1])["name"].str() == names[1]);
+  CHECK(c.text.find("ctl\\u0001\\u001f\\u000a") != std::string::npos);
+  CHECK((*instants[2])["name"].str() == names[2]);
+  CHECK((*instants[3])["name"].str() == "bad \xEF\xBF\xBD\xEF\xBF\xBD end");
+  CHECK((*instants[4])["name"].str() ==
+        "overlong \xEF\xBF\xBD\xEF\xBF\xBD and surrogate \xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
+  CHECK((*instants[5])["name"].str() == "cut \xEF\xBF\xBD\xEF\xBF\xBD");
+  CHECK((*instants[6])["name"].str() == names[6]);
+  CHECK((*instants[7])["name"].str() == "(unnamed)");  // viewers mishandle empty names
+  const value* thread = c.named("thread_name");
+  REQUIRE(thread);
+  CHECK((*thread)["args"]["name"].str() == "th\xEF\xBF\xBDread");
+}
+
+TEST_CASE("counters: exact integers, full-precision doubles, NaN and Inf left out") {
+  dump_builder d;
+  d.process(1).calibration(1, {{0, 0}, {1000, 1000}});
+  definitions defs;
+  defs.category(1, "mem").site(1, fmt::site_kind::counter, 1, "bytes");
+  d.defs(1, defs).thread(1, 1, 5, "t");
+  events e(1, 10);
+  e.counter(1, 11, 3).counter(1, 12, -42).counter(1, 13, 0.1).counter(1, 14, 1e300);
+  e.counter(1, 15, std::numeric_limits<double>::quiet_NaN()).counter(1, 16, std::numeric_limits<double>::infinity());
+  e.counter(1, 17, 9007199254740993.0).counter(1, 18, -0.0);
+  d.event_chunk(1, e).end(1);
+  converted c(d.build(), "counters.etr");
+  REQUIRE(c.ok);
+  const auto counters = c.with("C");
+  REQUIRE(counters.size() == 6);
+  CHECK((*counters[0])["args"]["bytes"].text == "3");
+  CHECK((*counters[1])["args"]["bytes"].text == "-42");
+  CHECK((*counters[2])["args"]["bytes"].num() == 0.1);
+  CHECK((*counters[3])["args"]["bytes"].num() == 1e300);
+  CHECK((*counters[4])["args"]["bytes"].num() == 9007199254740992.0);
+  CHECK((*counters[5])["args"]["bytes"].text == "0");
+  CHECK(c.result.counters_skipped == 2);
+  bool noted = false;
+  for (const auto& diag : c.reader.diagnostics()) noted |= diag.message.find("NaN or infinite") != std::string::npos;
+  CHECK(noted);
+  CHECK_FALSE(c.reader.damaged());  // a NaN sample is the app's data, not damage
+}
+
+TEST_CASE("several writers: one process_name per pid, numeric ids") {
+  dump_builder a = sample_dump(0x1, 100);
+  dump_builder b = sample_dump(0x2, 200);
+  bytes file = a.build();
+  const bytes second = b.build();
+  file.insert(file.end(), second.begin() + static_cast<std::ptrdiff_t>(fmt::file_header_size), second.end());
+  converted c(file, "two.etr");
+  REQUIRE(c.ok);
+  std::vector<std::string> processes, pids;
+  for (const value* m : c.with("M"))
+    if ((*m)["name"].str() == "process_name") {
+      processes.push_back((*m)["args"]["name"].str());
+      pids.push_back((*m)["pid"].text);
+    }
+  REQUIRE(processes.size() == 2);
+  CHECK(pids == std::vector<std::string>{"100", "200"});
+  CHECK(processes[0] == "app");
+  CHECK(processes[1] == "app");
+  CHECK(c.with("X").size() == 8);
+  // The second writer's timeline is the same, so its earliest span is at 1.000 too.
+  std::size_t at_one = 0;
+  for (const value* x : c.with("X")) at_one += (*x)["ts"].text == "1.000";
+  CHECK(at_one == 2);
+}
+
+TEST_CASE("a dump with no events still gives a valid document") {
+  converted c(dump_builder().build(), "header_only.etr");
+  REQUIRE(c.ok);
+  CHECK(c.events().is_array());
+  CHECK(c.events().size() == 0);
+  CHECK(c.doc["otherData"]["complete"].boolean);
+}
+
+TEST_CASE("a damaged dump converts what is intact and says so in otherData") {
+  dump_builder d = sample_dump();
+  bytes b = d.build();
+  truncate(b, b.size() - 3);
+  converted c(b, "damaged.etr");
+  REQUIRE(c.ok);
+  CHECK(c.with("X").size() == 4);
+  CHECK_FALSE(c.doc["otherData"]["complete"].boolean);
+  CHECK(c.doc["otherData"]["diagnostics"].str().find("incomplete") != std::string::npos);
+}
+
+TEST_CASE("json_lite is strict") {
+  value v;
+  std::string error;
+  CHECK(json_lite::parse(R"({"a":[1,-2.5e3,true,false,null,"x\u00e9\ud83d\ude80"]})", v, error));
+  CHECK(v["a"][5].str() == "x\xC3\xA9\xF0\x9F\x9A\x80");
+  CHECK(v["a"][1].num() == -2500);
+  CHECK_FALSE(json_lite::parse("{\"a\":1,}", v, error));
+  CHECK_FALSE(json_lite::parse("[01]", v, error));
+  CHECK_FALSE(json_lite::parse("[NaN]", v, error));
+  CHECK_FALSE(json_lite::parse("[\"tab\there\"]", v, error));
+  CHECK_FALSE(json_lite::parse("[1] x", v, error));
+  CHECK_FALSE(json_lite::parse("[.5]", v, error));
+  CHECK_FALSE(json_lite::parse("[\"\\ud800\"]", v, error));
+  CHECK_FALSE(json_lite::is_utf8("\xC0\xAF"));
+  CHECK(json_lite::is_utf8("\xE2\x9C\x93"));
+}
+
+}  // namespace chrome_json_test

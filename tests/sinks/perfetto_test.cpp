@@ -1,0 +1,634 @@
+// SPDX-License-Identifier: MIT
+// `edgetrace perfetto`: real traced runs converted to Perfetto protobuf and decoded back, with a decoder of our own, to exactly the dump's slices, instants, counters and flows.
+#include <edgetrace/reader/perfetto.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <set>
+#include <thread>
+#include <tuple>
+
+#include <support/analysis_workload.hpp>
+#include <support/dump_builder.hpp>
+#include <support/files.hpp>
+
+namespace perfetto_test {
+
+using namespace edgetrace_test;
+namespace et = edgetrace::reader;
+
+namespace {
+
+// ------------------------------------------------ a minimal protobuf reader
+
+/// Bounds-checked reader of protobuf wire format; `ok` turns false on any
+/// malformed input (the test then fails instead of reading garbage).
+struct wire {
+  const unsigned char* p;
+  const unsigned char* end;
+  bool ok = true;
+
+  bool more() const { return ok && p < end; }
+  std::uint64_t varint() {
+    std::uint64_t v = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+      if (p >= end) break;
+      const unsigned char b = *p++;
+      v |= static_cast<std::uint64_t>(b & 0x7F) << shift;
+      if ((b & 0x80) == 0) return v;
+    }
+    ok = false;
+    return 0;
+  }
+  std::uint64_t fixed64() {
+    if (end - p < 8) return ok = false, 0;
+    std::uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
+    p += 8;
+    return v;
+  }
+  wire sub() {
+    const std::uint64_t n = varint();
+    if (!ok || n > static_cast<std::uint64_t>(end - p)) return ok = false, wire{p, p, false};
+    wire w{p, p + n};
+    p += n;
+    return w;
+  }
+  std::string text() {
+    wire w = sub();
+    return std::string(reinterpret_cast<const char*>(w.p), static_cast<std::size_t>(w.end - w.p));
+  }
+  void skip(std::uint32_t type) {
+    if (type == 0) varint();
+    else if (type == 1) fixed64();
+    else if (type == 2) sub();
+    else if (type == 5 && end - p >= 4) p += 4;
+    else ok = false;
+  }
+};
+
+struct decoded_event {
+  std::uint64_t ts = 0, track = 0, type = 0, name_iid = 0;
+  std::vector<std::uint64_t> categories, flows, terminating;
+  std::map<std::string, std::string> args;
+  double value = 0;
+};
+
+struct decoded_track {
+  std::int64_t pid = -1, tid = -1;
+  std::string name;
+  bool counter = false;
+};
+
+/// What a viewer would rebuild from a .pftrace, the way trace_processor
+/// does: events sorted by timestamp (file order on ties), an end closes the
+/// innermost open slice of its track, flows link in processing order.
+struct decoded_trace {
+  bool ok = true;
+  std::string error;
+  std::size_t packets = 0;
+  bool flags_ok = true;
+  std::map<std::uint64_t, decoded_track> tracks;
+  std::map<std::uint64_t, std::string> names, categories;
+  std::vector<decoded_event> events;
+
+  struct slice {
+    std::string name, category;
+    std::uint64_t track;
+    std::int64_t begin, end;
+    std::map<std::string, std::string> args;
+    std::size_t depth;
+  };
+  std::vector<slice> slices;
+  std::vector<std::tuple<std::string, std::uint64_t, std::int64_t>> instants;  // name, track, ts
+  std::vector<std::tuple<std::string, std::int64_t, double>> counters;         // track name, ts, value
+  std::vector<std::pair<std::size_t, std::size_t>> arrows;                     // slice index pairs
+  std::size_t unmatched_ends = 0, open_slices = 0;
+};
+
+decoded_event decode_track_event(wire w, decoded_trace& t) {
+  decoded_event e;
+  while (w.more()) {
+    const std::uint64_t key = w.varint();
+    const auto field = static_cast<std::uint32_t>(key >> 3), type = static_cast<std::uint32_t>(key & 7);
+    if (field == 9 && type == 0) e.type = w.varint();
+    else if (field == 11 && type == 0) e.track = w.varint();
+    else if (field == 10 && type == 0) e.name_iid = w.varint();
+    else if (field == 3 && type == 0) e.categories.push_back(w.varint());
+    else if (field == 47 && type == 1) e.flows.push_back(w.fixed64());
+    else if (field == 48 && type == 1) e.terminating.push_back(w.fixed64());
+    else if (field == 30 && type == 0) e.value = static_cast<double>(static_cast<std::int64_t>(w.varint()));
+    else if (field == 44 && type == 1) {
+      const std::uint64_t bits = w.fixed64();
+      std::memcpy(&e.value, &bits, sizeof bits);
+    } else if (field == 4 && type == 2) {
+      wire a = w.sub();
+      std::string name, value;
+      while (a.more()) {
+        const std::uint64_t k = a.varint();
+        if ((k >> 3) == 10) name = a.text();
+        else if ((k >> 3) == 6) value = a.text();
+        else if ((k >> 3) == 4) value = std::to_string(static_cast<std::int64_t>(a.varint()));
+        else if ((k >> 3) == 2 && (k & 7) == 0) value = a.varint() ? "true" : "false";
+        else if ((k >> 3) == 5 && (k & 7) == 1) {
+          const std::uint64_t bits = a.fixed64();
+          double real = 0;
+          std::memcpy(&real, &bits, sizeof bits);
+          value = et::real_text(real);
+        }
+        else a.skip(static_cast<std::uint32_t>(k & 7));
+      }
+      e.args[name] = value;
+      t.ok = t.ok && a.ok;
+    } else {
+      w.skip(type);
+    }
+  }
+  t.ok = t.ok && w.ok;
+  return e;
+}
+
+void decode_interned(wire w, decoded_trace& t) {
+  while (w.more()) {
+    const std::uint64_t key = w.varint();
+    if ((key & 7) != 2) {
+      w.skip(static_cast<std::uint32_t>(key & 7));
+      continue;
+    }
+    wire entry = w.sub();
+    std::uint64_t iid = 0;
+    std::string name;
+    while (entry.more()) {
+      const std::uint64_t k = entry.varint();
+      if ((k >> 3) == 1) iid = entry.varint();
+      else if ((k >> 3) == 2) name = entry.text();
+      else entry.skip(static_cast<std::uint32_t>(k & 7));
+    }
+    if ((key >> 3) == 1) t.categories[iid] = name;
+    if ((key >> 3) == 2) t.names[iid] = name;
+  }
+}
+
+void decode_descriptor(wire w, decoded_trace& t) {
+  decoded_track track;
+  std::uint64_t uuid = 0;
+  while (w.more()) {
+    const std::uint64_t key = w.varint();
+    const auto field = static_cast<std::uint32_t>(key >> 3);
+    if (field == 1) uuid = w.varint();
+    else if (field == 2) track.name = w.text();
+    else if (field == 8) track.counter = true, w.sub();
+    else if (field == 3 || field == 4) {
+      wire d = w.sub();
+      while (d.more()) {
+        const std::uint64_t k = d.varint();
+        if ((k >> 3) == 1) track.pid = static_cast<std::int64_t>(d.varint());
+        else if (field == 4 && (k >> 3) == 2) track.tid = static_cast<std::int64_t>(d.varint());
+        else if ((k >> 3) == 5 || (k >> 3) == 6) track.name = d.text();
+        else d.skip(static_cast<std::uint32_t>(k & 7));
+      }
+    } else {
+      w.skip(static_cast<std::uint32_t>(key & 7));
+    }
+  }
+  t.tracks[uuid] = track;
+}
+
+decoded_trace decode_perfetto(const std::string& bytes) {
+  decoded_trace t;
+  wire trace{reinterpret_cast<const unsigned char*>(bytes.data()),
+             reinterpret_cast<const unsigned char*>(bytes.data()) + bytes.size()};
+  while (trace.more()) {
+    if (trace.varint() != ((1 << 3) | 2)) {
+      t.ok = false;
+      t.error = "a Trace field other than packet";
+      break;
+    }
+    wire packet = trace.sub();
+    std::uint64_t ts = 0, flags = 0, sequence = 0;
+    bool has_event = false;
+    decoded_event e;
+    while (packet.more()) {
+      const std::uint64_t key = packet.varint();
+      const auto field = static_cast<std::uint32_t>(key >> 3);
+      if (field == 8) ts = packet.varint();
+      else if (field == 10) sequence = packet.varint();
+      else if (field == 13) flags = packet.varint();
+      else if (field == 12) decode_interned(packet.sub(), t);
+      else if (field == 60) decode_descriptor(packet.sub(), t);
+      else if (field == 11) e = decode_track_event(packet.sub(), t), has_event = true;
+      else packet.skip(static_cast<std::uint32_t>(key & 7));
+    }
+    t.ok = t.ok && packet.ok;
+    t.flags_ok = t.flags_ok && sequence == 1 && flags == (t.packets == 0 ? 1u : 2u);
+    ++t.packets;
+    if (has_event) {
+      e.ts = ts;
+      t.events.push_back(e);
+    }
+  }
+  t.ok = t.ok && trace.ok;
+  // Rebuild as trace_processor does.
+  std::stable_sort(t.events.begin(), t.events.end(),
+                   [](const decoded_event& a, const decoded_event& b) { return a.ts < b.ts; });
+  std::map<std::uint64_t, std::vector<std::size_t>> open;  // track -> open slice indices
+  std::map<std::uint64_t, std::size_t> flow_from;          // flow id -> slice it leaves
+  for (const decoded_event& e : t.events) {
+    const auto ts = static_cast<std::int64_t>(e.ts);
+    const std::string name = e.name_iid ? t.names[e.name_iid] : "";
+    if (e.type == 1) {
+      auto& stack = open[e.track];
+      t.slices.push_back(
+          {name, e.categories.empty() ? "" : t.categories[e.categories[0]], e.track, ts, -1, e.args, stack.size()});
+      stack.push_back(t.slices.size() - 1);
+      for (std::uint64_t id : e.flows) {
+        const auto from = flow_from.find(id);
+        if (from != flow_from.end()) t.arrows.emplace_back(from->second, t.slices.size() - 1);
+        flow_from[id] = t.slices.size() - 1;
+      }
+      for (std::uint64_t id : e.terminating) {
+        const auto from = flow_from.find(id);
+        if (from != flow_from.end()) t.arrows.emplace_back(from->second, t.slices.size() - 1), flow_from.erase(from);
+      }
+    } else if (e.type == 2) {
+      auto& stack = open[e.track];
+      if (stack.empty()) ++t.unmatched_ends;
+      else t.slices[stack.back()].end = ts, stack.pop_back();
+    } else if (e.type == 3) {
+      t.instants.emplace_back(name, e.track, ts);
+    } else if (e.type == 4) {
+      t.counters.emplace_back(t.tracks[e.track].name, ts, e.value);
+    }
+  }
+  for (const auto& o : open) t.open_slices += o.second.size();
+  return t;
+}
+
+// ------------------------------------------------ the traced workload
+
+EDGETRACE_CATEGORY(pf);
+
+/// Nested spans with arguments, instants, a counter, and a flow from the
+/// main thread to a worker thread (each step in its own category).
+void perfetto_workload(int items) {
+  EDGETRACE_THREAD_NAME("main");
+  std::atomic<int> produced{0};
+  std::thread worker([&] {
+    EDGETRACE_THREAD_NAME("worker");
+    for (int i = 0; i < items; ++i) {
+      while (produced.load() <= i) std::this_thread::yield();
+      EDGETRACE_SCOPE(aux, "consume");
+      EDGETRACE_FLOW(aux, "request", static_cast<std::uint64_t>(i));
+      spin_us(15);
+      {
+        EDGETRACE_SCOPE(aux, "finish");
+        EDGETRACE_INSTANT(aux, "done");
+        spin_us(5);
+      }
+    }
+  });
+  for (int i = 0; i < items; ++i) {
+    EDGETRACE_SCOPE(work, "request");
+    // A coarse counter (aarch64) must not put "index" in the tick where the
+    // previous request ended or "decode" begins: by time alone it would
+    // belong to either (docs/FORMAT.md, annotations).
+    spin_us(2);
+    EDGETRACE_ARG(work, "index", i);
+    EDGETRACE_COUNTER(pf, "queue_depth", i % 4);
+    spin_us(2);
+    static char frame[256];
+    EDGETRACE_ALLOC(pf, frame, 64 * (1 + i % 3), "frames");
+    {
+      EDGETRACE_SCOPE(work, "decode");
+      EDGETRACE_FLOW(work, "request", static_cast<std::uint64_t>(i));
+      EDGETRACE_ARG(work, "batch", 4 + i % 3);
+      EDGETRACE_ARG(work, "scale", 0.25 * i - 1.5);
+      EDGETRACE_ARG(work, "keyframe", i % 4 == 0);
+      spin_us(10);
+      EDGETRACE_INSTANT(work, "decoded");
+    }
+    {
+      EDGETRACE_SCOPE(work, "infer");
+      for (int k = 0; k < 2; ++k) {
+        EDGETRACE_SCOPE(work, "layer");
+        spin_us(8);
+      }
+    }
+    EDGETRACE_FREE(pf, frame);
+    produced.store(i + 1);
+  }
+  worker.join();
+}
+
+std::string record_perfetto_workload(const std::string& name) {
+  const std::string path = scratch(name + ".etr");
+  std::remove(path.c_str());
+  const auto r = run({"/proc/self/exe", "--test-case=perfetto workload", "--no-intro", "--no-version"},
+                     {"EDGETRACE_OUTPUT=" + path, "ETTEST_PERFETTO_WORKLOAD=1"});
+  REQUIRE_MESSAGE(r.exit_code == 0, std::string(r.out + r.err));
+  REQUIRE(file_exists(path));
+  return path;
+}
+
+using slice_key = std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t>;  // name, tid, begin, end
+using point_key = std::tuple<std::string, std::int64_t, std::int64_t>;               // name, tid, ts
+using step_key = std::pair<std::int64_t, std::int64_t>;                              // tid, begin
+
+/// What the dump holds, read through the reader (forward pass), in the
+/// terms the decoded trace is compared in.
+struct expected_trace {
+  std::multiset<slice_key> slices;
+  std::multiset<point_key> instants;
+  std::multiset<std::tuple<std::string, std::int64_t, double>> counters;  // memory pools too
+  std::multiset<std::pair<step_key, step_key>> arrows;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::string>, std::map<std::string, std::string>> args;  // (tid, begin, name)
+};
+
+expected_trace expect_from_dump(const std::string& path) {
+  expected_trace x;
+  et::dump_reader r;
+  REQUIRE(r.open(path));
+  REQUIRE(r.read_metadata());
+  et::span_annotations notes(r, et::span_order::read_events);
+  et::flow_collector flows;
+  std::vector<const et::annotation*> args;
+  REQUIRE(r.read_events([&](const et::event& e) {
+    const auto tid = static_cast<std::int64_t>(e.thread->os_tid);
+    if (e.kind == et::event_kind::span) {
+      x.slices.insert(slice_key{e.site->name, tid, e.begin_ns, e.end_ns});
+      notes.collect(e.thread, e.site, e.begin_ns, e.end_ns, &args, &flows);
+      for (const et::annotation* a : args) x.args[{tid, e.begin_ns, e.site->name}][a->name()] = a->value_text();
+    } else if (e.kind == et::event_kind::instant) {
+      x.instants.insert(point_key{e.site->name, tid, e.begin_ns});
+    } else if (e.kind == et::event_kind::counter) {
+      x.counters.insert({e.site->name, e.begin_ns, e.value});
+    }
+  }));
+  const et::memory_timelines memory(r);
+  for (const auto& entry : memory.all())
+    for (const auto& p : entry.second.points())
+      x.counters.insert({"memory: " + entry.second.pools()[p.pool].name, p.ns, static_cast<double>(p.pool_live)});
+  for (auto& f : flows.sorted())
+    for (std::size_t i = 1; i < f.second.size(); ++i)
+      x.arrows.insert({{static_cast<std::int64_t>(f.second[i - 1].thread->os_tid), f.second[i - 1].begin_ns},
+                       {static_cast<std::int64_t>(f.second[i].thread->os_tid), f.second[i].begin_ns}});
+  return x;
+}
+
+/// Runs `edgetrace perfetto DUMP -o OUT` and decodes OUT: a well-formed
+/// trace on one packet sequence, every slice closed, no stray end.
+decoded_trace convert_and_decode(const std::string& dump, const std::string& out) {
+  std::remove(out.c_str());
+  const auto r = run_cli({"perfetto", dump, "-o", out});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  decoded_trace t = decode_perfetto(read_file(out));
+  REQUIRE_MESSAGE(t.ok, t.error);
+  CHECK(t.flags_ok);
+  CHECK(t.unmatched_ends == 0);
+  CHECK(t.open_slices == 0);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("protobuf_writer encodes as the protobuf encoding guide says") {
+  et::protobuf_writer w;
+  auto hex = [&w] {
+    std::string out;
+    char byte[4];
+    for (char c : w.bytes()) std::snprintf(byte, sizeof byte, "%02x", static_cast<unsigned char>(c)), out += byte;
+    return out;
+  };
+  w.add_varint(1, 150);  // the guide's first example
+  CHECK(hex() == "089601");
+  w.clear();
+  w.add_string(2, "testing");
+  CHECK(hex() == "120774657374696e67");
+  w.clear();
+  w.begin_message(3);  // a nested message: its length before its bytes
+  w.add_varint(1, 150);
+  w.end_message();
+  CHECK(hex() == "1a03089601");
+  CHECK(w.depth() == 0);
+  w.clear();
+  w.add_int(1, -2);  // int64: ten bytes of two's complement
+  CHECK(hex() == "08feffffffffffffffff01");
+  w.clear();
+  w.add_fixed64(47, 1);  // a field number past 15: a two-byte key
+  CHECK(hex() == "f9020100000000000000");
+  w.clear();
+  w.add_double(1, 1.0);
+  CHECK(hex() == "09000000000000f03f");
+}
+
+// Runs only in the child started by record_perfetto_workload.
+TEST_CASE("perfetto workload" * doctest::skip(std::getenv("ETTEST_PERFETTO_WORKLOAD") == nullptr)) {
+  perfetto_workload(40);
+}
+
+TEST_CASE("perfetto: a real run decodes to exactly the dump's slices, instants, counters and flows") {
+  const std::string dump = record_perfetto_workload("perfetto_run");
+  const std::string out = scratch("perfetto_run.pftrace");
+  const decoded_trace t = convert_and_decode(dump, out);
+  const expected_trace x = expect_from_dump(dump);
+
+  // Every thread track names its pid, tid and thread name.
+  std::set<std::string> thread_names;
+  for (const auto& track : t.tracks)
+    if (track.second.tid >= 0) thread_names.insert(track.second.name);
+  CHECK(thread_names.count("main") == 1);
+  CHECK(thread_names.count("worker") == 1);
+
+  auto tid_of = [&](std::uint64_t track) {
+    const auto found = t.tracks.find(track);
+    return found == t.tracks.end() ? std::int64_t{-2} : found->second.tid;
+  };
+  std::multiset<slice_key> slices;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::string>, std::map<std::string, std::string>> args;
+  for (const auto& s : t.slices) {
+    slices.insert(slice_key{s.name, tid_of(s.track), s.begin, s.end});
+    if (!s.args.empty()) args[{tid_of(s.track), s.begin, s.name}] = s.args;  // a coarse clock can start two at once
+  }
+  CHECK(x.slices.size() == 40 * 7);
+  CHECK(slices == x.slices);
+  CHECK(args == x.args);
+  CHECK(args.size() == 80);  // "request" (index) and "decode" (batch, scale, keyframe) each time
+
+  std::multiset<point_key> instants;
+  for (const auto& i : t.instants) instants.insert(point_key{std::get<0>(i), tid_of(std::get<1>(i)), std::get<2>(i)});
+  CHECK(x.instants.size() == 80);
+  CHECK(instants == x.instants);
+
+  const std::multiset<std::tuple<std::string, std::int64_t, double>> counters(t.counters.begin(), t.counters.end());
+  CHECK(x.counters.size() == 40 + 80);  // queue_depth, and memory: frames (40 allocations, 40 frees)
+  CHECK(counters == x.counters);
+
+  std::multiset<std::pair<step_key, step_key>> arrows;
+  for (const auto& a : t.arrows) {
+    const auto& from = t.slices[a.first];
+    const auto& to = t.slices[a.second];
+    arrows.insert({{tid_of(from.track), from.begin}, {tid_of(to.track), to.begin}});
+  }
+  CHECK(x.arrows.size() == 40);  // decode (main) -> consume (worker), one per request
+  CHECK(arrows == x.arrows);
+
+  // Memory: the begins held back on a thread are its open ancestors, at
+  // most the nesting depth (request > infer > layer) whatever the run's
+  // length, plus a span that begins at the very nanosecond its sibling
+  // ended (it waits for a span that ends before it): count those.
+  std::size_t touching = 0;
+  {
+    std::set<std::pair<std::int64_t, std::int64_t>> ends;  // (tid, end)
+    for (const auto& sl : x.slices) ends.insert({std::get<1>(sl), std::get<3>(sl)});
+    for (const auto& sl : x.slices) touching += ends.count({std::get<1>(sl), std::get<2>(sl)});
+  }
+  et::dump_reader reader;
+  REQUIRE(reader.open(dump));
+  std::FILE* sink = std::tmpfile();
+  REQUIRE(sink != nullptr);
+  et::perfetto_result result;
+  CHECK(et::write_perfetto(reader, sink, &result));
+  std::fclose(sink);
+  CHECK(result.max_pending >= 2);
+  CAPTURE(touching);
+  CHECK(result.max_pending <= 3 + touching);
+  CHECK(result.slices == x.slices.size());
+  CHECK(result.flow_steps == 2 * x.arrows.size());
+  CHECK(result.span_args == 40 * 4);
+
+  // Much smaller than the JSON of the same dump.
+  const std::string json = scratch("perfetto_run.json");
+  REQUIRE(run_cli({"json", dump, "-o", json}).exit_code == 0);
+  const double ratio = static_cast<double>(read_file(json).size()) / static_cast<double>(read_file(out).size());
+  MESSAGE("JSON / pftrace size ratio: " << ratio);
+  CHECK(ratio > 2.0);
+}
+
+#ifdef EDGETRACE_TEST_GPU_APP
+constexpr bool gpu_app_built = true;
+#else
+constexpr bool gpu_app_built = false;
+#endif
+
+TEST_CASE("perfetto: a GPU run has one track per stream and launch flows to the GPU slices" *
+          doctest::skip(!gpu_app_built)) {
+#ifdef EDGETRACE_TEST_GPU_APP
+  const std::string dump = scratch("perfetto_gpu.etr");
+  std::remove(dump.c_str());
+  const auto app = run({EDGETRACE_TEST_GPU_APP, "pipeline"}, {"EDGETRACE_OUTPUT=" + dump});
+  REQUIRE_MESSAGE(app.exit_code == 0, std::string(app.out + app.err));
+  const decoded_trace t = convert_and_decode(dump, scratch("perfetto_gpu.pftrace"));
+
+  // Expected GPU spans and streams, from the reader.
+  et::dump_reader reader;
+  REQUIRE(reader.open(dump));
+  REQUIRE(reader.read_metadata());
+  std::multiset<std::tuple<std::string, std::int64_t, std::int64_t>> want;  // name, begin, end
+  std::set<const et::gpu_stream_info*> streams;
+  std::multiset<std::pair<std::int64_t, std::int64_t>> launches;  // host begin -> GPU begin
+  REQUIRE(reader.read_gpu_spans([&](const et::gpu_span& g) {
+    if (!g.resolved) return;
+    want.insert({g.site->name, g.begin_ns, g.end_ns});
+    streams.insert(g.stream);
+    launches.insert({g.host_begin_ns, g.begin_ns});
+  }));
+  REQUIRE(!want.empty());
+  std::set<std::uint64_t> gpu_tracks;
+  std::multiset<std::tuple<std::string, std::int64_t, std::int64_t>> got;
+  for (const auto& s : t.slices)
+    if (t.tracks.at(s.track).tid < 0) {
+      got.insert({s.name, s.begin, s.end});
+      gpu_tracks.insert(s.track);
+    }
+  CHECK(got == want);
+  CHECK(gpu_tracks.size() == streams.size());
+  std::multiset<std::pair<std::int64_t, std::int64_t>> arrows;
+  for (const auto& a : t.arrows)
+    if (t.tracks.at(t.slices[a.second].track).tid < 0) arrows.insert({t.slices[a.first].begin, t.slices[a.second].begin});
+  CHECK(arrows == launches);
+#endif
+}
+
+TEST_CASE("perfetto: slices that begin or end at the same nanosecond nest as recorded") {
+  namespace fmt = edgetrace::format;
+  dump_builder d;
+  const std::uint32_t writer = 0x5eedu;
+  d.process(writer, process_fields{});
+  d.calibration(writer, {{1000, 1001000}, {1000000, 2000000}});
+  definitions defs;
+  defs.category(1, "infer");
+  const char* names[] = {"", "child", "parent", "a1", "a2", "a", "zero", "b"};
+  for (std::uint64_t id = 1; id <= 7; ++id) defs.site(id, fmt::site_kind::span, 1, names[id]);
+  d.defs(writer, defs);
+  d.thread(writer, 1, 1234, "main");
+  events e(1, 2000);  // in end order, as a thread records them
+  e.span(1, 2000, 2500);  // child: begins with its parent
+  e.span(2, 2000, 3000);  // parent
+  e.span(3, 3000, 3200);  // a1: begins where parent ends, and with its parent a
+  e.span(4, 3200, 3500);  // a2: begins where a1 ends, ends with a
+  e.span(5, 3000, 3500);  // a
+  e.span(6, 3500, 3500);  // zero: no duration, where a ends and b begins
+  e.span(7, 3500, 4000);  // b
+  d.event_chunk(writer, e);
+  d.end(writer);
+  const std::string dump = temp_path("perfetto_ties.etr");
+  REQUIRE(write_file(dump, d.build()));
+  const decoded_trace t = convert_and_decode(dump, scratch("perfetto_ties.pftrace"));
+  const expected_trace x = expect_from_dump(dump);
+  std::multiset<slice_key> slices;
+  std::map<std::string, std::size_t> depth;
+  for (const auto& s : t.slices) {
+    slices.insert(slice_key{s.name, t.tracks.at(s.track).tid, s.begin, s.end});
+    depth[s.name] = s.depth;
+  }
+  CHECK(slices == x.slices);
+  CHECK(depth["parent"] == 0);
+  CHECK(depth["child"] == 1);
+  CHECK(depth["a"] == 0);
+  CHECK(depth["a1"] == 1);
+  CHECK(depth["a2"] == 1);
+  CHECK(depth["b"] == 0);
+}
+
+TEST_CASE("perfetto: '-o -' writes the same bytes to stdout; bad input is a clear error") {
+  const std::string dump = record_workload("perfetto_stdout", 5);
+  const std::string out = scratch("perfetto_stdout.pftrace");
+  REQUIRE(run_cli({"perfetto", dump, "-o", out}).exit_code == 0);
+  const auto piped = run_cli({"perfetto", dump, "-o", "-"});
+  CHECK(piped.exit_code == 0);
+  CHECK(piped.out == read_file(out));
+
+  // The default output name: DUMP with .etr replaced by .pftrace.
+  const std::string by_default = scratch("perfetto_stdout.pftrace");
+  std::remove(by_default.c_str());
+  CHECK(run_cli({"perfetto", dump}).exit_code == 0);
+  CHECK(read_file(by_default) == piped.out);
+
+  const auto missing = run_cli({"perfetto", scratch("no_such_dump.etr"), "-o", scratch("x.pftrace")});
+  CHECK(missing.exit_code == 2);
+  CHECK(line_count(missing.err) == 1);
+  CHECK(missing.err.find("edgetrace: error:") == 0);
+
+  const std::string text = scratch("perfetto_not_a_dump.etr");
+  { std::FILE* f = std::fopen(text.c_str(), "wb"); std::fputs("hello, this is not a dump\n", f); std::fclose(f); }
+  const auto not_dump = run_cli({"perfetto", text, "-o", scratch("y.pftrace")});
+  CHECK(not_dump.exit_code == 2);
+  CHECK(line_count(not_dump.err) == 1);
+  CHECK(!file_exists(scratch("y.pftrace")));
+
+  // A truncated dump converts what is intact and exits 3.
+  const std::string whole = read_file(dump);
+  const std::string cut = scratch("perfetto_cut.etr");
+  { std::FILE* f = std::fopen(cut.c_str(), "wb"); std::fwrite(whole.data(), 1, whole.size() * 2 / 3, f); std::fclose(f); }
+  const std::string cut_out = scratch("perfetto_cut.pftrace");
+  const auto damaged = run_cli({"perfetto", cut, "-o", cut_out});
+  CHECK(damaged.exit_code == 3);
+  const decoded_trace t = decode_perfetto(read_file(cut_out));
+  CHECK(t.ok);
+  CHECK(t.unmatched_ends == 0);
+}
+
+}  // namespace perfetto_test

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: MIT
+// dlclose of a traced library while its records are still unwritten
+// (issue 13, item 4; docs/RELIABILITY.md "Unloading a library while the
+// output is slow"): the flusher must never read the unloaded library's
+// call-site descriptors; records it could not encode in time are dropped
+// and counted in-band.
+#include <doctest/doctest.h>
+
+#include <support/sanitizers.hpp>
+
+#include <support/files.hpp>
+#include <support/read_dump.hpp>
+#include <support/spawn.hpp>
+#include <support/test_env.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <fcntl.h>
+#include <poll.h>
+#include <string>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace dso_unload_test {
+
+using edgetrace_test::tmp;
+
+namespace {
+
+/// Reads the FIFO `fd` to its end, `chunk` bytes at a time with `pause`
+/// after each (a slow consumer, as a log shipper or a slow disk would be);
+/// gives up after `limit`.
+std::string read_slowly(int fd, std::size_t chunk, std::chrono::milliseconds pause, std::chrono::seconds limit) {
+  std::string data;
+  std::string buffer(chunk, '\0');
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    const ssize_t n = ::read(fd, &buffer[0], chunk);
+    if (n == 0) break;  // the writer closed: the app exited
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      break;
+    }
+    data.append(buffer.data(), static_cast<std::size_t>(n));
+    std::this_thread::sleep_for(pause);
+  }
+  return data;
+}
+}  // namespace
+
+// The plugin records 2 M spans (its ring holds 43,690; the rest are dropped
+// as ring-full), then the app dlcloses it at once, without flush(), while
+// nobody reads the output FIFO: the flusher is stuck in write() with the
+// plugin's records still in the ring. The category's unregistration waits
+// 1 s for them, gives up, and marks the library's addresses unloaded; the
+// library is then unmapped (lib_unload is built with -fno-gnu-unique, so
+// g++ builds unload it too: "unloaded=1"). Only then does the test read the
+// FIFO, slowly (64 KiB every 50 ms, ~1.3 MB/s). Before the fix the flusher
+// dereferenced the unmapped descriptors and the app died of SIGSEGV.
+TEST_CASE("dso unload: dlclose while the output is stalled, then read slowly: no crash, every span written or counted") {
+  const std::string fifo = tmp + "/dso-unload.fifo";
+  ::unlink(fifo.c_str());
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // Non-blocking, so this open does not wait for the writer, and the app's
+  // open finds a reader.
+  const int fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+
+  const int iterations = 1000000;  // two spans each
+  const auto started = std::chrono::steady_clock::now();
+  edgetrace_test::spawned child =
+      edgetrace_test::spawn({EDGETRACE_TEST_DSO_APP, "unload", EDGETRACE_TEST_DSO_LIB_UNLOAD,
+                             std::to_string(iterations)},
+                            {"EDGETRACE_OUTPUT=" + fifo});
+  REQUIRE(child.pid > 0);
+  // Leave the FIFO unread until the library is gone.
+  std::string out;
+  while (out.find("unloaded=") == std::string::npos &&
+         std::chrono::steady_clock::now() - started < std::chrono::seconds(30))
+    if (!edgetrace_test::read_some(child, out, 100)) break;
+  const double unload_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+  const std::string data = read_slowly(fd, 64 << 10, std::chrono::milliseconds(50), std::chrono::seconds(60));
+  ::close(fd);
+  const int exit_code = edgetrace_test::wait_for(child, 30, &out);
+  const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ::unlink(fifo.c_str());
+  std::string err = edgetrace_test::read_file(child.err_path);
+  ::unlink(child.err_path.c_str());
+  CAPTURE(out);
+  CAPTURE(err);
+  MESSAGE("unloaded after " << unload_s << " s, exit after " << total_s << " s, " << data.size()
+                            << " bytes through the FIFO");
+
+  CHECK(exit_code == 0);  // was 139 (SIGSEGV in the flusher)
+  CHECK(out.find("unloaded=1\n") != std::string::npos);
+
+  const std::string dump_path = tmp + "/dso-unload.etr";
+  std::ofstream(dump_path, std::ios::binary) << data;
+  const auto dump = edgetrace_test::load_dump(dump_path);
+  ::unlink(dump_path.c_str());
+  REQUIRE(dump.opened);
+  CHECK(dump.complete);
+  CHECK_FALSE(dump.damaged);
+  REQUIRE(dump.threads.size() == 1);  // the main thread
+  const auto& main_thread = dump.threads[0];
+  // Issued by the main thread: 200 (app) + 200 (lib_a) + 2 x iterations
+  // (the plugin) + 200 (app, after the unload) + 100 (the plugin loaded
+  // again) + 200 (app), all spans.
+  const std::uint64_t issued = 900 + 2 * static_cast<std::uint64_t>(iterations);
+  MESSAGE("written " << main_thread.spans << ", dropped " << main_thread.dropped() << " (in-band "
+                     << main_thread.lost << ", stats " << main_thread.stats_dropped << ")");
+  CHECK(main_thread.spans == main_thread.stats_written);
+  // In-band loss records: the plugin's records dropped at the unload, and
+  // ring-full drops the thread could write itself (the last ones, pending
+  // when the process exits, are in the thread's statistics only).
+  CHECK(main_thread.lost > 0);
+  CHECK(main_thread.lost <= main_thread.stats_dropped);
+  CHECK(main_thread.spans + main_thread.dropped() == issued);
+  CHECK(dump.named("app_span").size() >= 200);  // before the plugin ran and at the end; others met a full ring
+  CHECK(dump.named("lib_a_span").size() == 100);
+
+  // The library loaded again (at the same address: the flusher saw the
+  // same site addresses before) is traced under its own names: the last
+  // 300 spans are its 100 and the app's 200, nothing dropped there.
+  MESSAGE(out);
+  // qemu-user's loader puts the library back elsewhere, and so, now and
+  // then, does TSan's: the names are still checked below, the same-address
+  // case only natively and without TSan.
+  CHECK((out.find("same_address=1\n") != std::string::npos || edgetrace_test::emulated() ||
+         edgetrace_test::thread_sanitized_build));
+  std::vector<std::string> last;
+  for (auto it = dump.events.rbegin(); it != dump.events.rend() && last.size() < 300; ++it) {
+    if (it->kind == edgetrace::reader::event_kind::loss) break;
+    last.push_back(it->category + "/" + it->name);
+  }
+  REQUIRE(last.size() == 300);
+  CHECK(std::count(last.begin(), last.end(), "lib_unload/lib_unload_span") == 50);
+  CHECK(std::count(last.begin(), last.end(), "shared_cat/shared_span") == 150);
+  CHECK(std::count(last.begin(), last.end(), "app/app_span") == 100);
+}
+
+}  // namespace dso_unload_test
