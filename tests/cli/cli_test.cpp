@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Tests of the `edgetrace` command line (tools/edgetrace.cpp): exit codes, messages, outputs, on crafted dumps.
+// Tests of the `edgetrace` command line (tools/edgetrace/): exit codes, messages, outputs, on crafted dumps.
 #include <doctest/doctest.h>
 
 #include <edgetrace/config.hpp>

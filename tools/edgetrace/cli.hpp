@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: MIT
+// The `edgetrace` command line, shared part: exit codes, the row of the
+// command table, option parsing, errors, and the output helpers every
+// subcommand file (tools/edgetrace/<command>.cpp) uses.
+#pragma once
+
+#include <edgetrace/reader/dump_reader.hpp>
+#include <edgetrace/reader/summary.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <regex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace edgetrace_cli {
+
+namespace et = edgetrace::reader;
+
+/// Exit codes; `edgetrace help` documents them.
+enum exit_code : int {
+  exit_ok = 0,       ///< clean
+  exit_usage = 1,    ///< bad command line
+  exit_input = 2,    ///< input unreadable or output not writable
+  exit_damaged = 3,  ///< converted, but the dump was damaged or incomplete
+};
+
+using arguments = std::vector<std::string>;
+
+/// One subcommand: a row of the table in edgetrace.cpp.
+struct command {
+  const char* name;
+  const char* synopsis;  ///< arguments after the name
+  const char* summary;   ///< one line for the command list
+  const char* details;   ///< paragraph for `edgetrace help NAME`
+  int (*run)(const char* name, const arguments& args);
+};
+
+// --- The table and help (edgetrace.cpp) -------------------------------------
+const command* find_command(const std::string& name);
+/// The closest of `choices` to `word` when it is a plausible typo, else null.
+const char* nearest(const std::string& word, const std::vector<const char*>& choices);
+void print_usage(std::FILE* out);
+void print_command_usage(std::FILE* out, const command& c);
+
+// --- The subcommands, a file each -------------------------------------------
+int run_json(const char* name, const arguments& args);      // json.cpp
+int run_perfetto(const char* name, const arguments& args);  // perfetto.cpp
+int run_info(const char* name, const arguments& args);      // info.cpp
+int run_summary(const char* name, const arguments& args);   // summary.cpp
+int run_csv(const char* name, const arguments& args);       // csv.cpp
+int run_merge(const char* name, const arguments& args);     // merge.cpp
+int run_diff(const char* name, const arguments& args);      // diff.cpp
+int run_report(const char* name, const arguments& args);    // report.cpp
+int run_top(const char* name, const arguments& args);       // top.cpp
+int run_help(const char* name, const arguments& args);      // edgetrace.cpp
+
+// --- Errors and option parsing (options.cpp) --------------------------------
+int usage_error(const command* c, const std::string& message);
+int input_error(const std::string& file, const std::string& what);
+/// An output that could not be opened or written, as an input_error.
+int output_error(const std::string& file, const char* what);
+/// Refuses (exit_usage) when an output is one of the inputs (same file).
+int refuse_overwriting_inputs(const std::vector<std::string>& inputs, const std::vector<std::string>& outputs);
+
+/// Command-line of a subcommand taking one DUMP and, optionally, -o OUT.
+struct dump_arguments {
+  std::string dump;
+  std::string output;
+  bool has_output = false;
+  bool help = false;
+};
+
+/// Parses DUMP [-o OUT]; returns exit_ok or prints a usage error.
+int parse_dump_arguments(const command& c, const arguments& args, bool allow_output, dump_arguments& out);
+
+/// Options of the analysis commands: positional arguments, and values of
+/// the options named in `valued` (the rest are unknown).
+struct parsed_options {
+  std::vector<std::string> positional;
+  std::vector<std::pair<std::string, std::string>> values;  // in order; later wins
+  bool help = false;
+
+  const std::string* get(const char* name) const {
+    for (auto it = values.rbegin(); it != values.rend(); ++it)
+      if (it->first == name) return &it->second;
+    return nullptr;
+  }
+};
+
+/// Parses `args`: the options named in `valued` take a value; exit code.
+int parse_options(const command& c, const arguments& args, const std::vector<const char*>& valued, parsed_options& out);
+/// A whole number (at most 18 digits).
+bool parse_count(const std::string& text, std::uint64_t& value);
+/// Compiles a --filter regex once; a usage error (exit 1) when it is bad.
+int compile_regex(const command& c, const std::string& text, std::shared_ptr<const std::regex>& out,
+                  const char* flag = "--filter");
+/// The options summary, diff and report take.
+extern const std::vector<const char*> summary_valued;
+/// The start of summary and report: parse_options with summary_valued,
+/// --help answered, a usage error without a DUMP. False when the command is
+/// done, with its exit code in `rc`.
+bool parse_analysis_options(const command& c, const arguments& args, parsed_options& p, int& rc);
+/// Fills summary_options from parsed flags; a usage error code on a bad value.
+int summary_options_from(const command& c, const parsed_options& p, et::summary_options& o, std::string& format);
+
+// --- Inputs and outputs (options.cpp) ---------------------------------------
+/// The reader's diagnostics as warnings (`all`) and, for a damaged dump, a
+/// line saying what was lost. The exit code.
+int report(const et::dump_reader& r, const std::string& file, bool all, const std::string& outcome);
+/// The worst exit code of the readers' damage reports.
+int report_all(const std::vector<std::unique_ptr<et::dump_reader>>& readers, const std::string& outcome);
+/// Opens the dumps; on failure prints the error and returns exit_input.
+int open_dumps(const std::vector<std::string>& paths, std::vector<std::unique_ptr<et::dump_reader>>& readers);
+/// Builds a summary over readers; exit_ok or an error code.
+int build_summary(const std::vector<std::unique_ptr<et::dump_reader>>& readers, const et::summary_options& o,
+                  et::summary_result& result);
+/// Opens `paths` and builds one summary over them: open_dumps, then build_summary.
+int summarise(const std::vector<std::string>& paths, const et::summary_options& o,
+              std::vector<std::unique_ptr<et::dump_reader>>& readers, et::summary_result& result);
+/// Writes `text` to `output` ("-" or empty: stdout). Exit code.
+int write_text(const std::string& output, const std::string& text);
+/// DUMP with .etr replaced by `ext` (or `ext` appended).
+std::string with_extension(const std::string& dump, const char* ext);
+std::string base_name(const std::string& path);
+bool ends_with(const std::string& s, const char* suffix);
+/// The base names of `items`, comma-separated.
+std::string joined(const std::vector<std::string>& items);
+/// Removes a half-written OUT, but only a regular file.
+void remove_partial_output(const std::string& path);
+
+/// "edgetrace: reading X (1.2 GB)" on a terminal, for big inputs only;
+/// cleared by the destructor. Nothing when stderr is a file or a pipe.
+class progress_line {
+ public:
+  progress_line(const std::string& what, const et::dump_reader& r) {
+    if (::isatty(2) != 1 || r.stats().file_size < (std::uint64_t{256} << 20)) return;
+    std::fprintf(stderr, "edgetrace: %s %s (%.1f MB)...\r", what.c_str(), r.path().c_str(),
+                 static_cast<double>(r.stats().file_size) / 1e6);
+    std::fflush(stderr);
+    shown_ = true;
+  }
+  ~progress_line() {
+    if (shown_) std::fprintf(stderr, "\033[2K\r");
+  }
+  progress_line(const progress_line&) = delete;
+  progress_line& operator=(const progress_line&) = delete;
+
+ private:
+  bool shown_ = false;
+};
+
+/// Writes OUT ('-': stdout) with `convert(FILE*, error) -> bool` from the
+/// opened dump `r`. A failed conversion leaves no partial OUT behind; the
+/// exit code is report()'s (3 for a damaged dump).
+template <class Convert>
+int write_one_output(const et::dump_reader& r, const std::string& dump, const std::string& output,
+                     const std::string& what, Convert&& convert) {
+  const bool to_stdout = output == "-";
+  std::FILE* out = to_stdout ? stdout : std::fopen(output.c_str(), "wb");
+  if (!out) return output_error(output, "cannot write");
+  std::string error;
+  bool ok;
+  {
+    progress_line progress("converting", r);
+    ok = convert(out, error);
+  }
+  const bool closed = to_stdout ? std::fflush(out) == 0 : std::fclose(out) == 0;
+  if (!ok || !closed) {
+    if (!to_stdout) remove_partial_output(output);  // never leave half a file behind
+    return input_error(ok || error.rfind("write", 0) == 0 ? output : dump, error.empty() ? "write error" : error);
+  }
+  return report(r, dump, true, what + (to_stdout ? " written to stdout" : " written to " + output));
+}
+
+/// A command that converts one DUMP to one OUT (default: DUMP with .etr
+/// replaced by `extension`) with `convert(reader, FILE*, error) -> bool`.
+template <class Convert>
+int convert_one_dump(const char* name, const arguments& args, const char* extension, const std::string& what,
+                     Convert&& convert) {
+  const command& c = *find_command(name);
+  dump_arguments a;
+  if (const int rc = parse_dump_arguments(c, args, true, a); rc != exit_ok || a.help) {
+    if (a.help && rc == exit_ok) run_help("help", {name});
+    return rc;
+  }
+  const std::string output = a.has_output ? a.output : with_extension(a.dump, extension);
+  if (const int rc = refuse_overwriting_inputs({a.dump}, {output}); rc != exit_ok) return rc;
+  et::dump_reader r;
+  if (!r.open(a.dump) || !r.read_metadata()) return input_error(a.dump, r.error());
+  return write_one_output(r, a.dump, output, what, [&](std::FILE* out, std::string& error) { return convert(r, out, error); });
+}
+
+}  // namespace edgetrace_cli

@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: MIT
+// The `edgetrace` command line: the table of subcommands (one file each in
+// this folder), help, and main. Shared parsing and errors: options.cpp.
+#include "cli.hpp"
+
+#include <edgetrace/format.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace edgetrace_cli {
+
+namespace {
+
+const command commands[] = {
+    {"json", "DUMP [-o OUT] [--split-mb N] [--min-dur T] [--filter REGEX]",
+     "convert a dump to Chrome trace JSON (Perfetto UI, chrome://tracing, speedscope)",
+     "Writes OUT (default: DUMP with .etr replaced by .json; '-' for stdout).\n"
+     "Every intact chunk is converted; damage is reported as warnings on stderr\n"
+     "and with exit code 3.\n"
+     "  -o, --output OUT   output file, '-' for standard output\n"
+     "  --split-mb N       write OUT-001.json, OUT-002.json, ... one time window per file,\n"
+     "                     each loadable on its own: every file at most N MB (10^6 bytes),\n"
+     "                     at most 256 files, each but the last nearly full; a split that\n"
+     "                     would need more is refused before anything is written, with\n"
+     "                     the smallest N that fits\n"
+     "  --min-dur T        leave out spans shorter than T (e.g. 50us, 1ms)\n"
+     "  --filter REGEX     keep only spans, instants and counters whose name matches\n"
+     "A JSON estimated (about 100 bytes an event, 22 an argument; not with --min-dur\n"
+     "or --filter) or found to be over 1 GB, more than Perfetto UI or Chrome open,\n"
+     "gets a warning naming --split-mb, --min-dur, --filter and `edgetrace perfetto`\n"
+     "(EDGETRACE_JSON_WARN_MB sets the figure).\n"
+     "On a terminal: progress in percent, then one line: file, events, size.\n"
+     "Flows: bind_id/flow_in/flow_out on the steps' spans (Perfetto), and s/t/f\n"
+     "events (DevTools).\n",
+     run_json},
+    {"perfetto", "DUMP [-o OUT]", "convert a dump to a Perfetto protobuf trace (.pftrace): smaller, for big traces",
+     "Writes OUT (default: DUMP with .etr replaced by .pftrace; '-' for stdout)\n"
+     "in Perfetto's own format, which ui.perfetto.dev and trace_processor load\n"
+     "natively: tracks per process and thread, slices, instants, counter tracks,\n"
+     "flows, GPU streams. Several times smaller than the JSON, and written in\n"
+     "bounded memory; prefer it for traces too big for a JSON viewer. Damage is\n"
+     "reported as warnings on stderr and with exit code 3.\n"
+     "  -o, --output OUT   output file, '-' for standard output\n",
+     run_perfetto},
+    {"summary", "DUMP... [options]", "per-name table: calls, total, self, mean, min, percentiles, max, share",
+     "One row per span name (or category, or thread) over all DUMPs; iteration\n"
+     "latency from EDGETRACE_MARK marks or --iteration. See docs/ANALYSIS.md.\n"
+     "  --by name|category|thread   what a row stands for (default name); add arg:KEY items\n"
+     "                              to split names by span arguments (--by name,arg:batch),\n"
+     "                              or give only arg:KEY items to group by their values\n"
+     "                              whatever the name (--by arg:op: one row per op type)\n"
+     "  --top N                     keep the first N rows after sorting\n"
+     "  --filter REGEX              keep span names matching REGEX (ECMAScript, searched)\n"
+     "  --category LIST             keep these categories (comma list)\n"
+     "  --thread LIST               keep these threads, by name or OS tid (comma list)\n"
+     "  --sort-by COLUMN            total (default), self, calls, mean, min, p50, p90, p95,\n"
+     "                              p99, p99.9, max, share, name (numbers in names sort by\n"
+     "                              value: layer_2 before layer_10), order (first begin:\n"
+     "                              network order); '+COLUMN' ascending, '-COLUMN' descending\n"
+     "  --min-time T, --max-time T  count only spans whose duration is within [T, T]\n"
+     "  --iteration NAME            a mark or top-level span name that delimits iterations\n"
+     "  --skip-warmup K             leave out the first K iterations (--iteration's, else\n"
+     "                              --per's), and every span that ended before the (K+1)-th\n"
+     "                              iteration started\n"
+     "  --phase NAME                keep spans that began in phase NAME (edgetrace::phase)\n"
+     "  --per NAME                  iterations are the instances of span NAME (or the time\n"
+     "                              between NAME marks): rows count only spans inside them\n"
+     "                              and add avg/iter (total / iterations) and % iter (total\n"
+     "                              / summed iteration time)\n"
+     "  --wait REGEX                span names that are waiting, not work (default ^wait, any\n"
+     "                              case; 'off' for none): their self time is left out of\n"
+     "                              share and of the threads' busy time\n"
+     "  --wait-category LIST        spans of these categories are waiting too (comma list)\n"
+     "  --format table|csv|json     output format (default table)\n"
+     "  -o, --output OUT            write to OUT instead of standard output\n",
+     run_summary},
+    {"csv", "DUMP [-o OUT]", "one CSV line per span in time order (times, depth, phase, flow, arguments)",
+     "Writes OUT (default: DUMP with .etr replaced by .csv; '-' for stdout);\n"
+     "loads with pandas.read_csv(OUT). Rows come in time order (start, then\n"
+     "pid and tid, then depth). After the span's own columns: phase, flow,\n"
+     "flow_id, then one column per argument key (arg:KEY, empty when the\n"
+     "span has no such argument), so df.groupby('arg:op') works. Columns\n"
+     "are in docs/ANALYSIS.md.\n"
+     "  -o, --output OUT   output file, '-' for standard output\n",
+     run_csv},
+    {"merge", "DUMP DUMP... -o OUT.etr|OUT.json [--clock auto|monotonic|realtime]",
+     "put several processes' dumps on one timeline",
+     "Writes one .etr (whole validated chunks of every input after one header)\n"
+     "or one Chrome JSON document, chosen by OUT's extension. Processes of one\n"
+     "boot share CLOCK_MONOTONIC; dumps from different boots or machines are\n"
+     "aligned through their CLOCK_REALTIME calibration (auto picks; stderr says\n"
+     "which). Colliding pids and writer ids are renumbered, and said so.\n"
+     "  -o, --output OUT   the merged file (.etr, or .json)\n"
+     "  --clock MODE       auto (default), monotonic or realtime\n",
+     run_merge},
+    {"diff", "BASE NEW [options] | BASE... --vs NEW... [options]", "per-name change between two runs, sorted by impact",
+     "Compares two dumps by span name: calls, mean, p50, p99 and total, with\n"
+     "the change from BASE to NEW, biggest change in total time first.\n"
+     "With several dumps per side (repeated runs: BASE... --vs NEW...), each side\n"
+     "is pooled, and each row's mean change is set against run-to-run noise (the\n"
+     "larger max - min of the per-run means): 'within noise' or 'beyond noise'.\n"
+     "See docs/ANALYSIS.md.\n"
+     "  --by name|arg:KEY|name,arg:KEY   what a row stands for, as for summary\n"
+     "  --top N, --filter REGEX, --category LIST, --thread LIST, --skip-warmup K,\n"
+     "  --iteration NAME, --phase NAME, --min-time T, --max-time T   as for summary\n"
+     "                              (both dumps)\n"
+     "  --format table|csv|json     output format (default table)\n"
+     "  -o, --output OUT            write to OUT instead of standard output\n",
+     run_diff},
+    {"report", "DUMP... -o OUT.html [options]", "self-contained HTML report: table, histograms, thread use",
+     "One HTML file with inline CSS and SVG (no network): the summary table,\n"
+     "a latency histogram for each of the first rows, and per-thread\n"
+     "utilisation (busy = inside top-level spans minus waiting, see --wait).\n"
+     "Takes the summary's options (--top defaults to 30).\n"
+     "  -o, --output OUT   output file (default: DUMP with .etr replaced by .html)\n",
+     run_report},
+    {"info", "DUMP", "describe a dump: writers, clock, threads, event counts, drops, damage",
+     "Prints the file's format version, each writer's process, clock source and\n"
+     "fitted tick rate, calibration, duration, ring capacity and flush period,\n"
+     "a table of threads with their span/instant/counter/drop counts checked\n"
+     "against the writer's own totals, and every diagnostic.\n"
+     "A flight recorder's snapshot also shows its trigger and reason, the\n"
+     "trigger's time (from the window start, and on the wall clock), the window\n"
+     "it holds, its sequence number, the snapshots skipped by the rate limit, the\n"
+     "ring's size and the chunks it overwrote; records before the window are\n"
+     "not counted as missing (docs/ANALYSIS.md).\n",
+     run_info},
+    {"top", "DUMP [--follow] [--window SECONDS] [--interval SECONDS] [--top N]",
+     "per-name table over the last seconds of a trace; --follow watches a live dump",
+     "One row per span name: calls, calls/s, mean, p50, p99 and max of the spans\n"
+     "that ended in the last SECONDS of the trace (up to its latest span), the\n"
+     "most total time first. See docs/ANALYSIS.md.\n"
+     "  --follow, -f         keep reading DUMP as its app appends to it (normal mode),\n"
+     "                       refreshing the table; whole chunks only (a chunk being\n"
+     "                       written is waited for); a file truncated under it is\n"
+     "                       read again from its start. Ends by itself when the\n"
+     "                       writer's end record arrives, or on Ctrl-C (exit 0).\n"
+     "                       On a terminal the table is redrawn in place; otherwise\n"
+     "                       each refresh is printed after a line\n"
+     "                       '== HH:MM:SS UTC DUMP: ... =='\n"
+     "  --window SECONDS     how far back the table looks (default 5; e.g. 2.5, 500ms)\n"
+     "  --interval SECONDS   time between refreshes with --follow (default 1)\n"
+     "  --top N              rows shown (default 20)\n"
+     "Memory: the spans of the window, at most about 1M (24 MB); past that the\n"
+     "window is shortened and the table says so.\n",
+     run_top},
+    {"help", "[COMMAND]", "show help for edgetrace or one command", "", run_help},
+};
+
+const char exit_codes_text[] =
+    "exit codes:\n"
+    "  0  success\n"
+    "  1  usage error (unknown command or option, missing argument)\n"
+    "  2  input unreadable (missing, empty, not a dump, newer format) or output not writable;\n"
+    "     also a dump whose tick rate is unknown (durations cannot be computed)\n"
+    "  3  converted, but the dump was damaged or incomplete (truncated, corrupt bytes\n"
+    "     skipped, or a writer without an end record); warnings are on stderr\n";
+
+#ifndef EDGETRACE_DOCS_FROM_BIN
+#define EDGETRACE_DOCS_FROM_BIN "../share/doc/edgetrace"
+#endif
+#ifndef EDGETRACE_SOURCE_DOCS
+#define EDGETRACE_SOURCE_DOCS ""
+#endif
+
+/// Where the documentation is: the installed copy next to this executable
+/// (bin/../share/doc/edgetrace), else the sources' docs/ this binary was
+/// built from; empty when neither exists (a copied binary).
+std::string documentation_dir() {
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  struct stat st{};
+  if (n > 0) {
+    std::string dir(exe, static_cast<std::size_t>(n));
+    dir = dir.substr(0, dir.rfind('/') + 1) + EDGETRACE_DOCS_FROM_BIN;
+    if (::stat((dir + "/ANALYSIS.md").c_str(), &st) == 0) {
+      char resolved[4096];
+      return ::realpath(dir.c_str(), resolved) ? std::string(resolved) : dir;
+    }
+  }
+  const std::string source = EDGETRACE_SOURCE_DOCS;
+  if (!source.empty() && ::stat((source + "/ANALYSIS.md").c_str(), &st) == 0) return source;
+  return {};
+}
+
+/// Help text with each "docs/NAME.md" replaced by the file's real path.
+std::string with_documentation_paths(std::string text) {
+  const std::string dir = documentation_dir();
+  if (dir.empty()) return text;
+  for (std::size_t at = text.find("docs/"); at != std::string::npos; at = text.find("docs/", at + dir.size())) {
+    text.replace(at, 4, dir);
+  }
+  return text;
+}
+
+void print_help(std::FILE* out) {
+  std::fprintf(out,
+               "edgetrace %s: convert and inspect edgetrace dumps (.etr)\n\n"
+               "usage: edgetrace COMMAND [ARGS]\n"
+               "       edgetrace --help | --version\n\ncommands:\n",
+               et::tool_version);
+  for (const command& c : commands) {
+    std::string head = std::string(c.name) + " " + c.synopsis;
+    std::fprintf(out, "  %-22s %s\n", head.c_str(), c.summary);
+  }
+  std::fprintf(out, "\n%s", exit_codes_text);
+  const std::string docs = documentation_dir();
+  std::fprintf(out, "\ndocumentation: %s\n",
+               docs.empty() ? "README.md and docs/ in the edgetrace sources" : docs.c_str());
+}
+
+}  // namespace
+
+const command* find_command(const std::string& name) {
+  for (const command& c : commands)
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+/// The closest of `choices` to `word` when it is a plausible typo, else null.
+const char* nearest(const std::string& word, const std::vector<const char*>& choices) {
+  const char* best = nullptr;
+  std::size_t best_distance = 3;  // at most two edits
+  for (const char* c : choices) {
+    const std::size_t d = edgetrace::detail::edit_distance(word.c_str(), word.size(), c, std::strlen(c));
+    if (d < best_distance || (best == nullptr && std::strncmp(c, word.c_str(), word.size()) == 0 && !word.empty())) {
+      best_distance = std::min(d, best_distance);
+      best = c;
+    }
+  }
+  return best;
+}
+
+void print_usage(std::FILE* out) {
+  std::fprintf(out, "usage: edgetrace COMMAND [ARGS]   (edgetrace --help for more)\n");
+}
+
+void print_command_usage(std::FILE* out, const command& c) {
+  std::fprintf(out, "usage: edgetrace %s %s\n", c.name, c.synopsis);
+}
+
+int run_help(const char*, const arguments& args) {
+  if (args.empty()) {
+    print_help(stdout);
+    return exit_ok;
+  }
+  if (args.size() > 1) return usage_error(find_command("help"), "help takes at most one command name");
+  const command* c = find_command(args[0]);
+  if (!c) {
+    std::vector<const char*> names;
+    for (const command& k : commands) names.push_back(k.name);
+    std::string message = "unknown command '" + args[0] + "'";
+    if (const char* near = nearest(args[0], names)) message += std::string("; did you mean '") + near + "'?";
+    return usage_error(nullptr, message);
+  }
+  print_command_usage(stdout, *c);
+  std::printf("\n%s\n%s", c->summary, with_documentation_paths(c->details).c_str());
+  if (std::strcmp(c->name, "help") != 0) std::printf("\n%s", exit_codes_text);
+  return exit_ok;
+}
+
+}  // namespace edgetrace_cli
+
+using namespace edgetrace_cli;
+
+int main(int argc, char** argv) {
+  const arguments args(argv + (argc > 0 ? 1 : 0), argv + argc);
+  if (args.empty()) return usage_error(nullptr, "no command given");
+  const std::string& first = args[0];
+  if (first == "--help" || first == "-h") return run_help("help", {});
+  if (first == "--version" || first == "-V") {
+    std::printf("edgetrace %s (dump format %u.%u)\n", et::tool_version, edgetrace::format::version_major,
+                edgetrace::format::version_minor);
+    return exit_ok;
+  }
+  if (const command* c = find_command(first)) return c->run(c->name, arguments(args.begin() + 1, args.end()));
+
+  std::vector<const char*> names;
+  for (const command& c : commands) names.push_back(c.name);
+  if (first[0] == '-') {
+    std::string message = "unknown option '" + first + "'";
+    if (const char* near = nearest(first, {"--help", "--version"})) message += std::string("; did you mean '") + near + "'?";
+    return usage_error(nullptr, message);
+  }
+  std::string message = "unknown command '" + first + "'";
+  if (const char* near = nearest(first, names)) message += std::string("; did you mean '") + near + "'?";
+  return usage_error(nullptr, message);
+}

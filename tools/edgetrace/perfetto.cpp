@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: MIT
+// The `edgetrace perfetto` subcommand: Perfetto protobuf (TrackEvent).
+#include "cli.hpp"
+
+#include <edgetrace/reader/perfetto.hpp>
+
+namespace edgetrace_cli {
+
+int run_perfetto(const char* name, const arguments& args) {
+  return convert_one_dump(name, args, ".pftrace", "Perfetto trace", [](et::dump_reader& r, std::FILE* out, std::string& error) {
+    return et::write_perfetto(r, out, nullptr, &error);
+  });
+}
+
+}  // namespace edgetrace_cli

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: MIT
+// The `edgetrace report` subcommand: the summary as one HTML page.
+#include "cli.hpp"
+
+#include <edgetrace/reader/report.hpp>
+#include <string>
+
+namespace edgetrace_cli {
+
+int run_report(const char* name, const arguments& args) {
+  const command& c = *find_command(name);
+  parsed_options p;
+  if (int rc; !parse_analysis_options(c, args, p, rc)) return rc;
+  if (p.get("--format")) return usage_error(&c, "a report is HTML; --format does not apply");
+  et::summary_options o;
+  o.top = 30;
+  std::string format;
+  if (const int rc = summary_options_from(c, p, o, format); rc != exit_ok) return rc;
+  const std::string* given = p.get("--output");
+  const std::string output = given ? *given : with_extension(p.positional[0], ".html");
+  if (output.empty()) return usage_error(&c, "empty output file name");
+  if (const int rc = refuse_overwriting_inputs(p.positional, {output}); rc != exit_ok) return rc;
+  std::vector<std::unique_ptr<et::dump_reader>> readers;
+  et::summary_result result;
+  if (const int rc = summarise(p.positional, o, readers, result); rc != exit_ok) return rc;
+  et::report_options ro;
+  ro.source = joined(p.positional);
+  ro.title = "edgetrace report: " + ro.source;
+  if (const int rc = write_text(output, et::report_html(result, ro)); rc != exit_ok) return rc;
+  return report_all(readers, "report written to " + output);
+}
+
+}  // namespace edgetrace_cli
