@@ -35,18 +35,7 @@ note() { echo "== $*"; }
 # --- 1. Dependencies (only what is missing) ---------------------------------
 packages=(cmake make g++ clang binutils doctest-dev)
 ((do_aarch64)) && packages+=(g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user qemu-user-binfmt)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  note "installing: ${missing[*]}"
-  sudo=()
-  [[ $(id -u) -eq 0 ]] || sudo=(sudo)
-  export DEBIAN_FRONTEND=noninteractive
-  "${sudo[@]}" apt-get update -qq
-  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+bash tools/install_missing.sh "${packages[@]}"
 
 # Runs ctest in build dir $2 (extra args after), keeps its summary line
 # under the label $1, and records a failure.

@@ -38,18 +38,7 @@ step_done() {  # records how long the step named $1 took
 
 # --- 1. Dependencies (only what is missing) ---------------------------------
 packages=(cmake make g++ clang binutils doctest-dev libbenchmark-dev libclang-rt-14-dev)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "== installing: ${missing[*]}"
-  sudo=()
-  [[ $(id -u) -eq 0 ]] || sudo=(sudo)
-  export DEBIAN_FRONTEND=noninteractive
-  "${sudo[@]}" apt-get update -qq
-  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+bash tools/install_missing.sh "${packages[@]}"
 step_done "dependencies"
 
 # --- 2. Build and test with each compiler and sanitizer ----------------------
