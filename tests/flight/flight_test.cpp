@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The flight recorder (EDGETRACE_MODE=flight, detail/flight.hpp): its ring
 // and rate limit on their own, then real traced runs through
-// tests/support/flight_modes.hpp: a snapshot by call, by signal, by crash
+// tests/support/trace_app/snapshot_modes.hpp: a snapshot by call, by signal, by crash
 // and at exit, no file at all without a trigger, a storm of requests, and
 // a ring small enough to be overwritten. Snapshots are read back with the
 // real reader and converted with the real `edgetrace` tool.

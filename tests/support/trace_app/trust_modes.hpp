@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: MIT
 // trace_app modes for tests/writer/writer_trust_test.cpp: what production does to a
 // traced app (signal handlers that record, thread churn, outputs that block,
-// fds closed under the tracer, files truncated or shared). Included by
-// tests/support/trace_app.cpp after EDGETRACE_CATEGORY(app).
+// fds closed under the tracer, files truncated or shared).
 #pragma once
 
-#include <edgetrace/edgetrace.hpp>
+#include <support/trace_app/common.hpp>
 
 #include <atomic>
 #include <cerrno>
@@ -23,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-namespace writer_trust {
+namespace trace_app {
 
 inline std::uint64_t monotonic_ns() {
   timespec ts;
@@ -184,16 +183,16 @@ inline int stagger_mode(const char* name, int ms) {
   return 0;
 }
 
-/// Runs the mode named `mode` if it is one of these; -1 otherwise.
-inline int run_mode(const char* mode, int argc, char** argv) {
-  const char* arg = argc > 2 ? argv[2] : "";
-  if (std::strcmp(mode, "signal-spans") == 0) return signal_spans_mode(argc > 2 ? std::atof(arg) : 1.0);
-  if (std::strcmp(mode, "churn") == 0) return churn_mode(argc > 2 ? std::atoi(arg) : 20000);
-  if (std::strcmp(mode, "dense-exit") == 0) return dense_exit_mode(argc > 2 ? std::atoi(arg) : 1000000);
-  if (std::strcmp(mode, "closefrom") == 0 && argc > 2) return closefrom_mode(arg);
-  if (std::strcmp(mode, "truncate-output") == 0 && argc > 2) return truncate_output_mode(arg);
-  if (std::strcmp(mode, "stagger") == 0 && argc > 3) return stagger_mode(arg, std::atoi(argv[3]));
-  return -1;
-}
+/// The modes above, by name (trace_app.cpp looks them up).
+inline const app_mode trust_modes[] = {
+    {"signal-spans", [](int argc, char** argv) { return signal_spans_mode(argc > 2 ? std::atof(argv[2]) : 1.0); }},
+    {"churn", [](int argc, char** argv) { return churn_mode(argc > 2 ? std::atoi(argv[2]) : 20000); }},
+    {"dense-exit", [](int argc, char** argv) { return dense_exit_mode(argc > 2 ? std::atoi(argv[2]) : 1000000); }},
+    {"closefrom", [](int argc, char** argv) { return argc > 2 ? closefrom_mode(argv[2]) : missing_argument("closefrom"); }},
+    {"truncate-output",
+     [](int argc, char** argv) { return argc > 2 ? truncate_output_mode(argv[2]) : missing_argument("truncate-output"); }},
+    {"stagger",
+     [](int argc, char** argv) { return argc > 3 ? stagger_mode(argv[2], std::atoi(argv[3])) : missing_argument("stagger"); }},
+};
 
-}  // namespace writer_trust
+}  // namespace trace_app
