@@ -145,6 +145,11 @@ add_test(NAME readme_quick_start_matches_example
   COMMAND ${CMAKE_COMMAND} -DREADME=${PROJECT_SOURCE_DIR}/README.md
     -DEXAMPLE=${PROJECT_SOURCE_DIR}/examples/minimal.cpp -P ${PROJECT_SOURCE_DIR}/cmake/check_readme.cmake)
 set_tests_properties(readme_quick_start_matches_example PROPERTIES LABELS docs)
+# ARCHITECTURE.md's rooms and "where a newcomer starts" name real files.
+add_test(NAME architecture_names_existing_files
+  COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DDOC=docs/ARCHITECTURE.md
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/docs/check_doc_paths.cmake)
+set_tests_properties(architecture_names_existing_files PROPERTIES LABELS docs)
 
 # --- The pipeline end-to-end test runs the real examples -------------------
 if(TEST pipeline_e2e_test)
