@@ -4,8 +4,8 @@
 // immediately), next to a plain scope in the same run. On a real GPU add
 // the CUDA calls themselves (cudaGetDevice, 2 cudaStreamIsCapturing, 2
 // cudaEventRecord); that figure needs a GPU (docs/PERFORMANCE.md).
-#include <edgetrace/detail/gpu.hpp>
 #include <edgetrace/edgetrace.hpp>
+#include <edgetrace/gpu/spans.hpp>
 
 #include <benchmark/benchmark.h>
 

@@ -119,7 +119,7 @@ edgetrace_knob_configuration(separate_runtime
   TESTS runtime_test hooks_test:hooks_test_recording capture_test lifecycle_test)
 
 # EDGETRACE_CLOCK_MONOTONIC=1 reads clock_gettime instead of the cycle
-# counter (detail/tick.hpp): timing against steady_clock (runtime_test),
+# counter (face/tick.hpp): timing against steady_clock (runtime_test),
 # true durations of a process that dies 12 ms after start (clock_start_test)
 # and time windows (capture_test). (runtime_test_monotonic is the run-time
 # choice, EDGETRACE_CLOCK=monotonic, of the default build.)
@@ -129,7 +129,7 @@ edgetrace_knob_configuration(clock_monotonic
   TESTS runtime_test clock_start_test capture_test)
 
 # EDGETRACE_TLS_INITIAL_EXEC=0 gives the hot path's thread_local pointers
-# the compiler's default TLS model (detail/ring.hpp, detail/gpu.hpp): the
+# the compiler's default TLS model (face/ring.hpp, gpu/spans.hpp): the
 # ring and the runtime in-process (runtime_test, ring_test). In an executable
 # the linker picks the TLS model anyway; the knob is for shared libraries:
 # tls_model@tls_dynamic checks that a traced shared library built with it

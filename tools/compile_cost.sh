@@ -52,7 +52,7 @@ add_case "runtime_impl.hpp (the one runtime TU)" <<<'#include <edgetrace/runtime
 add_case "edgetrace.hpp, EDGETRACE_ENABLED=0" <<<'#define EDGETRACE_ENABLED 0
 #include <edgetrace/edgetrace.hpp>
 int main() { return 0; }'
-# The standard headers of detail/runtime.hpp, alone and together.
+# The standard headers of writer/runtime.hpp, alone and together.
 std_headers=(unordered_map string vector condition_variable mutex atomic chrono algorithm csignal)
 for h in "${std_headers[@]}"; do
   add_case "<$h> alone" <<<"#include <$h>

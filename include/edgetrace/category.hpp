@@ -5,9 +5,9 @@
 #pragma once
 
 #include <edgetrace/config.hpp>
-#include <edgetrace/detail/atomic.hpp>
-#include <edgetrace/detail/kinds.hpp>
-#include <edgetrace/detail/text.hpp>
+#include <edgetrace/core/atomic.hpp>
+#include <edgetrace/core/kinds.hpp>
+#include <edgetrace/core/text.hpp>
 
 #include <cstdint>
 
@@ -49,7 +49,7 @@ inline constexpr std::uint8_t mode_unregistered = 16;
 /// every shared object that includes the header shares it).
 struct category_state {
   /// The flag every scope of this category loads: 0 = not recording, else
-  /// the clock_mode to record with (detail/clock.hpp), so one load answers both
+  /// the clock_mode to record with (writer/clock.hpp), so one load answers both
   /// questions. Relaxed: it only gates recording; a scope racing with a
   /// change records or not, both fine. Written by the runtime at start, on
   /// failure and after fork; mode_unregistered until registration.
@@ -76,13 +76,13 @@ struct alignas(8) site {
 };
 
 /// Links a category into the process registry and applies the run-time
-/// filter if tracing already started. Defined in detail/runtime.hpp.
+/// filter if tracing already started. Defined in writer/runtime.hpp.
 bool register_category(category_state& state) noexcept;
 /// Registers the category of record word `word` (a site's; an interned-name
 /// word names no category yet and gets 0) on its first use before its
-/// registration ran, and returns its mode byte (detail/runtime.hpp).
+/// registration ran, and returns its mode byte (writer/runtime.hpp).
 std::uint8_t register_on_first_use(std::uint64_t word) noexcept;
-/// Unlinks it again (detail/runtime.hpp).
+/// Unlinks it again (writer/runtime.hpp).
 void unregister_category(category_state& state) noexcept;
 
 /// Registers a category for the lifetime of the object (executable or

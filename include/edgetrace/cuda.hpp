@@ -32,9 +32,9 @@
 #pragma nv_diag_suppress 1835
 #pragma nv_diag_suppress 550
 #endif
-#include <edgetrace/detail/gpu.hpp>
-#include <edgetrace/detail/gpu_backend.hpp>
 #include <edgetrace/edgetrace.hpp>
+#include <edgetrace/gpu/backend.hpp>
+#include <edgetrace/gpu/spans.hpp>
 #if defined(__NVCC__)
 #pragma nv_diag_default 1835
 #pragma nv_diag_default 550

@@ -30,7 +30,7 @@
 
 #include <edgetrace/config.hpp>  // first: it stops a pre-C++17 build with one message
 #include <edgetrace/category.hpp>
-#include <edgetrace/detail/kinds.hpp>
+#include <edgetrace/core/kinds.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -38,10 +38,10 @@
 // The light part: what a scope compiles to. No heavy standard header here
 // (tools/compile_cost.sh checks): every traced TU pays for what is included.
 #if EDGETRACE_ENABLED
-#include <edgetrace/detail/hooks.hpp>
-#include <edgetrace/detail/record_word.hpp>
-#include <edgetrace/detail/ring.hpp>
-#include <edgetrace/detail/tick.hpp>
+#include <edgetrace/face/hooks.hpp>
+#include <edgetrace/face/record_word.hpp>
+#include <edgetrace/face/ring.hpp>
+#include <edgetrace/face/tick.hpp>
 #endif
 
 namespace edgetrace {
@@ -60,7 +60,7 @@ struct named_tag {};
 
 #if EDGETRACE_ENABLED
 
-/// The runtime's entry points (detail/runtime.hpp defines them; with
+/// The runtime's entry points (writer/runtime.hpp defines them; with
 /// EDGETRACE_SEPARATE_RUNTIME=1, the one TU that includes
 /// <edgetrace/runtime_impl.hpp>).
 EDGETRACE_DETAIL_API name_handle intern(const char* name, std::size_t size);
@@ -69,7 +69,7 @@ EDGETRACE_DETAIL_API void set_thread_name(const char* name) noexcept;
 EDGETRACE_DETAIL_API bool active() noexcept;
 /// edgetrace::snapshot(): hands the request to the flusher (flight mode).
 EDGETRACE_DETAIL_API void snapshot_call(const char* reason, std::size_t size) noexcept;
-/// Capture control (detail/runtime.hpp, "capture control"): pause/resume,
+/// Capture control (writer/runtime.hpp, "capture control"): pause/resume,
 /// a mark counted while EDGETRACE_START_AFTER waits for N marks (returns
 /// the clock to record that mark with, 0 for none), a labelled phase.
 EDGETRACE_DETAIL_API void set_paused(bool paused) noexcept;
@@ -208,8 +208,8 @@ auto phase(const String& name) noexcept -> decltype(static_cast<const char*>(nam
 
 // What the macros below compile to: the span scope, and one push per
 // instant, counter or annotation (still the light part).
-#include <edgetrace/detail/events.hpp>
-#include <edgetrace/detail/span_scope.hpp>
+#include <edgetrace/face/events.hpp>
+#include <edgetrace/face/span_scope.hpp>
 
 /// The static site descriptor of one macro expansion, behind a lambda so a
 /// compiled-out or runtime-disabled scope never materialises it.
@@ -395,5 +395,5 @@ auto phase(const String& name) noexcept -> decltype(static_cast<const char*>(nam
 // The runtime itself (flusher, encoder, environment), unless it is compiled
 // separately (EDGETRACE_SEPARATE_RUNTIME=1, <edgetrace/runtime_impl.hpp>).
 #if EDGETRACE_ENABLED && !EDGETRACE_SEPARATE_RUNTIME
-#include <edgetrace/detail/runtime.hpp>
+#include <edgetrace/writer/runtime.hpp>
 #endif

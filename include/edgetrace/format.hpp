@@ -4,8 +4,8 @@
 #pragma once
 
 #include <edgetrace/config.hpp>
-#include <edgetrace/detail/crc32.hpp>
-#include <edgetrace/detail/kinds.hpp>
+#include <edgetrace/core/crc32.hpp>
+#include <edgetrace/core/kinds.hpp>
 
 #include <array>
 #include <cstddef>
@@ -235,7 +235,7 @@ inline std::uint64_t get_u64(const unsigned char* in) noexcept {
 /// CRC-32 (IEEE 802.3, as zlib's crc32) of [data, data + size), continuing
 /// from `crc` (pass 0 to start). About a cycle a byte with tables; 16 bytes
 /// a cycle where the CPU multiplies carry-less (x86-64) or has CRC32
-/// instructions (aarch64): detail/crc32.hpp.
+/// instructions (aarch64): core/crc32.hpp.
 inline std::uint32_t crc32(const void* data, std::size_t size, std::uint32_t crc = 0) noexcept {
   return ~detail::crc32_update(static_cast<const unsigned char*>(data), size, ~crc);
 }

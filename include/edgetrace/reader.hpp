@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 // The offline side in one include: streaming dump reader, clock model, and every output (JSON, Perfetto protobuf, info, summary, CSV, diff, merge, report).
 //
-// Layout: reader internals live in include/edgetrace/reader/detail/,
-// namespace edgetrace::reader::detail; nothing there is part of the surface.
+// Layout: the reader (decoding) in include/edgetrace/decode/, its internals
+// in decode/detail/; the outputs in include/edgetrace/sinks/, one folder per
+// format with several parts (chrome_json/, perfetto/, summary/). Internals
+// are in namespace edgetrace::reader::detail; nothing there is part of the
+// surface.
 //
 // Error convention (the one convention of the reader and every sink):
 // - an entry point that reads a dump or writes an output returns bool
@@ -19,17 +22,17 @@
 //
 // The stable surface, for tools written on the reader (namespace
 // edgetrace::reader; everything else may change between releases):
-// - dump_reader (reader/dump_reader.hpp): open(), read_metadata(),
+// - dump_reader (decode/dump_reader.hpp): open(), read_metadata(),
 //   read_events(), read_events_backward(), read_gpu_spans(),
 //   for_each_chunk(), and its queries (writers_in_order(),
 //   threads_in_order(), stats(), diagnostics(), damaged(), first_ns(), ...);
-// - the model (reader/model.hpp): writer_info, thread_info, site_info,
+// - the model (decode/model.hpp): writer_info, thread_info, site_info,
 //   event, gpu_span, annotation, recording_change, phase_change,
 //   diagnostic, read_stats, and the clock models they hold (clock_model,
 //   gpu_clock) and snapshot_record;
-// - span structure (reader/span_walker.hpp: walk_spans, span_record),
-//   annotations put to use (reader/annotations.hpp), the live follower
-//   (reader/follow.hpp: dump_follower);
+// - span structure (decode/span_walker.hpp: walk_spans, span_record),
+//   annotations put to use (decode/annotations.hpp), the live follower
+//   (decode/follow.hpp: dump_follower);
 // - the sinks' entry points and their options structs: write_chrome_json,
 //   write_perfetto, write_info, write_spans_csv, summary_builder and
 //   summary_table/_csv/_json, diff_summaries, plan_merge and
@@ -51,22 +54,22 @@
 //     if (r.damaged()) ...  // some data was lost: r.diagnostics() says where
 #pragma once
 
-#include "config.hpp"  // first: it stops a pre-C++17 build with one message
-#include "reader/chrome_json.hpp"
-#include "reader/clock_model.hpp"
-#include "reader/csv.hpp"
-#include "reader/diff.hpp"
-#include "reader/dump_reader.hpp"
-#include "reader/follow.hpp"
-#include "reader/gpu_clock.hpp"
-#include "reader/info.hpp"
-#include "reader/latency.hpp"
-#include "reader/merge.hpp"
-#include "reader/model.hpp"
-#include "reader/perfetto.hpp"
-#include "reader/protobuf_writer.hpp"
-#include "reader/report.hpp"
-#include "reader/snapshot.hpp"
-#include "reader/span_walker.hpp"
-#include "reader/summary.hpp"
-#include "reader/top.hpp"
+#include <edgetrace/config.hpp>  // first: it stops a pre-C++17 build with one message
+#include <edgetrace/decode/clock_model.hpp>
+#include <edgetrace/decode/dump_reader.hpp>
+#include <edgetrace/decode/follow.hpp>
+#include <edgetrace/decode/gpu_clock.hpp>
+#include <edgetrace/decode/model.hpp>
+#include <edgetrace/decode/snapshot.hpp>
+#include <edgetrace/decode/span_walker.hpp>
+#include <edgetrace/sinks/chrome_json/writer.hpp>
+#include <edgetrace/sinks/csv.hpp>
+#include <edgetrace/sinks/diff.hpp>
+#include <edgetrace/sinks/info.hpp>
+#include <edgetrace/sinks/latency.hpp>
+#include <edgetrace/sinks/merge.hpp>
+#include <edgetrace/sinks/perfetto/protobuf.hpp>
+#include <edgetrace/sinks/perfetto/writer.hpp>
+#include <edgetrace/sinks/report.hpp>
+#include <edgetrace/sinks/summary/summary.hpp>
+#include <edgetrace/sinks/top.hpp>

@@ -24,13 +24,13 @@
 
 #if EDGETRACE_ENABLED
 #define EDGETRACE_DETAIL_RUNTIME_TU 1
-#include <edgetrace/detail/runtime.hpp>
-// GPU scopes (detail/gpu.hpp) reach their tracker through declarations; it
+#include <edgetrace/writer/runtime.hpp>
+// GPU scopes (gpu/spans.hpp) reach their tracker through declarations; it
 // is compiled here unless the build gives it a TU of its own (the
 // edgetrace::runtime library does, so a program without GPU scopes does
 // not link it).
 #ifndef EDGETRACE_DETAIL_GPU_TRACKER_APART
-#include <edgetrace/detail/gpu_tracker.hpp>
+#include <edgetrace/gpu/tracker.hpp>
 #endif
 
 namespace edgetrace {

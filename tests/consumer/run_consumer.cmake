@@ -64,8 +64,8 @@ if(MODE STREQUAL "find_package")
           ${prefix}/bin/edgetrace
           ${prefix}/include/edgetrace/edgetrace.hpp
           ${prefix}/include/edgetrace/config.hpp
-          ${prefix}/include/edgetrace/detail/runtime.hpp
-          ${prefix}/include/edgetrace/reader/dump_reader.hpp)
+          ${prefix}/include/edgetrace/writer/runtime.hpp
+          ${prefix}/include/edgetrace/decode/dump_reader.hpp)
     if(NOT EXISTS ${required})
       message(FATAL_ERROR "not installed: ${required}")
     endif()

@@ -127,7 +127,7 @@ TEST_CASE("CRC-32 incremental equals one-shot, slice-by-8 equals bytewise") {
   }
 }
 
-// x86-64: carry-less multiply; aarch64: the CRC32 instructions (detail/crc32.hpp). Skipped on a CPU
+// x86-64: carry-less multiply; aarch64: the CRC32 instructions (core/crc32.hpp). Skipped on a CPU
 // without them, where crc32 runs on the tables alone (the cases above).
 TEST_CASE("CRC-32 with the CPU's instructions equals the tables: every length to 4 KiB, every alignment" *
           doctest::skip(!edgetrace::detail::crc_hardware_available())) {

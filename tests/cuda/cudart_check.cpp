@@ -7,7 +7,7 @@
 //   example  examples/cuda_pipeline.cu on a real GPU (label cuda; skips
 //            without one): every step resolved, the capture flagged
 // Usage: cudart_check MODE CUDART_APP EDGETRACE_CLI TMPDIR [STUB_DIR | EXAMPLE]
-#include <edgetrace/reader/dump_reader.hpp>
+#include <edgetrace/decode/dump_reader.hpp>
 #include <support/json_lite.hpp>
 #include <support/process.hpp>
 

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-# cmake -P check: every file a document names in backticks (`detail/ring.hpp`,
-# `tools/edgetrace/json.cpp`, `reader/detail/{metadata,annotation}_chunks.hpp`)
+# cmake -P check: every file a document names in backticks (`face/ring.hpp`,
+# `tools/edgetrace/json.cpp`, `decode/detail/{metadata,annotation}_chunks.hpp`)
 # exists in the sources: a path is found when some file under include/,
 # tools/, tests/, examples/, bench/, cmake/ or docs/ ends with it. Braces
 # expand; a name with an upper-case placeholder (reader/X.hpp) is a pattern,

@@ -254,7 +254,7 @@ TEST_CASE("hostile: a large flight ring is pre-faulted without stalling the app'
   ::unlink(snapshot.c_str());
 }
 
-// ---- the flight ring within what the process may use (detail/memory_room.hpp)
+// ---- the flight ring within what the process may use (writer/memory_room.hpp)
 namespace {
 
 /// The cgroup paths of this process: v2 ("0::PATH") and the v1 memory

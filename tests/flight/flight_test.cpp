@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The flight recorder (EDGETRACE_MODE=flight, detail/flight.hpp): its ring
+// The flight recorder (EDGETRACE_MODE=flight, writer/flight/store.hpp): its ring
 // and rate limit on their own, then real traced runs through
 // tests/support/trace_app/snapshot_modes.hpp: a snapshot by call, by signal, by crash
 // and at exit, no file at all without a trigger, a storm of requests, and
@@ -13,8 +13,8 @@
 #include <support/sanitizers.hpp>
 #include <support/test_env.hpp>
 
-#include <edgetrace/detail/flight.hpp>
 #include <edgetrace/format.hpp>
+#include <edgetrace/writer/flight/store.hpp>
 
 #include <algorithm>
 #include <csignal>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// Tests of detail/flight_triggers.hpp (EDGETRACE_TRIGGER): parsing, errors and evaluation on synthetic ticks.
+// Tests of writer/flight/triggers.hpp (EDGETRACE_TRIGGER): parsing, errors and evaluation on synthetic ticks.
 #include <doctest/doctest.h>
 
-#include <edgetrace/detail/flight_triggers.hpp>
+#include <edgetrace/writer/flight/triggers.hpp>
 #include <support/files.hpp>
 #include <support/process.hpp>
 #include <support/read_dump.hpp>

@@ -8,13 +8,13 @@
 // Built as reader_fuzz (clang, -fsanitize=fuzzer,address,undefined) and as
 // reader_fuzz_replay (any compiler, with replay_main.cpp: runs the files it
 // is given, which is how tests/fuzz/regressions/* are replayed by ctest).
-#include <edgetrace/reader/chrome_json.hpp>
-#include <edgetrace/reader/csv.hpp>
-#include <edgetrace/reader/dump_reader.hpp>
-#include <edgetrace/reader/follow.hpp>
-#include <edgetrace/reader/info.hpp>
-#include <edgetrace/reader/summary.hpp>
-#include <edgetrace/reader/top.hpp>
+#include <edgetrace/decode/dump_reader.hpp>
+#include <edgetrace/decode/follow.hpp>
+#include <edgetrace/sinks/chrome_json/writer.hpp>
+#include <edgetrace/sinks/csv.hpp>
+#include <edgetrace/sinks/info.hpp>
+#include <edgetrace/sinks/summary/summary.hpp>
+#include <edgetrace/sinks/top.hpp>
 
 #include <cstddef>
 #include <cstdint>

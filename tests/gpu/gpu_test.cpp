@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// GPU spans on a fake GPU (detail/gpu.hpp through the gpu_backend seam):
+// GPU spans on a fake GPU (gpu/spans.hpp through the gpu_backend seam):
 // event pooling, per-stream FIFO resolution, out-of-order completion across
 // streams, graph capture, the pool bound, the clock-alignment fit, and (in
 // child processes, tests/support/gpu_app.cpp) the error paths and the whole
@@ -7,11 +7,11 @@
 // ctest runs it with EDGETRACE_OUTPUT set.
 #include <doctest/doctest.h>
 
-#include <edgetrace/detail/gpu.hpp>
+#include <edgetrace/decode/dump_reader.hpp>
+#include <edgetrace/decode/gpu_clock.hpp>
 #include <edgetrace/edgetrace.hpp>
-#include <edgetrace/reader/chrome_json.hpp>
-#include <edgetrace/reader/dump_reader.hpp>
-#include <edgetrace/reader/gpu_clock.hpp>
+#include <edgetrace/gpu/spans.hpp>
+#include <edgetrace/sinks/chrome_json/writer.hpp>
 #include <support/fake_gpu.hpp>
 #include <support/json_lite.hpp>
 #include <support/process.hpp>

@@ -8,8 +8,8 @@
 //                               decoded + dropped == recorded, nothing silent
 //   lean_test check-none DUMP   the EDGETRACE_ENABLED=0 build wrote no file
 //   lean_test expect DUMP NAME N  a complete, undamaged dump with N spans NAME
+#include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/edgetrace.hpp>
-#include <edgetrace/reader/dump_reader.hpp>
 
 #include <cstdint>
 #include <cstdio>

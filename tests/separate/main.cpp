@@ -5,8 +5,8 @@
 // the fake GPU reach the GPU tracker compiled into the runtime (this TU
 // sees only its declarations). check.cmake runs it traced and checks the
 // dump with the `edgetrace` tool.
-#include <edgetrace/detail/gpu.hpp>
 #include <edgetrace/edgetrace.hpp>
+#include <edgetrace/gpu/spans.hpp>
 
 #include "../support/fake_gpu.hpp"
 

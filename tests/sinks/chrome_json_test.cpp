@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Tests of reader/chrome_json.hpp: the JSON is parsed back and its content checked, not just its syntax.
+// Tests of sinks/chrome_json/: the JSON is parsed back and its content checked, not just its syntax.
 #include <doctest/doctest.h>
 
 #include <edgetrace/reader.hpp>

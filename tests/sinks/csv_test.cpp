@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `edgetrace csv`: one row per span of real traced runs, parsed back and compared with the spans: times, depth, and the phase, flow and argument columns; rows in time order.
-#include <edgetrace/reader/csv.hpp>
-#include <edgetrace/reader/sorted_rows.hpp>
+#include <edgetrace/decode/detail/sorted_rows.hpp>
+#include <edgetrace/sinks/csv.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `edgetrace diff`: a run against itself is all zeros; a slower run shows up first, with the right deltas.
-#include <edgetrace/reader/diff.hpp>
+#include <edgetrace/sinks/diff.hpp>
 
 #include <doctest/doctest.h>
 

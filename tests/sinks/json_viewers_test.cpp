@@ -3,7 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <edgetrace/edgetrace.hpp>
-#include <edgetrace/reader/chrome_json.hpp>
+#include <edgetrace/sinks/chrome_json/writer.hpp>
 
 #include <pty.h>
 #include <sys/wait.h>

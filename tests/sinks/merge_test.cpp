@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `edgetrace merge`: two real processes' dumps on one timeline, as .etr and as JSON, both complete.
-#include <edgetrace/reader/merge.hpp>
+#include <edgetrace/sinks/merge.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `edgetrace perfetto`: real traced runs converted to Perfetto protobuf and decoded back, with a decoder of our own, to exactly the dump's slices, instants, counters and flows.
-#include <edgetrace/reader/perfetto.hpp>
+#include <edgetrace/sinks/perfetto/writer.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `edgetrace report`: one self-contained HTML file; its embedded data matches the summary; no network references.
-#include <edgetrace/reader/report.hpp>
+#include <edgetrace/sinks/report.hpp>
 
 #include <doctest/doctest.h>
 

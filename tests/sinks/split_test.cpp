@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `edgetrace json --split-mb/--min-dur/--filter`: several loadable files by time window; filters shrink the output.
-#include <edgetrace/reader/chrome_json.hpp>
+#include <edgetrace/sinks/chrome_json/writer.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `edgetrace summary` row order, --per iterations, shares over the shown rows, waiting spans, pauses, flows and labels, on real traced runs.
-#include <edgetrace/reader/report.hpp>
-#include <edgetrace/reader/summary.hpp>
+#include <edgetrace/sinks/report.hpp>
+#include <edgetrace/sinks/summary/summary.hpp>
 
 #include <doctest/doctest.h>
 

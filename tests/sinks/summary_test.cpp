@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `edgetrace summary` on dumps of real traced runs, checked against statistics computed independently from the spans.
-#include <edgetrace/reader/summary.hpp>
+#include <edgetrace/sinks/summary/summary.hpp>
 
 #include <doctest/doctest.h>
 

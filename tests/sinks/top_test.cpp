@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-// Tests of `edgetrace top` (reader/top.hpp, reader/follow.hpp): the table against the spans, --follow on a live traced run, restarts, errors.
+// Tests of `edgetrace top` (sinks/top.hpp, decode/follow.hpp): the table against the spans, --follow on a live traced run, restarts, errors.
 #include <doctest/doctest.h>
 
-#include <edgetrace/reader/latency.hpp>
-#include <edgetrace/reader/summary_format.hpp>
-#include <edgetrace/reader/top.hpp>
+#include <edgetrace/sinks/latency.hpp>
+#include <edgetrace/sinks/summary/format.hpp>
+#include <edgetrace/sinks/top.hpp>
 
 #include <fcntl.h>
 #include <poll.h>

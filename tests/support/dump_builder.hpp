@@ -188,7 +188,7 @@ class dump_builder {
   }
   dump_builder& end(std::uint32_t writer) { return chunk(fmt::chunk_type::end, writer, payload{}); }
 
-  // ------------------------------------------------ restarts (tests/reader/reader_resync_test.cpp)
+  // ------------------------------------------------ restarts (tests/decode/reader_resync_test.cpp)
 
   /// Drops the file header at offset 0: the file starts with the first
   /// chunk, as one truncated under its writer does.

@@ -6,7 +6,7 @@
 // counted, and any call can be made to fail.
 #pragma once
 
-#include <edgetrace/detail/gpu_backend.hpp>
+#include <edgetrace/gpu/backend.hpp>
 
 #include <algorithm>
 #include <atomic>

@@ -9,8 +9,8 @@
 //   no-device      cudaGetDeviceCount says 0 devices
 //   old-driver     cudaGetDeviceCount fails with cudaErrorInsufficientDriver
 //   exit-pending   work still running at exit: resolved within the final wait
-#include <edgetrace/detail/gpu.hpp>
 #include <edgetrace/edgetrace.hpp>
+#include <edgetrace/gpu/spans.hpp>
 #include <support/fake_gpu.hpp>
 
 #include <chrono>

@@ -3,7 +3,7 @@
 // that tests can search and compare.
 #pragma once
 
-#include <edgetrace/reader/dump_reader.hpp>
+#include <edgetrace/decode/dump_reader.hpp>
 
 #include <cstdint>
 #include <string>

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-// Tests of detail/encoder.hpp without threads: records go into the pure chunk encoder, its chunks are read back with the reader, and every value must come back.
+// Tests of writer/encoding/encoder.hpp without threads: records go into the pure chunk encoder, its chunks are read back with the reader, and every value must come back.
 #include <doctest/doctest.h>
 
+#include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/edgetrace.hpp>
-#include <edgetrace/detail/encoder.hpp>
-#include <edgetrace/detail/rings.hpp>
-#include <edgetrace/reader/dump_reader.hpp>
+#include <edgetrace/writer/encoding/encoder.hpp>
+#include <edgetrace/writer/rings.hpp>
 
 #include <cstdint>
 #include <cstdio>

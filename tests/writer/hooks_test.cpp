@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Scope hooks (detail/hooks.hpp, the seam under EDGETRACE_NVTX=1): a test
+// Scope hooks (face/hooks.hpp, the seam under EDGETRACE_NVTX=1): a test
 // hook table records every call; ctest runs this three ways:
 //   hooks_test            no EDGETRACE_NVTX: installed hooks are never called
 //   hooks_test_nvtx_only  EDGETRACE_NVTX=1, no output: hooks called, nothing recorded

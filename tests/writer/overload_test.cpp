@@ -12,7 +12,7 @@
 #include <support/spawn.hpp>
 #include <support/test_env.hpp>
 
-#include <edgetrace/reader/dump_reader.hpp>
+#include <edgetrace/decode/dump_reader.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -96,7 +96,7 @@ TEST_CASE("overload: 2 threads in 4 KiB rings under the default policy (wait): e
     CHECK(t.dropped == 0);
     CHECK(t.lost == 0);
     // A ring this small fills at once: its thread encodes its own records
-    // (detail/help.hpp) into the same stream, in order.
+    // (writer/help.hpp) into the same stream, in order.
     CHECK(t.helped > 0);
     CHECK(t.helped <= t.written);
     CHECK(t.out_of_order == 0);

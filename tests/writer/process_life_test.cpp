@@ -11,7 +11,7 @@
 #include <support/sanitizers.hpp>
 #include <support/test_env.hpp>
 
-#include <edgetrace/reader/dump_reader.hpp>
+#include <edgetrace/decode/dump_reader.hpp>
 
 #include <chrono>
 #include <cstdint>

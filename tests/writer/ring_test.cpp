@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Tests of detail/ring.hpp: wraparound, full-ring drops with in-band loss
+// Tests of face/ring.hpp: wraparound, full-ring drops with in-band loss
 // records, and a concurrent producer/consumer with exact accounting; and of
-// the SPSC primitive under it (detail/spsc.hpp) on its own.
+// the SPSC primitive under it (face/spsc.hpp) on its own.
 #include <doctest/doctest.h>
 
 #include <edgetrace/edgetrace.hpp>

@@ -12,7 +12,7 @@
 #include <support/spawn.hpp>
 #include <support/test_env.hpp>
 
-#include <edgetrace/reader/dump_reader.hpp>
+#include <edgetrace/decode/dump_reader.hpp>
 
 #include <chrono>
 #include <cstdint>

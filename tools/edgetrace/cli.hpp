@@ -4,8 +4,8 @@
 // subcommand file (tools/edgetrace/<command>.cpp) uses.
 #pragma once
 
-#include <edgetrace/reader/dump_reader.hpp>
-#include <edgetrace/reader/summary.hpp>
+#include <edgetrace/decode/dump_reader.hpp>
+#include <edgetrace/sinks/summary/summary.hpp>
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -2,7 +2,7 @@
 // The `edgetrace csv` subcommand: one row per span.
 #include "cli.hpp"
 
-#include <edgetrace/reader/csv.hpp>
+#include <edgetrace/sinks/csv.hpp>
 
 namespace edgetrace_cli {
 

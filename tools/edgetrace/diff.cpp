@@ -2,7 +2,7 @@
 // The `edgetrace diff` subcommand: two runs (or two sets of runs) row by row, with a noise verdict.
 #include "cli.hpp"
 
-#include <edgetrace/reader/diff.hpp>
+#include <edgetrace/sinks/diff.hpp>
 #include <algorithm>
 #include <iterator>
 #include <string>

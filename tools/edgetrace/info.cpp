@@ -2,7 +2,7 @@
 // The `edgetrace info` subcommand: what a dump holds, and its diagnostics.
 #include "cli.hpp"
 
-#include <edgetrace/reader/info.hpp>
+#include <edgetrace/sinks/info.hpp>
 #include <string>
 
 namespace edgetrace_cli {

@@ -2,7 +2,7 @@
 // The `edgetrace json` subcommand: Chrome trace JSON, one file or split, with a size estimate and progress.
 #include "cli.hpp"
 
-#include <edgetrace/reader/chrome_json.hpp>
+#include <edgetrace/sinks/chrome_json/writer.hpp>
 #include <cstdlib>
 #include <functional>
 #include <string>

@@ -2,8 +2,8 @@
 // The `edgetrace merge` subcommand: several dumps into one (.etr) or one JSON timeline.
 #include "cli.hpp"
 
-#include <edgetrace/reader/chrome_json.hpp>
-#include <edgetrace/reader/merge.hpp>
+#include <edgetrace/sinks/chrome_json/writer.hpp>
+#include <edgetrace/sinks/merge.hpp>
 #include <string>
 #include <vector>
 

@@ -2,7 +2,7 @@
 // The `edgetrace` command line: errors, option parsing and the input and output helpers the subcommands share.
 #include "cli.hpp"
 
-#include <edgetrace/reader/snapshot.hpp>
+#include <edgetrace/decode/snapshot.hpp>
 
 #include <algorithm>
 #include <cstdlib>

@@ -2,7 +2,7 @@
 // The `edgetrace perfetto` subcommand: Perfetto protobuf (TrackEvent).
 #include "cli.hpp"
 
-#include <edgetrace/reader/perfetto.hpp>
+#include <edgetrace/sinks/perfetto/writer.hpp>
 
 namespace edgetrace_cli {
 

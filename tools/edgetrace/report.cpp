@@ -2,7 +2,7 @@
 // The `edgetrace report` subcommand: the summary as one HTML page.
 #include "cli.hpp"
 
-#include <edgetrace/reader/report.hpp>
+#include <edgetrace/sinks/report.hpp>
 #include <string>
 
 namespace edgetrace_cli {

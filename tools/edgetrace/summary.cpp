@@ -2,7 +2,7 @@
 // The `edgetrace summary` subcommand: the per-operator table (text, CSV or JSON).
 #include "cli.hpp"
 
-#include <edgetrace/reader/summary_format.hpp>
+#include <edgetrace/sinks/summary/format.hpp>
 #include <string>
 #include <vector>
 

@@ -2,10 +2,10 @@
 // The `edgetrace top` subcommand: the hottest spans of a recent window, once or following a live dump.
 #include "cli.hpp"
 
-#include <edgetrace/reader/follow.hpp>
-#include <edgetrace/reader/latency.hpp>
-#include <edgetrace/reader/summary_format.hpp>
-#include <edgetrace/reader/top.hpp>
+#include <edgetrace/decode/follow.hpp>
+#include <edgetrace/sinks/latency.hpp>
+#include <edgetrace/sinks/summary/format.hpp>
+#include <edgetrace/sinks/top.hpp>
 #include <csignal>
 #include <chrono>
 #include <ctime>

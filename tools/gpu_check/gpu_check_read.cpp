@@ -15,7 +15,7 @@
 //             event pair against [launch, the instant after the sync]
 //   load      DUMP APP_OUTPUT  written + dropped = issued, the event pool
 //   graph     DUMP APP_OUTPUT  captured scopes flagged, every replay timed
-#include <edgetrace/reader/dump_reader.hpp>
+#include <edgetrace/decode/dump_reader.hpp>
 
 #include <algorithm>
 #include <cmath>

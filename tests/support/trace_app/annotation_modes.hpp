@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 // trace_app modes that record arguments, flows and memory
-// (tests/reader/annotations_test.cpp, typed_args_test.cpp).
+// (tests/decode/annotations_test.cpp, typed_args_test.cpp).
 #pragma once
 
 #include <support/trace_app/common.hpp>
 
 namespace trace_app {
 
-// ---- modes for tests/reader/annotations_test.cpp: "arg-dense COUNT", "arg-loose COUNT"
+// ---- modes for tests/decode/annotations_test.cpp: "arg-dense COUNT", "arg-loose COUNT"
 // COUNT spans "argued", each with two arguments recorded back to back:
 // i = index % 100 and neg = -(index % 7). The arguments go to the dump as
 // runs (format 1.4).
@@ -32,7 +32,7 @@ inline int arg_loose_mode(int count) {
   return 0;
 }
 
-// ---- modes for tests/reader/typed_args_test.cpp (format 1.5) ---------------------
+// ---- modes for tests/decode/typed_args_test.cpp (format 1.5) ---------------------
 // "typed-args": phase "warm up", then span "typed" with one argument of
 // each kind (typed_arg_values below), then phase "measure" and COUNT spans
 // "step" (depth 0) each holding a "child" span; step k records x = k / 8.0
@@ -88,7 +88,7 @@ inline int float_dense_mode(int count) {
 }
 
 inline int annotations_mode(int, char**) {
-  // Arguments, memory pools and flows, with values tests/reader/annotations_test.cpp
+  // Arguments, memory pools and flows, with values tests/decode/annotations_test.cpp
   // recomputes. "weights" stays live (1500 bytes); each layer i adds
   // (i + 1) * 100 bytes of scratch and its gemm 50 more.
   // gap(): a few microseconds of work between every span boundary and

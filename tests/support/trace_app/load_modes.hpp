@@ -2,7 +2,7 @@
 // trace_app modes that load the writer: random bursts, dense loops on
 // many threads, thread churn, paced iterations, a feed for kill -9
 // (tests/writer/reliability_test.cpp, overload_test.cpp; paced for
-// tests/sinks/top_test.cpp and tests/reader/snapshot_reader_test.cpp).
+// tests/sinks/top_test.cpp and tests/decode/snapshot_reader_test.cpp).
 #pragma once
 
 #include <support/trace_app/common.hpp>
@@ -100,7 +100,7 @@ inline int dense_mode(int count) {
   return 0;
 }
 
-// ---- mode for tests/sinks/top_test.cpp and tests/reader/snapshot_reader_test.cpp --------
+// ---- mode for tests/sinks/top_test.cpp and tests/decode/snapshot_reader_test.cpp --------
 // "paced SECONDS RATE": RATE iterations a second for SECONDS; each iteration
 // is a span "paced_outer" (about 200 us) holding a span "paced_inner" (about
 // 100 us), both sleeping, so the dump grows steadily while the program

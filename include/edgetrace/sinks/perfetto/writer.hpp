@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: MIT
+// Writes a dump as a Perfetto protobuf trace (TrackEvent), streamed, for Perfetto UI and trace_processor.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <edgetrace/decode/annotations.hpp>
+#include <edgetrace/decode/dump_reader.hpp>
+#include <edgetrace/sinks/output.hpp>
+#include <edgetrace/sinks/perfetto/proto.hpp>
+#include <edgetrace/sinks/perfetto/stream.hpp>
+
+namespace edgetrace {
+inline namespace EDGETRACE_ABI_NAMESPACE {
+namespace reader {
+
+namespace detail {
+
+/// One write_perfetto: the stream, the host tracks, the result and the
+/// track ids handed out so far; one member per part of the trace.
+class perfetto_conversion {
+ public:
+  explicit perfetto_conversion(std::FILE* out) : s_(out), host_(s_, res_) {}
+
+  /// Process and thread tracks.
+  void describe_tracks(const dump_reader& r) {
+    for (const writer_info* w : r.writers_in_order()) {
+      if (!process_track_.emplace(w->pid, next_uuid_).second) continue;
+      s_.descriptor(next_uuid_++, 0, static_cast<std::int64_t>(w->pid), -1, w->process_name, false);
+    }
+    for (const thread_info* t : r.threads_in_order()) {
+      const std::uint64_t uuid = next_uuid_++;
+      s_.descriptor(uuid, process_track_[t->writer->pid], static_cast<std::int64_t>(t->writer->pid),
+                    static_cast<std::int64_t>(t->os_tid), t->name, false);
+      host_.add_thread(t, uuid);
+    }
+    host_.read_annotations(r);
+  }
+
+  /// Capture markers: instants on the process track.
+  void write_capture_markers(const dump_reader& r) {
+    for (const writer_info* w : r.writers_in_order()) {
+      const std::uint64_t track = process_track_[w->pid];
+      for (const recording_change& change : w->recording) {
+        const std::string name = change.on ? "edgetrace: recording on" : "edgetrace: recording off";
+        s_.event(change.ns, track, perfetto_proto::type_instant, &name, &edgetrace_category_);
+        ++res_.capture_markers;
+      }
+      for (const phase_change& change : w->phases) {
+        const std::string name = "phase: " + change.name;
+        s_.event(change.ns, track, perfetto_proto::type_instant, &name, &edgetrace_category_);
+        ++res_.capture_markers;
+      }
+    }
+  }
+
+  /// Memory pools (EDGETRACE_ALLOC/FREE): a counter track "memory: POOL" of
+  /// the process, one sample of live bytes per change, as in the JSON.
+  void write_memory(const dump_reader& r) {
+    const memory_timelines memory(r);
+    for (const auto& entry : memory.all()) {
+      const memory_timeline& m = entry.second;
+      std::vector<std::uint64_t> pool_track(m.pools().size(), 0);
+      for (const memory_timeline::point& p : m.points()) {
+        if (pool_track[p.pool] == 0) {
+          pool_track[p.pool] = next_uuid_++;
+          s_.descriptor(pool_track[p.pool], process_track_[entry.first->pid], -1, -1,
+                        "memory: " + m.pools()[p.pool].name, true);
+        }
+        s_.counter(p.ns, pool_track[p.pool], static_cast<std::int64_t>(p.pool_live));
+        ++res_.memory_samples;
+      }
+    }
+  }
+
+  /// A "GPU" process per writer with GPU spans, a track per stream, and
+  /// the resolved GPU spans as slices (the end of their launch's flow).
+  /// False on a read error.
+  bool write_gpu(dump_reader& r) {
+    std::map<const gpu_stream_info*, std::uint64_t> stream_track;
+    for (const writer_info* w : r.writers_in_order()) {
+      if (w->gpu.streams.empty()) continue;
+      const std::uint64_t gpu_process = next_uuid_++;
+      s_.descriptor(gpu_process, 0, static_cast<std::int64_t>(gpu_pid(w->pid)), -1,
+                    "GPU (pid " + std::to_string(w->pid) + ")", false);
+      for (const gpu_stream_info* st : w->gpu.sorted_streams()) {
+        std::string name = "GPU " + std::to_string(st->device);
+        const auto device = w->gpu.devices.find(st->device);
+        if (device != w->gpu.devices.end() && !device->second.name.empty()) name += " (" + device->second.name + ")";
+        stream_track[st] = next_uuid_;
+        s_.descriptor(next_uuid_++, gpu_process, -1, -1, name + " " + st->label(), false);
+      }
+    }
+    const std::string unknown = "(unknown site)", unknown_category = "unknown";
+    return r.read_gpu_spans([&](const gpu_span& g) {
+      if (!g.resolved) return;
+      const std::uint64_t track = stream_track[g.stream];
+      std::vector<std::uint64_t> terminating;
+      if (g.thread != nullptr && g.site != nullptr) {
+        host_.launch_sites().insert(g.site);
+        terminating.push_back(perfetto_launch_id(g.writer->id, g.os_tid, g.host_begin_tick));
+        ++res_.launch_flows;
+      }
+      s_.event(g.begin_ns, track, perfetto_proto::type_slice_begin,
+               g.site ? (g.site->name.empty() ? &unknown : &g.site->name) : &unknown,
+               g.site ? &g.site->category : &unknown_category, {}, terminating);
+      s_.event(g.end_ns, track, perfetto_proto::type_slice_end, nullptr, nullptr);
+      ++res_.gpu_slices;
+    });
+  }
+
+  /// The host events, backwards: spans to their thread's slices, instants,
+  /// counters (a track per counter name and process), loss records. False
+  /// on a read error.
+  bool write_events(dump_reader& r) {
+    std::map<std::pair<const writer_info*, const site_info*>, std::uint64_t> counter_track;
+    const std::string unnamed = "(unnamed)";
+    const bool ok = r.read_events_backward([&](const event& e) {
+      switch (e.kind) {
+        case event_kind::span: host_.on_span(e); break;
+        case event_kind::instant:
+          s_.event(e.begin_ns, host_.track(e.thread), perfetto_proto::type_instant,
+                   e.site->name.empty() ? &unnamed : &e.site->name, &e.site->category);
+          ++res_.instants;
+          break;
+        case event_kind::counter: {
+          auto found = counter_track.find({e.writer, e.site});
+          if (found == counter_track.end()) {
+            found = counter_track.emplace(std::make_pair(e.writer, e.site), next_uuid_++).first;
+            s_.descriptor(found->second, process_track_[e.writer->pid], -1, -1, e.site->name, true);
+          }
+          s_.counter(e.begin_ns, found->second, e.value);
+          ++res_.counters;
+          break;
+        }
+        case event_kind::loss: {
+          const std::string name = "edgetrace: " + std::to_string(e.count) + " records lost";
+          s_.event(e.begin_ns, host_.track(e.thread), perfetto_proto::type_instant, &name, &edgetrace_category_);
+          ++res_.loss_markers;
+          break;
+        }
+      }
+    });
+    if (ok) host_.finish();
+    return ok;
+  }
+
+  /// Flushes the stream; the result with its final counts. False on a
+  /// write error.
+  bool finish(perfetto_result& result) {
+    res_.span_args = s_.args_written();
+    const bool ok = s_.flush();
+    res_.packets = s_.packets();
+    result = res_;
+    return ok;
+  }
+
+ private:
+  perfetto_result res_;
+  perfetto_stream s_;
+  perfetto_host_tracks host_;
+  std::uint64_t next_uuid_ = 1;
+  std::map<std::uint64_t, std::uint64_t> process_track_;  // by pid
+  const std::string edgetrace_category_ = "edgetrace";
+};
+
+}  // namespace detail
+
+/// Converts an opened dump to a Perfetto protobuf trace on `out`.
+///
+/// Tracks: one per process (pid, name), one per thread (pid, tid, name),
+/// one counter track per counter name and memory pool of each process, and
+/// a "GPU" process per process with GPU spans, one track per stream. Host spans are
+/// begin/end slices on their thread, with their arguments as debug
+/// annotations; instants and loss records are instants on the thread;
+/// recording changes and phases are instants on the process. EDGETRACE_FLOW
+/// steps carry a flow id on their slice begin, so trace_processor links the
+/// steps of a flow in time order; a launch's slice starts a flow that the
+/// GPU slice it launched terminates. Timestamps are the reader's ns
+/// (CLOCK_MONOTONIC), unshifted.
+///
+/// Streaming: packets are written as the dump is read (a 1 MiB output
+/// buffer); what is kept is per thread its open ancestors (see
+/// perfetto_host_tracks), the interning tables (one entry per distinct
+/// name and category) and the tracks. Runs one GPU pass and one backward
+/// events pass. Returns false when reading or writing failed; then `error`
+/// says why. Damage in the dump is not a failure: see r.damaged().
+inline bool write_perfetto(dump_reader& r, std::FILE* out, perfetto_result* result = nullptr,
+                           std::string* error = nullptr) {
+  if (!r.metadata_read() && !r.read_metadata()) return detail::fail_with(error, r.error());
+  detail::perfetto_conversion c(out);
+  c.describe_tracks(r);
+  c.write_capture_markers(r);
+  c.write_memory(r);
+  bool ok = !r.has_gpu() || c.write_gpu(r);
+  if (ok) ok = c.write_events(r);
+  perfetto_result res;
+  const bool write_ok = c.finish(res);
+  if (result) *result = res;
+  if (!ok) return detail::fail_with(error, r.error());
+  if (!write_ok) return detail::fail_write(error);
+  return true;
+}
+
+}  // namespace reader
+}  // namespace EDGETRACE_ABI_NAMESPACE
+}  // namespace edgetrace

@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: MIT
+// Iteration windows for `summary --per NAME` (instances of an enclosing span, or the time between marks), cut at pauses.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <edgetrace/decode/dump_reader.hpp>
+
+namespace edgetrace {
+inline namespace EDGETRACE_ABI_NAMESPACE {
+namespace reader {
+
+/// Whether recording of writer `w` was switched off (edgetrace::pause(),
+/// EDGETRACE_DURATION, a toggle signal) at some time in [begin, end): the
+/// time between two marks around such a switch is not one iteration, since
+/// whatever ran while recording was off is missing. Cost: one pass over the
+/// writer's recording changes (a handful).
+inline bool crosses_pause(const writer_info& w, std::int64_t begin, std::int64_t end) {
+  for (const recording_change& change : w.recording)
+    if (!change.on && change.ns >= begin && change.ns < end) return true;
+  return false;
+}
+
+/// The iterations that `--per NAME` divides a dump into, from a forward
+/// pre-pass over the dump (memory: one pair of times per iteration).
+/// With a span name, each outermost instance of the span is one iteration
+/// and a span belongs to it when it lies inside the instance on the same
+/// thread. With a mark name, each interval between consecutive marks of one
+/// thread is one iteration (an interval across a pause is left out and
+/// counted in cut_at_pause()) and a span belongs to it when it begins inside
+/// it, on any thread.
+class iteration_windows {
+ public:
+  using window = std::pair<std::int64_t, std::int64_t>;  ///< [begin, end] in ns
+
+  /// Reads `r` and keeps the iterations named `name` for which
+  /// `keep(thread, begin_ns, end_ns)` holds (thread, warm-up and phase
+  /// filters). False with `error` set on an I/O error or when the dump has
+  /// no span and no mark of that name.
+  template <class Keep>
+  bool collect(dump_reader& r, const std::string& name, Keep&& keep, std::string& error) {
+    bool span_named = false, mark_named = false;
+    for (const auto& w : r.writers())
+      for (const auto& s : w.second.sites)
+        if (s.second.name == name) {
+          span_named = span_named || s.second.kind == format::site_kind::span;
+          mark_named = mark_named || s.second.kind == format::site_kind::mark;
+        }
+    if (!span_named && !mark_named) {
+      error = "--per: no span or mark named \"" + name + "\" in the dump";
+      return false;
+    }
+    marks_ = !span_named;  // a span of that name wins: it says exactly what belongs to it
+    std::map<const thread_info*, std::vector<window>> found;
+    const bool ok = r.read_events([&](const event& e) {
+      if (e.site == nullptr || e.site->name != name) return;
+      if (marks_ ? (e.kind == event_kind::instant && e.site->kind == format::site_kind::mark) : e.kind == event_kind::span)
+        found[e.thread].emplace_back(e.begin_ns, e.end_ns);
+    });
+    if (!ok) {
+      error = r.error();
+      return false;
+    }
+    for (auto& entry : found) {
+      std::vector<window>& list = entry.second;
+      std::sort(list.begin(), list.end());
+      if (marks_) {
+        for (std::size_t i = 1; i < list.size(); ++i) {
+          const window w{list[i - 1].first, list[i].first};
+          if (crosses_pause(*entry.first->writer, w.first, w.second)) ++cut_at_pause_;
+          else if (keep(entry.first, w.first, w.second)) add(mark_windows_, w);
+        }
+      } else {
+        std::vector<window>& outer = span_windows_[entry.first];
+        for (const window& w : list) {
+          if (!outer.empty() && w.second <= outer.back().second) continue;  // nested in the previous instance
+          if (keep(entry.first, w.first, w.second)) add(outer, w);
+        }
+      }
+    }
+    // Windows of several threads may overlap: look up in their union.
+    std::sort(mark_windows_.begin(), mark_windows_.end());
+    for (const window& w : mark_windows_) {
+      if (!merged_.empty() && w.first <= merged_.back().second) merged_.back().second = std::max(merged_.back().second, w.second);
+      else merged_.push_back(w);
+    }
+    return true;
+  }
+
+  /// Whether a span of `thread` over [begin, end] belongs to an iteration.
+  /// Cost: one binary search.
+  bool contains(const thread_info* thread, std::int64_t begin, std::int64_t end) const {
+    if (marks_) {
+      auto it = std::upper_bound(merged_.begin(), merged_.end(), window{begin, std::numeric_limits<std::int64_t>::max()});
+      return it != merged_.begin() && begin < (--it)->second;
+    }
+    const auto found = span_windows_.find(thread);
+    if (found == span_windows_.end()) return false;
+    const std::vector<window>& list = found->second;
+    auto it = std::upper_bound(list.begin(), list.end(), window{begin, std::numeric_limits<std::int64_t>::max()});
+    if (it == list.begin()) return false;
+    --it;
+    return begin >= it->first && end <= it->second;
+  }
+
+  bool from_marks() const noexcept { return marks_; }
+  std::uint64_t count() const noexcept { return count_; }        ///< iterations kept
+  std::uint64_t total_ns() const noexcept { return total_ns_; }  ///< their summed durations
+  std::uint64_t cut_at_pause() const noexcept { return cut_at_pause_; }
+
+ private:
+  void add(std::vector<window>& list, const window& w) {
+    list.push_back(w);
+    ++count_;
+    total_ns_ += static_cast<std::uint64_t>(w.second - w.first);
+  }
+
+  bool marks_ = false;
+  std::map<const thread_info*, std::vector<window>> span_windows_;  ///< outermost instances, by begin
+  std::vector<window> mark_windows_;                                 ///< every thread's, by begin
+  std::vector<window> merged_;                                       ///< their union, for contains()
+  std::uint64_t count_ = 0;
+  std::uint64_t total_ns_ = 0;
+  std::uint64_t cut_at_pause_ = 0;
+};
+
+/// "layer_2" before "layer_10": compares runs of digits by value and the
+/// rest byte by byte; equal values with different zero padding fall back
+/// to the plain comparison, so the order stays strict. Cost: one pass over
+/// the common prefix.
+inline bool natural_less(const std::string& a, const std::string& b) {
+  std::size_t i = 0, j = 0;
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  while (i < a.size() && j < b.size()) {
+    if (digit(a[i]) && digit(b[j])) {
+      std::size_t ei = i, ej = j;
+      while (ei < a.size() && a[ei] == '0') ++ei;
+      while (ej < b.size() && b[ej] == '0') ++ej;
+      std::size_t si = ei, sj = ej;
+      while (ei < a.size() && digit(a[ei])) ++ei;
+      while (ej < b.size() && digit(b[ej])) ++ej;
+      if (ei - si != ej - sj) return ei - si < ej - sj;
+      const int c = a.compare(si, ei - si, b, sj, ej - sj);
+      if (c != 0) return c < 0;
+      i = ei;
+      j = ej;
+    } else {
+      if (a[i] != b[j]) return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[j]);
+      ++i;
+      ++j;
+    }
+  }
+  if (i != a.size() || j != b.size()) return a.size() - i < b.size() - j;
+  return a < b;
+}
+
+}  // namespace reader
+}  // namespace EDGETRACE_ABI_NAMESPACE
+}  // namespace edgetrace

@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: MIT
+// The `edgetrace top` table: calls, rate and latency per span name over the last seconds of a trace, in bounded memory.
+#pragma once
+
+#include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <edgetrace/decode/dump_reader.hpp>
+#include <edgetrace/sinks/latency.hpp>
+#include <edgetrace/sinks/output.hpp>
+
+namespace edgetrace {
+inline namespace EDGETRACE_ABI_NAMESPACE {
+namespace reader {
+
+/// Options of top_window.
+struct top_options {
+  std::uint64_t window_ns = 5000000000u;  ///< the table covers spans that ended in the last window_ns
+  std::size_t rows = 20;                  ///< rows shown (0: all), the most total time first
+  /// Spans kept at most (24 bytes each: 24 MiB). Past it the oldest go
+  /// first, and the table says its window is shorter than asked.
+  std::size_t max_samples = std::size_t{1} << 20;
+};
+
+/// One row of the table: spans of one name that ended in the window.
+struct top_row {
+  std::string name;
+  std::uint64_t calls = 0;
+  double per_second = 0;  ///< calls / the window's covered length
+  std::uint64_t total_ns = 0, mean_ns = 0, p50_ns = 0, p99_ns = 0, max_ns = 0;
+};
+
+struct top_result {
+  std::vector<top_row> rows;     ///< the most total time first, at most options.rows
+  std::size_t rows_before_top = 0;
+  std::uint64_t spans = 0;       ///< spans in the window
+  bool has_spans = false;        ///< some span was seen (latest_ns is valid)
+  std::int64_t latest_ns = 0;    ///< the latest span end seen: the window ends there
+  std::uint64_t window_ns = 0;   ///< the window's covered length (shorter while the trace is)
+  bool capped = false;           ///< max_samples cut the window short
+};
+
+/// The spans of the last window_ns of a trace, by name. Feed spans in
+/// roughly end order (per thread they are; threads' chunks interleave)
+/// with add(), then ask for table(). The window ends at the latest span
+/// end seen, so a finished dump and a live one are read alike.
+///
+/// Memory: 24 bytes per span in the window (at most max_samples) and one
+/// entry per name. Cost: add() is a hash lookup and a push; table() sorts
+/// each row's durations (the exact nearest-rank percentiles `summary`
+/// gives).
+class top_window {
+ public:
+  explicit top_window(top_options options = {}) : options_(options) {}
+
+  /// Adds a span that ended at `end_ns` and lasted `duration_ns`; `key`
+  /// identifies its site (one per name is best; equal names share a row
+  /// anyway), `name` is read only the first time a key is seen.
+  void add(const void* key, const std::string& name, std::int64_t end_ns, std::uint64_t duration_ns) {
+    auto found = keys_.find(key);
+    if (found == keys_.end()) {
+      auto row = rows_by_name_.emplace(name, static_cast<std::uint32_t>(names_.size()));
+      if (row.second) names_.push_back(name);
+      found = keys_.emplace(key, row.first->second).first;
+    }
+    if (!has_spans_ || end_ns > latest_ns_) latest_ns_ = end_ns;
+    if (!has_spans_) first_ns_ = end_ns - static_cast<std::int64_t>(duration_ns);
+    has_spans_ = true;
+    first_ns_ = std::min(first_ns_, end_ns - static_cast<std::int64_t>(duration_ns));
+    samples_.push_back(sample{end_ns, duration_ns, found->second});
+    if (samples_.size() > options_.max_samples) {
+      samples_.pop_front();
+      capped_ = true;
+    }
+    // Spans that left the window go now (memory stays the window's).
+    const std::int64_t cutoff = cutoff_ns();
+    while (!samples_.empty() && samples_.front().end_ns < cutoff) samples_.pop_front();
+  }
+
+  /// The table of the spans that ended in [latest - window_ns, latest].
+  top_result table() const {
+    top_result out;
+    out.has_spans = has_spans_;
+    out.latest_ns = latest_ns_;
+    if (!has_spans_) return out;
+    const std::int64_t cutoff = cutoff_ns();
+    std::vector<latency_stats> stats(names_.size(), latency_stats(options_.max_samples + 1));
+    std::int64_t oldest = latest_ns_;
+    for (const sample& s : samples_) {
+      if (s.end_ns < cutoff) continue;
+      stats[s.row].add(s.duration_ns);
+      oldest = std::min(oldest, s.end_ns);
+      ++out.spans;
+    }
+    // Covered: the whole window once the trace is that long (or from the
+    // oldest span kept, when max_samples cut it short).
+    const std::int64_t start = capped_ ? oldest : std::max(cutoff, first_ns_);
+    out.window_ns = latest_ns_ > start ? static_cast<std::uint64_t>(latest_ns_ - start) : 0;
+    out.capped = capped_ && oldest > cutoff;
+    const double seconds = static_cast<double>(out.window_ns) / 1e9;
+    for (std::size_t i = 0; i < stats.size(); ++i) {
+      const latency_stats& l = stats[i];
+      if (l.count() == 0) continue;
+      top_row r;
+      r.name = names_[i];
+      r.calls = l.count();
+      r.per_second = seconds > 0 ? static_cast<double>(l.count()) / seconds : 0;
+      r.total_ns = l.total();
+      r.mean_ns = l.mean();
+      r.p50_ns = l.percentile(50);
+      r.p99_ns = l.percentile(99);
+      r.max_ns = l.max();
+      out.rows.push_back(std::move(r));
+    }
+    std::sort(out.rows.begin(), out.rows.end(), [](const top_row& a, const top_row& b) {
+      return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
+    });
+    out.rows_before_top = out.rows.size();
+    if (options_.rows != 0 && out.rows.size() > options_.rows) out.rows.resize(options_.rows);
+    return out;
+  }
+
+  const top_options& options() const noexcept { return options_; }
+
+ private:
+  struct sample {
+    std::int64_t end_ns;
+    std::uint64_t duration_ns;
+    std::uint32_t row;
+  };
+  std::int64_t cutoff_ns() const noexcept {
+    return latest_ns_ - static_cast<std::int64_t>(std::min<std::uint64_t>(options_.window_ns, std::uint64_t{1} << 62));
+  }
+
+  top_options options_;
+  std::deque<sample> samples_;
+  std::unordered_map<const void*, std::uint32_t> keys_;
+  std::unordered_map<std::string, std::uint32_t> rows_by_name_;
+  std::vector<std::string> names_;
+  bool has_spans_ = false;
+  bool capped_ = false;
+  std::int64_t latest_ns_ = 0;
+  std::int64_t first_ns_ = 0;
+};
+
+/// The table as text: a line saying what it covers, then name, calls,
+/// calls/s, mean, p50, p99, max (durations as `summary` prints them).
+inline std::string top_table(const top_result& t, const top_options& options) {
+  std::string out;
+  if (!t.has_spans) return "no spans yet\n";
+  char line[200];
+  std::snprintf(line, sizeof line, "last %s of the trace: %llu span(s) in %zu name(s)%s\n",
+                detail::readable_time(t.window_ns).c_str(), static_cast<unsigned long long>(t.spans),
+                t.rows_before_top,
+                t.capped ? " (the window holds the latest spans only: memory limit)"
+                : t.window_ns < options.window_ns ? " (the trace is shorter than the window)"
+                                                  : "");
+  out += line;
+  std::vector<std::vector<std::string>> cells;
+  cells.push_back({"name", "calls", "calls/s", "mean", "p50", "p99", "max"});
+  for (const top_row& r : t.rows) {
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%.1f", r.per_second);
+    cells.push_back({r.name, std::to_string(r.calls), rate, detail::readable_time(r.mean_ns),
+                     detail::readable_time(r.p50_ns), detail::readable_time(r.p99_ns), detail::readable_time(r.max_ns)});
+  }
+  out += detail::render_table(cells, 1);
+  if (t.rows.size() < t.rows_before_top)
+    out += "(" + std::to_string(t.rows_before_top - t.rows.size()) + " more name(s); --top N shows more)\n";
+  return out;
+}
+
+}  // namespace reader
+}  // namespace EDGETRACE_ABI_NAMESPACE
+}  // namespace edgetrace

@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: MIT
+// The runtime's entry points that the light headers declare (EDGETRACE_DETAIL_API): registration, intern, flush, pause and phases, measured spans, allocations, snapshots.
+//
+// The one room that may start the runtime: an entry point that needs it
+// calls ensure_initialized() first, then goes down to the registry, the
+// slow path or the flusher. Nothing below calls up into this file.
+#pragma once
+
+#include <edgetrace/core/thread_safety.hpp>
+#include <edgetrace/writer/process.hpp>
+#include <edgetrace/writer/registry.hpp>
+#include <edgetrace/writer/slow_path.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+namespace edgetrace {
+inline namespace EDGETRACE_ABI_NAMESPACE {
+namespace detail {
+
+/// Starts tracing once per process; every later call is a guard check.
+inline void ensure_initialized() noexcept {
+  static const bool started = start_from_environment();
+  (void)started;
+}
+
+/// Static-initialisation trigger: every TU that includes edgetrace.hpp runs
+/// it, the first one does the work.
+inline const bool initialized_at_startup = (ensure_initialized(), true);
+
+// ------------------------------------------------------------ categories
+
+/// Registers a category, starting the runtime first if this is the first
+/// thing the process traces (a category registering in a static
+/// initialiser before the runtime's own trigger ran).
+EDGETRACE_DETAIL_API bool register_category(category_state& state) noexcept {
+  ensure_initialized();
+  add_category(state);
+  return true;
+}
+
+EDGETRACE_DETAIL_API std::uint8_t register_on_first_use(std::uint64_t word) noexcept {
+  if (tag_of(word) != tag_site) return clock_off;  // a named word carries the index, still 0: nothing to register
+  auto& state = const_cast<category_state&>(*site_of(word)->category);
+  register_category(state);
+  return state.enabled.load(std::memory_order_relaxed);
+}
+
+/// Records waiting in any ring (a walk of the attached list).
+inline std::size_t unread_records(runtime& rt) noexcept {
+  mutex_lock lock(rt.rings_.list_mutex());
+  std::size_t count = 0;
+  for (const thread_ring* ring = rt.rings_.first(); ring != nullptr;
+       ring = ring->next_attached.load(std::memory_order_acquire))
+    count += unread(*ring);
+  return count;
+}
+
+/// flush(), but only if some ring holds unread records (so several
+/// categories going away at exit cost one flush, not one each), and
+/// waiting at most unload_flush_timeout. True when no record pushed before
+/// the call is left unencoded (or none can be read any more).
+inline bool flush_if_pending() noexcept {
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  if (!owns_runtime(rt) || rt->stopping_.load(std::memory_order_relaxed)) return true;
+  // An output stuck for a second already: one library after another going
+  // away (at exit, say) must not each wait their second.
+  if (rt->output_stalled(1000000000u)) return unread_records(*rt) == 0;
+  if (unread_records(*rt) == 0) return true;
+  mutex_lock lock(rt->control_mutex_);
+  if (rt->flusher_done_) return true;
+  const std::uint64_t ticket = ++rt->flush_requested_;
+  rt->wake_.wake_flusher();
+  const bool flushed = rt->flushed_.wait_for(lock.native(), unload_flush_timeout,
+                                             [&]() EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
+                                               return rt->flush_completed_ >= ticket || rt->flusher_done_;
+                                             });
+  if (!flushed) rt->gave_up_waiting_.store(true, std::memory_order_relaxed);  // exit waits no second more
+  return flushed;
+}
+
+/// Undoes register_category when the object that declared the category is
+/// unloaded (dlclose) or the process exits: records still in the rings are
+/// written first (they point at this object's strings), waiting at most
+/// unload_flush_timeout; if some are still unread then (a slow output), the
+/// object's address range is marked unloaded and the flusher drops and
+/// counts them instead of reading them. Then the category leaves the
+/// registry, so nothing touches its memory afterwards.
+EDGETRACE_DETAIL_API void unregister_category(category_state& state) noexcept {
+  if (state.index == 0) return;
+  // The executable is never unloaded: its category state (apart from this
+  // registration) and strings stay until the process ends, after the
+  // stream's end. So at its exit the category stays registered: no flush
+  // (with hundreds of threads still recording, that flush took the
+  // whole exit bound before the final pass began), and records still in
+  // the rings keep their category's name.
+  const unloaded_range range = object_range(&state);
+  if (range.begin == range.end) return;
+  if (!flush_if_pending()) publish_unloaded(range);
+  remove_category(state);
+}
+
+// ------------------------------------------------------------ capture control
+
+EDGETRACE_DETAIL_API void set_paused(bool paused) noexcept {
+  const bool owned = owns_runtime(the_runtime.load(std::memory_order_acquire));
+  mutex_lock lock(category_mutex);
+  if (capture().set_paused_locked(paused)) update_capture_locked(format::capture_reason::api, owned);
+}
+
+EDGETRACE_DETAIL_API std::uint8_t start_mark_seen() noexcept {
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  if (!owns_runtime(rt)) return clock_off;
+  // The first N marks close the first N iterations' warm-up; mark N+1
+  // starts recording and is recorded.
+  if (!capture().count_mark(rt->config_.start_after_marks)) return clock_off;
+  mutex_lock lock(category_mutex);
+  if (capture().mark_window_locked()) update_capture_locked(format::capture_reason::start_after, true);
+  return capturing_locked() ? recording_clock : std::uint8_t{clock_off};
+}
+
+EDGETRACE_DETAIL_API void begin_phase(const char* name, std::size_t size) noexcept {
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  if (!owns_runtime(rt) || name == nullptr) return;
+  if (size > 255) size = 255;
+  mutex_lock lock(category_mutex);
+  if (!tracing_on) return;
+  capture().log_phase_locked(ticks(recording_clock), name, size);
+}
+
+// ------------------------------------------------------------ records
+
+EDGETRACE_DETAIL_API void record_measured(std::uint64_t word, std::uint64_t start_ns, std::uint64_t duration_ns,
+                                          std::uint8_t mode) noexcept {
+  if ((mode & mode_unregistered) != 0) mode = register_on_first_use(word);
+  const std::uint8_t clock = mode & mode_clock_bits;
+  if (clock == clock_off) return;  // hooks only, or waiting for marks: nothing is recorded
+  push_measured(word, start_ns, duration_ns, clock);
+}
+
+EDGETRACE_DETAIL_API void record_alloc(std::uint64_t word, std::uint64_t address, std::uint64_t bytes,
+                                       std::uint8_t mode) noexcept {
+  if ((mode & mode_unregistered) != 0) mode = register_on_first_use(word);
+  const std::uint8_t clock = mode & mode_clock_bits;
+  if (clock == clock_off) return;  // hooks only, or waiting for marks: nothing is recorded
+  push_alloc_pair(word, ticks(clock), address, bytes);
+}
+
+// ------------------------------------------------------------ names, threads, flush
+
+EDGETRACE_DETAIL_API name_handle intern(const char* data, std::size_t size) {
+  ensure_initialized();
+  restart_if_forked();
+  std::string name(data == nullptr ? "" : data, data == nullptr ? 0 : size);
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  if (!owns_runtime(rt)) {
+    if (!hooks_only_active()) return {};  // tracing off: no allocation
+    return {hook_only_names().intern(std::move(name))};
+  }
+  return {rt->names_.intern(std::move(name))};
+}
+
+EDGETRACE_DETAIL_API void install_scope_hooks(const scope_hooks* hooks) noexcept {
+  installed_hooks.store(hooks, std::memory_order_release);
+  mutex_lock lock(category_mutex);
+  apply_category_flags_locked();
+}
+
+EDGETRACE_DETAIL_API const char* interned_name(std::uint32_t id) noexcept {
+  if (id == 0) return nullptr;
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  return owns_runtime(rt) ? rt->names_.name(id) : hook_only_names().name(id);
+}
+
+EDGETRACE_DETAIL_API const char* category_name(std::uint32_t index) noexcept {
+  mutex_lock lock(category_mutex);
+  const category_state* state = find_category_locked(index);
+  return state == nullptr ? nullptr : state->name;
+}
+
+EDGETRACE_DETAIL_API void set_thread_name(const char* name) noexcept {
+  if (name == nullptr) return;
+  thread_ring* ring = attached_ring != nullptr ? attached_ring : attach_current_thread();
+  if (ring == nullptr) return;
+  std::lock_guard<spin_lock> lock(ring->name_mutex);
+  std::strncpy(ring->name, name, sizeof ring->name - 1);
+  ring->name[sizeof ring->name - 1] = '\0';
+  ring->name_version.store(ring->name_version.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+EDGETRACE_DETAIL_API void flush() noexcept {
+  restart_if_forked();
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  if (!owns_runtime(rt)) return;
+  mutex_lock lock(rt->control_mutex_);
+  if (rt->flusher_done_) return;
+  const std::uint64_t ticket = ++rt->flush_requested_;
+  rt->wake_.wake_flusher();
+  // Nothing can be written before the output opens (a FIFO nobody reads).
+  if (rt->open_state_.load(std::memory_order_acquire) != runtime::open_done) return;
+  // Bounded wait: the app must never hang on the tracer.
+  rt->flushed_.wait_for(lock.native(), std::chrono::seconds(5), [&]() EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
+    return rt->flush_completed_ >= ticket || rt->flusher_done_;
+  });
+}
+
+
+EDGETRACE_DETAIL_API void snapshot_call(const char* reason, std::size_t size) noexcept {
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  if (!owns_runtime(rt) || !rt->config_.flight) return;
+  rt->hand_snapshot_call(reason, size);
+}
+
+EDGETRACE_DETAIL_API bool active() noexcept {
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  return owns_runtime(rt) && !rt->failed() &&
+         !rt->stopping_.load(std::memory_order_relaxed);
+}
+
+}  // namespace detail
+}  // namespace EDGETRACE_ABI_NAMESPACE
+}  // namespace edgetrace

@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: MIT
+// The flusher thread: its loop (adaptive period, drains, calibration, capture, clients, signals), the end of the stream, and the runtime object that ties the rooms together.
+//
+// runtime = runtime_stream (writer/stream.hpp: state, output, one ring's
+// drain) + this loop. The app's threads reach it through the_runtime; the
+// flusher thread runs flusher_main. Flight mode's part of the loop is in
+// writer/flight/runtime.hpp.
+#pragma once
+
+#include <edgetrace/writer/flusher_client.hpp>
+#include <edgetrace/writer/stream.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+
+namespace edgetrace {
+inline namespace EDGETRACE_ABI_NAMESPACE {
+namespace detail {
+
+/// The process-wide runtime (see runtime_stream for its state).
+class runtime final : public runtime_stream, private flusher_output {
+ public:
+  explicit runtime(const settings& config) noexcept : runtime_stream(config) {}
+
+  // ------------------------------------------------------------ flusher clients
+
+  /// Seals a client's payload as a chunk, after any pending definitions it
+  /// may refer to. Nothing once output failed or the stream ended.
+  void emit_client_chunk(format::chunk_type type, const unsigned char* payload, std::size_t size) {
+    if (closed()) return;
+    encoder_.emit_client_chunk(type, payload, size);
+  }
+
+  /// Calls every registered client.
+  void poll_clients(poll_reason why) noexcept {
+    flusher_output& out = *this;
+    for (flusher_client* c = client_list.load(std::memory_order_acquire); c != nullptr; c = c->next)
+      c->poll(*c, out, why);
+  }
+
+  // flusher_output: what a client may do from its poll.
+  std::uint32_t site_id(std::uint64_t word) override { return encoder_.word_site_id(word); }
+  void emit(format::chunk_type type, const unsigned char* payload, std::size_t size) override {
+    emit_client_chunk(type, payload, size);
+  }
+  std::uint8_t clock() const noexcept override { return config_.clock; }
+  bool writable() const noexcept override { return !closed(); }
+
+  // ------------------------------------------------------------ the loop
+
+  /// What drain_all takes: a regular `cycle` leaves the records of a ring
+  /// whose thread encodes them itself for now (EDGETRACE_ON_FULL=wait
+  /// under overload, writer/help.hpp) to that thread; `everything` (flush(),
+  /// signals, snapshots) takes every record now; the `final_pass` also
+  /// writes every thread's totals.
+  enum class sweep { cycle, everything, final_pass };
+
+  /// One flusher cycle: drain every ring, retire those whose thread exited
+  /// (their ring goes back to the pool at once, so thread churn costs no
+  /// memory). Returns the fullest fill fraction seen (to adapt the period).
+  double drain_all(sweep kind) {
+    // Every ring below is drained after this load: the unloaded ranges
+    // published before it hold no records any more once the loop is done.
+    const std::uint64_t unloaded_epoch_now = unloaded_epoch.load(std::memory_order_acquire);
+    const std::uint64_t now_ns = kind == sweep::cycle ? clock_ns(CLOCK_MONOTONIC) : 0;
+    double fullest = 0;
+    std::size_t later = 0;
+    thread_ring* previous = nullptr;
+    for (thread_ring* ring = rings_.first(); ring != nullptr;) {
+      thread_ring* next = ring->next_attached.load(std::memory_order_acquire);
+      // Acquire pairs with the exit hook's release: once retired is seen,
+      // the owner's last records and loss fields are visible.
+      const bool retired = ring->retired.load(std::memory_order_acquire);
+      // A complete sweep does not wait on a ring whose thread holds its
+      // lock (encoding its own records): it comes back to it after the
+      // others, so a sweep costs the longest such wait, not their sum
+      // (hundreds of busy threads on two cores: each holder may wait a
+      // whole round of the scheduler before it lets go).
+      bool busy = false;
+      const std::uint64_t drained = drain(*ring, retired ? 0 : now_ns, retired || now_ns != 0 ? nullptr : &busy);
+      fullest = std::max(fullest, static_cast<double>(drained) / static_cast<double>(ring->slot_count()));
+      if (retired) {
+        drain(*ring, 0);  // anything pushed between the two loads
+        drain_pending_loss(*ring);
+        if (encoder_.announced(*ring) && !closed()) encoder_.write_thread_stats(*ring);
+        retired_written_ += ring->written.load(std::memory_order_relaxed);
+        retired_dropped_ += chunk_encoder::dropped_records(*ring);
+        retired_causes_.add(*ring);
+        if (triggers_set()) triggers_.forget_thread(ring->thread_id);
+        {
+          mutex_lock lock(rings_.list_mutex());
+          previous = rings_.unlink(previous, ring);
+        }
+        rings_.recycle(ring);
+        rings_.retired_one();
+      } else {
+        if (busy) {
+          ring->drain_later = true;
+          ++later;
+        } else {
+          state_totals(*ring, kind);
+        }
+        previous = ring;
+      }
+      ring = next;
+    }
+    if (later != 0) drain_later(kind, later);
+    if (EDGETRACE_DETAIL_UNLIKELY(unloaded_epoch_now != unloaded_retired_)) {
+      if (unloaded_seen_ != unloaded_epoch_now) forget_unloaded_sites();  // no ring was drained
+      retire_unloaded(unloaded_epoch_now);
+    }
+    return fullest;
+  }
+
+  /// The totals of a live ring's thread: at the end; and whenever it
+  /// dropped records since they were last written: its in-band loss record
+  /// waits for its next push, which may never come (kill -9, a crash, a
+  /// thread gone idle), so the count must not.
+  void state_totals(thread_ring& ring, sweep kind) {
+    if (!encoder_.announced(ring) || closed()) return;
+    const std::uint64_t dropped = chunk_encoder::dropped_records(ring);
+    if (kind != sweep::final_pass && dropped == ring.dropped_stated) return;
+    ring.dropped_stated = dropped;
+    encoder_.write_thread_stats(ring);
+  }
+
+  /// The second round of a complete sweep: the `count` rings whose thread
+  /// held the lock, each drained as soon as its thread lets go, for at most
+  /// about a second (ring_encoding::lock's patience: a thread stopped by a
+  /// debugger). The flusher sleeps between looks, so its core goes to the
+  /// threads it waits for.
+  void drain_later(sweep kind, std::size_t count) {
+    const std::uint64_t give_up_ns = clock_ns(CLOCK_MONOTONIC) + 1000000000u;
+    for (bool last_look = false;;) {
+      for (thread_ring* ring = rings_.first(); ring != nullptr && count != 0;
+           ring = ring->next_attached.load(std::memory_order_acquire)) {
+        if (!ring->drain_later) continue;
+        ring_encoding& enc = encoding_of(*ring);
+        if (!enc.try_lock()) {
+          if (!last_look) continue;  // left as it is: its records wait for the next sweep
+        } else {
+          drain_locked(*ring, enc);
+          enc.unlock();
+        }
+        ring->drain_later = false;
+        --count;
+        state_totals(*ring, kind);
+      }
+      if (count == 0 || last_look) return;
+      last_look = clock_ns(CLOCK_MONOTONIC) >= give_up_ns;
+      const timespec pause{0, 20000};
+      nanosleep(&pause, nullptr);
+    }
+  }
+
+  /// The flusher thread's life: cycles until shutdown (or a failed open)
+  /// stops it, then the end of the stream. Each cycle: capture deadlines,
+  /// the second calibration pair, the output check, every ring drained,
+  /// the clients polled, the next period chosen, calibration, signals,
+  /// output written, flight snapshots, the pool refilled.
+  void flusher_loop() {
+    const std::uint64_t period_ns = std::uint64_t{config_.flush_ms} * 1000000u;
+    std::uint64_t wait_ns = period_ns < 1000000u ? period_ns : 1000000u;  // first look soon
+    std::uint64_t last_drain_ns = clock_ns(CLOCK_MONOTONIC);
+    rings_.refill(stopping_);  // here, not in start-up: page faults stay off the app's start
+    load_.sample(last_drain_ns);  // the first look at the CPUs comes one sample_ns from here
+    for (;;) {
+      const std::uint64_t wait = flight_wait(check_capture(clock_ns(CLOCK_MONOTONIC), wait_ns));
+      // Read before looking for work: a wake-up after this read, however
+      // early, makes the sleep below return at once.
+      const std::uint32_t seen = wake_.wake_word_seq_cst();
+      bool idle;
+      {
+        mutex_lock lock(control_mutex_);
+        idle = !stop_ && flush_requested_ == flush_completed_;
+      }
+      if (idle) wake_.sleep_until_woken(seen, wait);
+      std::uint64_t serving;
+      bool flushing;
+      {
+        mutex_lock lock(control_mutex_);
+        if (stop_) break;
+        serving = flush_requested_;
+        flushing = serving != flush_completed_;
+      }
+      if (forget_sites.exchange(false, std::memory_order_acq_rel)) encoder_.forget_site_cache();
+      take_rate_pair(true);  // before the first timed chunk
+      // Before encoding: a truncation found now costs no record (the new
+      // stream defines everything this cycle uses). One fstat.
+      if (!file_.failed_acquire() && !ended_) check_output_still_there();
+      const std::uint64_t drain_start_ns = clock_ns(CLOCK_MONOTONIC);
+      check_capture(drain_start_ns, 0);
+      write_capture();
+      const double fullest = drain_all(flushing ? sweep::everything : sweep::cycle);
+      load_.sample(drain_start_ns);
+      poll_clients(flushing ? poll_reason::flush : poll_reason::cycle);
+      // Adapt the period to the busiest ring: come back before it can fill
+      // an eighth at the rate just seen (never sooner than 50 µs, never
+      // later than EDGETRACE_FLUSH_MS), so bursts are not dropped. A ring
+      // found more than half full says nothing about the rate (it may have
+      // been full for most of the period): poll at the fastest then.
+      // An empty ring only lets the period grow back gradually (doubling):
+      // a quiet moment, or an early wake-up by flush(), must not send the
+      // flusher to sleep for a whole period in the middle of a burst.
+      const double elapsed_ns = static_cast<double>(drain_start_ns - last_drain_ns) + 1.0;
+      last_drain_ns = drain_start_ns;
+      wait_ns = wait_ns * 2 < period_ns ? wait_ns * 2 : period_ns;
+      if (fullest > 0.5) {
+        wait_ns = 50000u;
+      } else if (fullest > 0) {
+        const double eighth_ns = 0.125 * elapsed_ns / fullest;
+        wait_ns = period_ns;
+        if (eighth_ns < static_cast<double>(period_ns))
+          wait_ns = eighth_ns < 50000.0 ? 50000u : static_cast<std::uint64_t>(eighth_ns);
+      }
+      const std::uint64_t now = clock_ns(CLOCK_MONOTONIC);
+      if (!file_.failed_acquire() && !ended_ &&
+          (calibrations_ < 3 ? now - last_calibration_ns_ > 20000000u : now - last_calibration_ns_ > 1000000000u))
+        write_calibration();
+      if (signal_pending_.load(std::memory_order_acquire) != 0) serve_signal();
+      flush_output();
+      if (EDGETRACE_DETAIL_UNLIKELY(gave_up_.load(std::memory_order_relaxed) != gave_up_seen_)) report_stall();
+      if (config_.flight) serve_flight(false);
+      rings_.refill(stopping_);
+      {
+        mutex_lock lock(control_mutex_);
+        flush_completed_ = serving;
+      }
+      flushed_.notify_all();
+    }
+    if (config_.flight && !ended_) finish_flight();
+    if (!ended_) end_stream();
+    file_.close();
+    {
+      mutex_lock lock(control_mutex_);
+      flusher_done_ = true;
+      flush_completed_ = flush_requested_;
+    }
+    flushed_.notify_all();
+  }
+
+  /// Final pass: everything drained, thread totals, a last calibration
+  /// pair and the end chunk, written out.
+  void end_stream() {
+    take_rate_pair(false);
+    write_capture();
+    drain_all(sweep::final_pass);
+    poll_clients(poll_reason::final);
+    if (!file_.failed_acquire()) {
+      write_calibration();
+      encoder_.write_end();
+    }
+    flush_output();
+    ended_ = true;
+    report_drops();
+  }
+
+  /// Why records were dropped under EDGETRACE_ON_FULL=wait, summed over
+  /// threads (the exit report names each cause that applies).
+  struct drop_causes {
+    std::uint64_t stalled = 0, signal = 0, unloaded = 0;
+    void add(const thread_ring& ring) noexcept {
+      stalled += ring.stall_dropped.load(std::memory_order_relaxed);
+      signal += ring.signal_dropped;
+      unloaded += ring.unloaded_dropped;
+    }
+  };
+  drop_causes retired_causes_;  ///< flusher only: those of retired rings
+
+  /// Once per run, when the first stall that made a thread give up
+  /// waiting has ended (the flusher is back here): one stderr line with
+  /// what stalled and for how long. Later stalls are in the exit report.
+  void report_stall() noexcept {
+    gave_up_seen_ = gave_up_.load(std::memory_order_relaxed);
+    if (stall_reported_) return;
+    stall_reported_ = true;
+    if (file_.slow_writes() != 0)
+      report("output '%s' (%s) took no data for %llu ms; threads with a full ring waited %llu ms for it "
+             "(EDGETRACE_ON_FULL=wait waits no longer), then dropped records, counted in the dump, until it "
+             "took data again",
+             file_.path(), file_.kind_text(), static_cast<unsigned long long>(file_.longest_write_ns() / 1000000u),
+             static_cast<unsigned long long>(max_wait_without_progress_ns / 1000000u));
+    else
+      report("the flusher made no progress for %llu ms (%u threads recording on %d CPUs); threads with a full "
+             "ring dropped records meanwhile, counted in the dump",
+             static_cast<unsigned long long>(max_wait_without_progress_ns / 1000000u), encoder_.threads_seen(),
+             load_.cpus());
+  }
+
+  /// At the end of the stream: if any thread's ring was full at some point,
+  /// one stderr line with the count (the thread stats in the dump have the
+  /// same numbers per thread) and each cause that applies. Nothing otherwise.
+  void report_drops() noexcept {
+    if (file_.failed_acquire()) return;
+    std::uint64_t written = retired_written_, dropped = retired_dropped_;
+    drop_causes causes = retired_causes_;
+    {
+      mutex_lock lock(rings_.list_mutex());
+      for (const thread_ring* ring = rings_.first(); ring != nullptr;
+           ring = ring->next_attached.load(std::memory_order_acquire)) {
+        written += ring->written.load(std::memory_order_relaxed);
+        dropped += chunk_encoder::dropped_records(*ring);
+        causes.add(*ring);
+      }
+    }
+    if (dropped == 0) return;
+    const double percent = 100.0 * static_cast<double>(dropped) / static_cast<double>(written + dropped);
+    if (config_.drop_when_full) {
+      report("%llu of %llu records (%.1f%%) were dropped because a thread's ring was full (EDGETRACE_ON_FULL=drop; "
+             "%u threads recorded on %d CPUs); set EDGETRACE_ON_FULL=wait, or a larger EDGETRACE_BUFFER_KB (now "
+             "%llu), to keep them",
+             static_cast<unsigned long long>(dropped), static_cast<unsigned long long>(written + dropped), percent,
+             encoder_.threads_seen(), load_.cpus(),
+             static_cast<unsigned long long>((config_.ring_records * sizeof(record) + 1023) / 1024));
+      return;
+    }
+    // Under wait a record is dropped only for a reason waiting cannot fix:
+    // name each one that applies, with its count.
+    char why[1024];
+    std::size_t at = 0;
+    auto add = [&](std::uint64_t count, const char* format, auto... more) {
+      if (count == 0 || at >= sizeof why) return;
+      at += static_cast<std::size_t>(std::snprintf(why + at, sizeof why - at, "%s%llu ", at == 0 ? "" : "; ",
+                                                   static_cast<unsigned long long>(count)));
+      if (at < sizeof why) at += static_cast<std::size_t>(std::snprintf(why + at, sizeof why - at, format, more...));
+    };
+    const std::uint64_t other = dropped - std::min(dropped, causes.stalled + causes.signal + causes.unloaded);
+    if (file_.slow_writes() != 0)
+      add(causes.stalled,
+          "while output '%s' (%s) took no data (%llu writes of 100 ms or more, the longest %llu ms; a thread waits "
+          "at most %llu ms)",
+          file_.path(), file_.kind_text(), static_cast<unsigned long long>(file_.slow_writes()),
+          static_cast<unsigned long long>(file_.longest_write_ns() / 1000000u),
+          static_cast<unsigned long long>(max_wait_without_progress_ns / 1000000u));
+    else
+      add(causes.stalled, "while the flusher made no progress for %llu ms (%u threads recording on %d CPUs)",
+          static_cast<unsigned long long>(max_wait_without_progress_ns / 1000000u), encoder_.threads_seen(),
+          load_.cpus());
+    add(causes.signal, "%s", "recorded by signal handlers inside their thread's own record");
+    add(causes.unloaded, "%s", "of libraries unloaded before the flusher read them");
+    add(other, "%s", "recorded before the output opened or after exit began");
+    report("%llu of %llu records (%.1f%%) were dropped under EDGETRACE_ON_FULL=wait: %s (docs/RELIABILITY.md, "
+           "\"Overload\")",
+           static_cast<unsigned long long>(dropped), static_cast<unsigned long long>(written + dropped), percent, why);
+  }
+
+  /// Answers a signal handler waiting in signal_flush(): if the signal will
+  /// end the process, end the stream now; else just drain and write.
+  void serve_signal() {
+    if (!ended_) {
+      if (signal_terminates_.load(std::memory_order_relaxed)) {
+        if (config_.flight) finish_flight();  // the process ends here: as at exit
+        end_stream();
+      } else {
+        drain_all(sweep::everything);
+        poll_clients(poll_reason::flush);
+        flush_output();
+      }
+    }
+    signal_pending_.store(0, std::memory_order_relaxed);
+    signal_done_.store(true, std::memory_order_release);
+  }
+
+  /// A dump deleted (or replaced) while the app runs would swallow every
+  /// later write silently: say so once and stop.
+  void check_output_still_there() {
+    if (file_.fd_ours() && open_state_.load(std::memory_order_relaxed) == open_done) output_is_ours();
+  }
+
+  // ------------------------------------------------------------ flight recorder
+  // EDGETRACE_MODE=flight. The bodies are in writer/flight/runtime.hpp.
+
+  /// Flight mode's start, instead of open_output (flusher).
+  void start_flight() noexcept;
+  /// How long the flusher may sleep: no later than a pending snapshot's due time.
+  std::uint64_t flight_wait(std::uint64_t wait) const noexcept;
+  /// Takes the requests other threads handed over; writes a snapshot that is due (flusher).
+  void serve_flight(bool now);
+  /// Writes the pending snapshot (flusher).
+  void write_snapshot();
+  /// At exit, before the stream's end (flusher).
+  void finish_flight();
+  /// edgetrace::snapshot() on any thread. Async-signal-safe.
+  void hand_snapshot_call(const char* reason, std::size_t size) noexcept;
+  /// A crash handler's part, on any thread. Async-signal-safe.
+  void snapshot_on_crash(int signo) noexcept;
+  static const char* crash_signal_name(int signo) noexcept;
+
+  static void* flusher_main(void* self) {
+    auto* rt = static_cast<runtime*>(self);
+    on_flusher_thread = true;  // never waits for room: only this thread makes it
+    rt->flusher_tid_.store(static_cast<long>(::syscall(SYS_gettid)), std::memory_order_release);
+    if (rt->config_.flight)
+      rt->start_flight();  // no file: snapshots make their own
+    else
+      rt->open_output();  // on failure: one line, failed_, and the loop only discards
+    rt->flusher_loop();
+    return nullptr;
+  }
+};
+
+/// The runtime, once tracing started (acquire to read: release-published
+/// after construction). Null while tracing is off.
+inline std::atomic<runtime*> the_runtime{nullptr};
+alignas(runtime) inline unsigned char runtime_storage[sizeof(runtime)];
+
+inline bool owns_runtime(const runtime* rt) noexcept { return rt != nullptr && rt->owner_pid_ == ::getpid(); }
+
+}  // namespace detail
+}  // namespace EDGETRACE_ABI_NAMESPACE
+}  // namespace edgetrace

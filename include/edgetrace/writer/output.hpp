@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: MIT
+// The dump file: opening it (first writer or appending one), whole writes, and the checks that it is still ours before each write.
+//
+// The flusher owns the output (writer/flusher.hpp). It opens it, so a FIFO
+// that nobody reads or a stuck file system blocks the flusher, never the
+// app; before every write it checks that its descriptor still names the
+// file it opened (an app that closes every fd and opens its own file gets
+// the same number) and that nobody truncated the file (log rotation).
+// docs/RELIABILITY.md, "Outputs that block, vanish or change".
+#pragma once
+
+#include <edgetrace/format.hpp>
+#include <edgetrace/writer/clock.hpp>
+#include <edgetrace/writer/env.hpp>
+#include <edgetrace/writer/registry.hpp>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace edgetrace {
+inline namespace EDGETRACE_ABI_NAMESPACE {
+namespace detail {
+
+/// The dump's descriptor and what the flusher knows of the file. The
+/// flusher opens, writes and closes it; other threads only read failed()
+/// and stalled(), and a forked child's handler closes its copy.
+class dump_file {
+ public:
+  /// What check() found.
+  enum class state { ours, gone, truncated };
+
+  char* path() noexcept { return path_; }
+  static constexpr std::size_t path_capacity = 4096;
+  /// Output failed: tracing is off, the flusher only discards.
+  bool failed() const noexcept { return failed_.load(std::memory_order_relaxed); }
+  /// Acquire: what failed before it is visible.
+  bool failed_acquire() const noexcept { return failed_.load(); }
+  bool regular() const noexcept { return output_regular_; }
+
+  /// Opens path() for appending (flusher thread). A FIFO without a reader
+  /// first fails at once (O_NONBLOCK): waiting() is called (the starting
+  /// thread is told and goes on), then the open waits for a reader.
+  /// Returns the descriptor, or -1 after one stderr line.
+  template <class Waiting>
+  int open(Waiting&& waiting) noexcept {
+    int fd = ::open(path_, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
+    if (fd < 0 && errno == ENXIO) {
+      waiting();
+      do fd = ::open(path_, O_WRONLY | O_APPEND | O_CLOEXEC);
+      while (fd < 0 && errno == EINTR);
+    }
+    if (fd < 0) {
+      char message[4400];
+      std::snprintf(message, sizeof message, "cannot open EDGETRACE_OUTPUT='%s': %s; tracing is off", path_,
+                    std::strerror(errno));
+      fail_with(message);
+      return -1;
+    }
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags >= 0 && (flags & O_NONBLOCK) != 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);  // writes wait (here)
+    struct stat st;
+    if (::fstat(fd, &st) == 0) {
+      output_dev_ = st.st_dev;
+      output_ino_ = st.st_ino;
+      output_regular_ = S_ISREG(st.st_mode);
+      output_fifo_ = S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
+    }
+    fd_.store(fd, std::memory_order_release);
+    return fd;
+  }
+
+  /// After open(): true if this writer is the file's first live one, which
+  /// then truncates it (the caller writes the file header first); else it
+  /// appends after what is there.
+  bool begin(int fd, std::uint32_t writer_id) noexcept {
+    if (claim_file(fd, writer_id)) {
+      const int ignored = ::ftruncate(fd, 0);  // fails harmlessly on /dev/null, FIFOs
+      (void)ignored;
+      return true;
+    }
+    struct stat st;
+    if (::fstat(fd, &st) == 0) expected_size_ = static_cast<std::uint64_t>(st.st_size);
+    return false;
+  }
+
+  /// Takes (or, with F_UNLCK, releases) a one-byte open-file-description
+  /// lock at `offset`; with `wait`, retries for at most 200 ms.
+  static bool file_lock(int fd, short type, off_t offset, bool wait) noexcept {
+    struct flock lock;
+    std::memset(&lock, 0, sizeof lock);
+    lock.l_type = type;
+    lock.l_whence = SEEK_SET;
+    lock.l_start = offset;
+    lock.l_len = 1;
+    for (int tries = 0;; ++tries) {
+      if (::fcntl(fd, F_OFD_SETLK, &lock) == 0) return true;
+      if (!wait || (errno != EAGAIN && errno != EACCES) || tries >= 200) return false;
+      timespec pause{0, 1000000};
+      nanosleep(&pause, nullptr);
+    }
+  }
+
+  /// Whether this process is the file's first live writer, so the one to
+  /// truncate it and write its header. Every writer holds a lock on a byte
+  /// of its own past offset 0 for its lifetime (released when it exits,
+  /// however it exits; write locks, as the descriptor is write-only); the
+  /// first is the one that finds none, under the byte-0 lock that orders
+  /// writers starting together. So staggered writers (A starts, B starts,
+  /// A exits, C starts) all append to one dump: C sees B's lock and
+  /// destroys nothing. Without locks (some network file systems) every
+  /// writer is first, as with an O_TRUNC open. FIFOs and devices: nothing
+  /// to claim.
+  bool claim_file(int fd, std::uint32_t writer_id) noexcept {
+    if (!output_regular_) return true;
+    struct flock probe;
+    std::memset(&probe, 0, sizeof probe);
+    probe.l_type = F_WRLCK;
+    probe.l_whence = SEEK_SET;
+    probe.l_start = 1;
+    probe.l_len = 0;  // to the end of any offset
+    const bool others = ::fcntl(fd, F_OFD_GETLK, &probe) == 0 && probe.l_type != F_UNLCK;
+    for (off_t offset = 1 + static_cast<off_t>(writer_id & 0x3FFFFFFFu), tries = 0; tries < 64; ++offset, ++tries)
+      if (file_lock(fd, F_WRLCK, offset, false)) break;  // taken by a writer with the same number: the next one
+    return !others;
+  }
+
+  /// Writes all of [data, data+size) with as many write() calls as the
+  /// kernel needs; on failure reports once and turns tracing off.
+  bool write_all(const unsigned char* data, std::size_t size) noexcept {
+    if (failed_.load(std::memory_order_relaxed)) return false;
+    const int fd = fd_.load(std::memory_order_relaxed);
+    write_since_ns_.store(clock_ns(CLOCK_MONOTONIC), std::memory_order_relaxed);
+    const std::size_t total = size;
+    while (size > 0) {
+      const ssize_t n = ::write(fd, data, size);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        write_since_ns_.store(0, std::memory_order_relaxed);
+        fail("writing", n < 0 ? errno : ENOSPC);
+        return false;
+      }
+      data += n;
+      size -= static_cast<std::size_t>(n);
+    }
+    const std::uint64_t took = clock_ns(CLOCK_MONOTONIC) - write_since_ns_.load(std::memory_order_relaxed);
+    write_since_ns_.store(0, std::memory_order_relaxed);
+    expected_size_ += total;
+    if (took >= slow_write_ns) {
+      ++slow_writes_;
+      if (took > longest_write_ns_) longest_write_ns_ = took;
+    }
+    return true;
+  }
+
+  /// A write that took this long is an output that stalled (the drop
+  /// reports name it): a reader that paused, a full pipe, a stuck disk.
+  static constexpr std::uint64_t slow_write_ns = 100000000u;
+  /// Flusher only: writes that took slow_write_ns or more, and the longest.
+  std::uint64_t slow_writes() const noexcept { return slow_writes_; }
+  std::uint64_t longest_write_ns() const noexcept { return longest_write_ns_; }
+  /// Flusher only: what the output is, in words ("a regular file", "a pipe"...).
+  const char* kind_text() const noexcept {
+    return output_regular_ ? "a regular file" : output_fifo_ ? "a pipe" : "not a regular file";
+  }
+
+  void fail(const char* what, int error) noexcept {
+    char message[4400];
+    std::snprintf(message, sizeof message, "%s '%s' failed: %s; tracing is off", what, path_, std::strerror(error));
+    fail_with(message);
+  }
+
+  /// Turns tracing off with one line (the first failure wins).
+  void fail_with(const char* message) noexcept {
+    if (failed_.exchange(true)) return;
+    report("%s", message);
+    mutex_lock lock(category_mutex);
+    set_recording_locked(false);
+  }
+
+  /// The dump was deleted (st_nlink == 0): tracing is off.
+  void fail_deleted() noexcept {
+    char message[4400];
+    std::snprintf(message, sizeof message, "output '%s' was deleted while tracing; tracing is off", path_);
+    fail_with(message);
+  }
+
+  /// True when the output took no data for at least `ns` (a write stuck
+  /// that long, or a file not opened yet: `opened` false): exit and unload
+  /// stop waiting.
+  bool stalled(std::uint64_t ns, bool opened) const noexcept {
+    if (!opened) return !failed_.load(std::memory_order_relaxed);
+    const std::uint64_t since = write_since_ns_.load(std::memory_order_relaxed);
+    return since != 0 && clock_ns(CLOCK_MONOTONIC) - since >= ns;
+  }
+
+  /// Checks, before a write, that the descriptor still names the dump and
+  /// that the dump was not truncated under us (then `truncated_to` is its
+  /// size). One fstat.
+  state check(std::uint64_t& truncated_to) noexcept {
+    if (!fd_ours_) return state::gone;
+    char message[4400];
+    struct stat st;
+    if (::fstat(fd_.load(std::memory_order_relaxed), &st) != 0) {
+      fd_ours_ = false;
+      std::snprintf(message, sizeof message,
+                    "the descriptor of EDGETRACE_OUTPUT '%s' was closed by the application; tracing is off", path_);
+      fail_with(message);
+      return state::gone;
+    }
+    if (st.st_dev != output_dev_ || st.st_ino != output_ino_) {
+      fd_ours_ = false;
+      std::snprintf(message, sizeof message,
+                    "descriptor %d no longer names EDGETRACE_OUTPUT '%s' (the application closed it and opened "
+                    "another file under that number); nothing more is written to it; tracing is off",
+                    fd_.load(std::memory_order_relaxed), path_);
+      fail_with(message);
+      return state::gone;
+    }
+    if (st.st_nlink == 0) {
+      fail_deleted();
+      return state::gone;
+    }
+    if (output_regular_ && static_cast<std::uint64_t>(st.st_size) < expected_size_) {
+      truncated_to = static_cast<std::uint64_t>(st.st_size);
+      return state::truncated;
+    }
+    return state::ours;
+  }
+
+  /// The file was truncated by someone else to `size`: says so once; the
+  /// stream starts again at the new end.
+  void note_truncated(std::uint64_t size) noexcept {
+    if (!truncation_reported_) {
+      truncation_reported_ = true;
+      report("EDGETRACE_OUTPUT '%s' was truncated by another process (%llu bytes left of at least %llu; log "
+             "rotation?); the trace goes on after a new file header",
+             path_, static_cast<unsigned long long>(size), static_cast<unsigned long long>(expected_size_));
+    }
+    expected_size_ = size;
+  }
+
+  /// Flight mode: no dump is open, nothing to check before writes.
+  void disown() noexcept { fd_ours_ = false; }
+
+  /// The descriptor is still ours and open (the deletion check each cycle).
+  bool fd_ours() const noexcept { return fd_ours_; }
+
+  /// Closes the dump unless its number now names someone else's file
+  /// (async-signal-safe: the fork child's handler calls it too).
+  void close() noexcept {
+    const int fd = fd_.exchange(-1, std::memory_order_acq_rel);
+    struct stat st;
+    if (fd >= 0 && fd_ours_ && ::fstat(fd, &st) == 0 && st.st_dev == output_dev_ && st.st_ino == output_ino_)
+      ::close(fd);
+  }
+
+ private:
+  char path_[path_capacity] = {};
+  /// Opened, written and closed by the flusher; atomic because a forked
+  /// child's fork handler reads it.
+  std::atomic<int> fd_{-1};
+  /// Set when output failed; the flusher then only discards.
+  std::atomic<bool> failed_{false};
+  /// Flusher only, set by open: what the descriptor named then.
+  dev_t output_dev_ = 0;
+  ino_t output_ino_ = 0;
+  bool output_regular_ = false;
+  bool output_fifo_ = false;
+  std::uint64_t slow_writes_ = 0;
+  std::uint64_t longest_write_ns_ = 0;
+  /// Flusher only: false once the descriptor's number names another file
+  /// (the app closed ours and reused it): never write to or close it.
+  bool fd_ours_ = true;
+  /// Flusher only: the file's size can be no smaller than this after our
+  /// writes (other writers only append); smaller means truncated.
+  std::uint64_t expected_size_ = 0;
+  bool truncation_reported_ = false;
+  /// CLOCK_MONOTONIC ns when the write() in progress began, 0 between
+  /// writes (flusher stores; exit and unload read it to see a stall).
+  std::atomic<std::uint64_t> write_since_ns_{0};
+};
+
+}  // namespace detail
+}  // namespace EDGETRACE_ABI_NAMESPACE
+}  // namespace edgetrace

@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: MIT
+// What the app's threads and the flusher share around the rings: mapping, the pool of spare rings, the list of attached rings and the futexes that wake either side.
+//
+// Attaching a thread takes no lock and allocates nothing, so a thread's
+// first record may come from a signal handler (writer/slow_path.hpp); the
+// flusher (writer/flusher.hpp) refills the pool, walks the list and
+// recycles the rings of exited threads.
+#pragma once
+
+#include <edgetrace/core/thread_safety.hpp>
+#include <edgetrace/face/ring.hpp>
+#include <edgetrace/writer/encoding/ring_encoding.hpp>
+
+#include <atomic>
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <ctime>
+#include <new>
+
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace edgetrace {
+inline namespace EDGETRACE_ABI_NAMESPACE {
+namespace detail {
+
+/// Builds an empty ring and its ring_encoding at `memory` (a mapping of
+/// `bytes`) over the `count` slots at `slots`: a new mapping, or a drained
+/// ring recycled (destroy_ring first).
+inline thread_ring* build_ring(void* memory, std::size_t bytes, record* slots, std::size_t count) noexcept {
+  auto* ring = new (memory) thread_ring;
+  new (&encoding_of(*ring)) ring_encoding(ring_encoding::payload_for(count * sizeof(record)));
+  ring->reset(slots, count);
+  ring->mapping_size = bytes;
+  return ring;
+}
+
+inline void destroy_ring(thread_ring* ring) noexcept {
+  encoding_of(*ring).~ring_encoding();
+  ring->~thread_ring();
+}
+
+/// Maps a ring of `records` slots: the thread_ring, its ring_encoding and
+/// chunk buffers (encoding_of), then the slots, page-aligned.
+inline thread_ring* map_ring(std::uint64_t records) noexcept {
+  const std::size_t slots = static_cast<std::size_t>(records) * sizeof(record);
+  const std::size_t payload = ring_encoding::payload_for(slots);
+  const std::size_t header = (encoding_offset + ring_encoding::footprint(payload) + 4095) & ~std::size_t{4095};
+  const std::size_t bytes = header + slots;
+  // Every page is faulted in here, off the hot path: one page at a time,
+  // not with MAP_POPULATE, which holds the process's memory map lock for
+  // the whole ring. A hundred threads starting at once each populated
+  // their ring so, one after the other, and every page fault of the
+  // process (the flusher's included) queued behind them: with those
+  // threads preempted mid-populate, the flusher's final pass missed the
+  // exit bound. A page fault holds the lock only for itself.
+  void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) return nullptr;
+  for (std::size_t at = 0; at < bytes; at += 4096) static_cast<volatile unsigned char*>(memory)[at] = 0;
+  return build_ring(memory, bytes, reinterpret_cast<record*>(static_cast<unsigned char*>(memory) + header),
+                    static_cast<std::size_t>(records));
+}
+
+inline void unmap_ring(thread_ring* ring) noexcept {
+  const std::size_t bytes = ring->mapping_size;
+  destroy_ring(ring);
+  ::munmap(ring, bytes);
+}
+
+/// The pool of pre-faulted spare rings and the list of attached rings.
+class ring_pool {
+ public:
+  /// Pre-faulted spares, one per slot.
+  static constexpr std::size_t pool_slots = 2;
+  /// An exiting thread waits a little while more than this many rings of
+  /// exited threads wait for the flusher.
+  static constexpr std::uint32_t retiring_limit = 2;
+
+  explicit ring_pool(std::uint64_t records) noexcept : records_(records) {}
+
+  /// Takes a pre-faulted ring from the pool, or maps one if the pool ran
+  /// dry. Lock-free and async-signal-safe (mmap is a system call).
+  thread_ring* take() noexcept {
+    for (std::atomic<thread_ring*>& slot : pool_) {
+      if (slot.load(std::memory_order_relaxed) == nullptr) continue;
+      // Acquire pairs with offer's release.
+      if (thread_ring* ring = slot.exchange(nullptr, std::memory_order_acquire)) return ring;
+    }
+    return map_ring(records_);
+  }
+
+  /// Maps spares into empty pool slots, unless exited threads' rings are
+  /// about to come back (thread churn would otherwise map and unmap a ring
+  /// per thread) or `stopping` (exit must not wait on page faults).
+  void refill(const std::atomic<bool>& stopping) noexcept {
+    for (std::atomic<thread_ring*>& slot : pool_) {
+      if (stopping.load(std::memory_order_relaxed)) return;
+      if (retiring_.load(std::memory_order_relaxed) != 0) return;
+      if (slot.load(std::memory_order_relaxed) != nullptr) continue;
+      thread_ring* ring = map_ring(records_);
+      if (ring == nullptr) return;
+      if (!offer(ring)) {
+        unmap_ring(ring);
+        return;
+      }
+    }
+  }
+
+  /// Puts a drained ring back in the pool (empty, ready for a new thread),
+  /// or unmaps it if the pool is full.
+  void recycle(thread_ring* ring) noexcept {
+    const std::size_t bytes = ring->mapping_size;
+    record* slots = ring->begin;
+    const std::size_t count = ring->slot_count();
+    destroy_ring(ring);
+    ring = build_ring(ring, bytes, slots, count);
+    if (!offer(ring)) unmap_ring(ring);
+  }
+
+  bool offer(thread_ring* ring) noexcept {
+    for (std::atomic<thread_ring*>& slot : pool_) {
+      thread_ring* empty = nullptr;
+      // Release: a thread that takes the ring sees it fully reset.
+      if (slot.compare_exchange_strong(empty, ring, std::memory_order_release, std::memory_order_relaxed)) return true;
+    }
+    return false;
+  }
+
+  /// Pushes a thread's new ring onto the attached list (CAS on the head,
+  /// acq_rel: a walker that reaches the ring sees its fields).
+  void attach(thread_ring* ring) noexcept {
+    thread_ring* head = attached_.load(std::memory_order_relaxed);
+    do ring->next_attached.store(head, std::memory_order_relaxed);
+    while (!attached_.compare_exchange_weak(head, ring, std::memory_order_acq_rel, std::memory_order_relaxed));
+  }
+
+  /// The newest attached ring; follow next_attached (acquire) from it.
+  thread_ring* first() const noexcept { return attached_.load(std::memory_order_acquire); }
+
+  /// Removes `ring` from the attached list; `previous` is the ring before
+  /// it in the flusher's walk (null: it was the head then). Returns the
+  /// ring now before the next one. Flusher only, under mutex().
+  thread_ring* unlink(thread_ring* previous, thread_ring* ring) noexcept EDGETRACE_DETAIL_REQUIRES(mutex_) {
+    thread_ring* next = ring->next_attached.load(std::memory_order_relaxed);
+    if (previous == nullptr) {
+      thread_ring* head = ring;
+      if (attached_.compare_exchange_strong(head, next, std::memory_order_acq_rel)) return nullptr;
+      // Threads attached since the walk began: `ring` is further down now.
+      previous = head;
+      while (previous->next_attached.load(std::memory_order_acquire) != ring)
+        previous = previous->next_attached.load(std::memory_order_acquire);
+    }
+    previous->next_attached.store(next, std::memory_order_release);
+    return previous;
+  }
+
+  /// Held by every walker of the list but the flusher (which alone unlinks).
+  mutex& list_mutex() noexcept EDGETRACE_DETAIL_RETURN_CAPABILITY(mutex_) { return mutex_; }
+
+  /// A thread exited and its ring waits for the flusher (retiring()).
+  void retire_one() noexcept { retiring_.fetch_add(1, std::memory_order_relaxed); }
+  void retired_one() noexcept { retiring_.fetch_sub(1, std::memory_order_release); }
+  std::uint32_t retiring() const noexcept { return retiring_.load(std::memory_order_acquire); }
+
+ private:
+  std::uint64_t records_;
+  /// Attached rings, newest first. attach pushes with a CAS on the head;
+  /// only the flusher unlinks, holding mutex_, which every other walker
+  /// holds.
+  std::atomic<thread_ring*> attached_{nullptr};
+  mutex mutex_;
+  /// Pre-faulted spares, one per slot (null = empty). take exchanges a slot
+  /// with null; the flusher refills and recycles with a CAS null->ring.
+  /// Lock-free both ways and free of ABA (a slot is never popped twice).
+  std::atomic<thread_ring*> pool_[pool_slots] = {};
+  /// Rings whose thread exited and that the flusher has not recycled yet
+  /// (exit hook adds, flusher subtracts).
+  std::atomic<std::uint32_t> retiring_{0};
+};
+
+/// The futexes between the app's threads and the flusher: the flusher
+/// sleeps on one (wake), threads whose ring is full on the other (room).
+/// Futexes, not condition variables: waking must be async-signal-safe (a
+/// ring that fills up inside a signal handler wakes the flusher).
+class flusher_wake {
+ public:
+  /// Wakes the flusher now rather than at its next period. Async-signal-
+  /// safe: an atomic add and, if the flusher sleeps, one futex system call.
+  void wake_flusher() noexcept {
+    wake_word_.fetch_add(1, std::memory_order_seq_cst);
+    if (sleeping_.load(std::memory_order_seq_cst))
+      ::syscall(SYS_futex, &wake_word_, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+  }
+
+  /// Tells threads waiting for room (wait_for_room) that a ring was
+  /// drained. The bump comes after the drain published its read position,
+  /// and a waiter counts itself before it reads the word, so either the
+  /// waiter sees the new word (and does not sleep) or we see the waiter.
+  void wake_room_waiters() noexcept {
+    room_word_.fetch_add(1, std::memory_order_seq_cst);
+    if (room_waiters_.load(std::memory_order_seq_cst) != 0)
+      ::syscall(SYS_futex, &room_word_, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+  }
+
+  /// Sleeps until wake_flusher() is called after `seen` was read, or for
+  /// `ns`. Either the waker sees sleeping_ and wakes us, or the
+  /// kernel sees the word changed and does not put us to sleep.
+  void sleep_until_woken(std::uint32_t seen, std::uint64_t ns) noexcept {
+    sleeping_.store(true, std::memory_order_seq_cst);
+    timespec timeout{static_cast<time_t>(ns / 1000000000u), static_cast<long>(ns % 1000000000u)};
+    ::syscall(SYS_futex, &wake_word_, FUTEX_WAIT_PRIVATE, seen, &timeout, nullptr, 0);
+    sleeping_.store(false, std::memory_order_relaxed);
+  }
+
+  /// EDGETRACE_ON_FULL=wait: sleeps until wake_room_waiters() or for `ns`
+  /// unless the room word moved from `seen`; counts itself a waiter first.
+  void wait_for_room(std::uint32_t seen, std::uint64_t ns) noexcept {
+    timespec timeout{static_cast<time_t>(ns / 1000000000u), static_cast<long>(ns % 1000000000u)};
+    ::syscall(SYS_futex, &room_word_, FUTEX_WAIT_PRIVATE, seen, &timeout, nullptr, 0);
+  }
+  std::uint32_t room_word() const noexcept { return room_word_.load(std::memory_order_seq_cst); }
+  /// Read before looking for work: a wake-up after this read makes the
+  /// sleep return at once.
+  std::uint32_t wake_word_seq_cst() const noexcept { return wake_word_.load(std::memory_order_seq_cst); }
+  void add_room_waiter() noexcept { room_waiters_.fetch_add(1, std::memory_order_seq_cst); }
+  void remove_room_waiter() noexcept { room_waiters_.fetch_sub(1, std::memory_order_relaxed); }
+
+ private:
+  /// The flusher sleeps on this word; wake_flusher() bumps it.
+  std::atomic<std::uint32_t> wake_word_{0};
+  std::atomic<bool> sleeping_{false};
+  /// Threads whose ring is full sleep on room_word_, which the flusher
+  /// bumps after each ring it drained, waking them if room_waiters_ says
+  /// someone sleeps.
+  std::atomic<std::uint32_t> room_word_{0};
+  std::atomic<std::uint32_t> room_waiters_{0};
+};
+
+}  // namespace detail
+}  // namespace EDGETRACE_ABI_NAMESPACE
+}  // namespace edgetrace

@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: MIT
+// The process-wide runtime, room by room along the data flow; nothing here runs on the hot path except push_slow.
+//
+// Each room includes only the rooms below it, so reading top to bottom is
+// reading the data flow (docs/ARCHITECTURE.md, "The runtime's rooms"):
+//
+//   registry.hpp        categories, mode bytes, interned names, unloaded ranges, flusher clients
+//     capture_control   pause, windows, toggle signal: who holds recording back
+//   encoder.hpp         the pure chunk encoder (chunk_writer.hpp: definitions, annotations)
+//   rings.hpp           ring mapping, the pool, the attached list, the futexes
+//   output.hpp          the dump file
+//   stream.hpp          the runtime's state, output batching, one ring's drain
+//   flusher.hpp         the flusher loop, the end of the stream; the_runtime
+//   signals.hpp         SIGINT/SIGTERM hand-off, EDGETRACE_TOGGLE_SIGNAL
+//   flight_runtime.hpp  flight mode's snapshots and crash handlers
+//     memory_room       how large a pre-faulted ring may be (cgroup, MemAvailable)
+//   slow_path.hpp       thread attach, a full ring, push_slow
+//   process.hpp         start from the environment, exit, fork
+//     exit_priority     the final pass gets a CPU: the other threads at nice 19 meanwhile
+//   api.hpp             the entry points the light headers declare
+#pragma once
+
+#include <edgetrace/writer/runtime_tu.hpp>
+
+#include <edgetrace/writer/api.hpp>

@@ -1,0 +1,600 @@
+// SPDX-License-Identifier: MIT
+// The runtime's state and the stream it writes: output batching, calibration, definitions after a truncation, capture chunks, latency triggers and the draining of one ring.
+//
+// runtime_stream is the lower half of the runtime (the flusher, in
+// writer/flusher.hpp, is the upper): it owns the encoder (writer/encoding/encoder.hpp)
+// and the dump file (writer/output.hpp), and answers the encoder's
+// questions (encoder_host). Built once in static storage (no heap allocation
+// before tracing is enabled) and never destroyed: threads may still be
+// tracing while static destructors run.
+#pragma once
+
+#include <edgetrace/core/thread_safety.hpp>
+#include <edgetrace/format.hpp>
+#include <edgetrace/writer/capture_control.hpp>
+#include <edgetrace/writer/clock.hpp>
+#include <edgetrace/writer/cpu_load.hpp>
+#include <edgetrace/writer/encoding/encoder.hpp>
+#include <edgetrace/writer/env.hpp>
+#include <edgetrace/writer/flight/store.hpp>
+#include <edgetrace/writer/flight/triggers.hpp>
+#include <edgetrace/writer/output.hpp>
+#include <edgetrace/writer/registry.hpp>
+#include <edgetrace/writer/rings.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdlib>
+#include <vector>
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace edgetrace {
+inline namespace EDGETRACE_ABI_NAMESPACE {
+namespace detail {
+
+/// EDGETRACE_ON_FULL=wait: how long a thread waits for room while the
+/// flusher does nothing at all (a stuck output, a flusher blocked in
+/// write): then it drops, counted, until the flusher moves again
+/// (wait_for_room, writer/slow_path.hpp).
+inline constexpr std::uint64_t max_wait_without_progress_ns = 250000000u;
+
+/// True on the flusher thread (a hook it runs may record): it never waits
+/// for room in a ring, since only it makes room.
+inline thread_local bool on_flusher_thread = false;
+
+/// Everything that exists only while tracing is (or was) on, and the
+/// writing of the stream. Field owners: "set once" fields are written
+/// during start-up before the runtime is published; "flusher only" fields
+/// belong to the flusher thread; the rest say their lock or atomic.
+class runtime_stream : public encoder_host {
+ public:
+  explicit runtime_stream(const settings& config) noexcept
+      : config_(config), rings_(config.ring_records), encoder_(*this) {}
+
+  // ---- set once during start-up, then read-only
+  settings config_;
+  pid_t owner_pid_ = 0;
+  pthread_key_t exit_key_{};
+  pthread_t flusher_{};
+  bool flusher_started_ = false;
+  /// The dump (opened, written and closed by the flusher).
+  dump_file file_;
+
+  /// Interned names (any thread; the table's own lock).
+  name_table names_;
+  /// Spare rings and the list of attached rings (writer/rings.hpp).
+  ring_pool rings_;
+  /// The futexes the flusher and full rings sleep on.
+  flusher_wake wake_;
+
+  // ---- flusher control
+  mutex control_mutex_;
+  std::condition_variable flushed_;  ///< flush() callers wait here (control_mutex_)
+  bool stop_ EDGETRACE_DETAIL_GUARDED_BY(control_mutex_) = false;
+  bool flusher_done_ EDGETRACE_DETAIL_GUARDED_BY(control_mutex_) = false;
+  std::uint64_t flush_requested_ EDGETRACE_DETAIL_GUARDED_BY(control_mutex_) = 0;
+  std::uint64_t flush_completed_ EDGETRACE_DETAIL_GUARDED_BY(control_mutex_) = 0;
+  /// How opening went (the flusher stores with release; the starting
+  /// thread waits for anything but `pending`, at most open_wait).
+  enum open_state : int { open_pending, open_done, open_waiting_for_reader, open_failed };
+  std::atomic<int> open_state_{open_pending};
+  static constexpr std::chrono::milliseconds open_wait{1000};
+  std::condition_variable opened_;  ///< open_state_ changed (control_mutex_)
+  /// A wait for the flusher ran out (a library unloading at exit, before
+  /// shutdown): shutdown then waits only briefly, so exit stays ~1 s.
+  std::atomic<bool> gave_up_waiting_{false};
+
+  /// The flusher's kernel thread id, once it runs (exit leaves its priority alone).
+  std::atomic<long> flusher_tid_{0};
+  /// CPUs the process may run on (the reports name them).
+  int cpus() const noexcept { return load_.cpus(); }
+  /// Set by shutdown before the flusher's final pass.
+  std::atomic<bool> stopping_{false};
+  /// EDGETRACE_ON_FULL=wait: how often a thread gave up waiting for a
+  /// flusher that did nothing (wait_for_room). Any thread adds (relaxed: a
+  /// count); the flusher reports the stall once it ends, and at exit.
+  std::atomic<std::uint64_t> gave_up_{0};
+  void note_gave_up() noexcept {
+    gave_up_.fetch_add(1, std::memory_order_relaxed);
+    wake_.wake_flusher();
+  }
+  /// Signal flush hand-off (EDGETRACE_SIGNAL_FLUSH): the handler stores the
+  /// signal number (release) and waits; the flusher (acquire) drains
+  /// everything, ends the stream if the process is about to die, and
+  /// stores signal_done_ (release). Only atomics: the handler may not lock.
+  std::atomic<int> signal_pending_{0};
+  std::atomic<bool> signal_terminates_{false};
+  std::atomic<bool> signal_done_{false};
+  /// Flusher only: the end chunk was written; nothing more may follow.
+  bool ended_ = false;
+  /// The stream's first calibration pair: record_measured's reference for
+  /// CLOCK_MONOTONIC ns → ticks. Written before the_runtime is published.
+  const calibration_pair& first_calibration() const noexcept { return first_calibration_; }
+  /// Flight mode: the ring is mapped (the flusher maps it at its start).
+  bool flight_ready() const noexcept { return flight_.ready(); }
+  /// Flight mode: the name of snapshot `sequence` (OUTPUT with ".N" before
+  /// its extension) into `path`, of snapshot_path_capacity bytes.
+  static constexpr std::size_t snapshot_path_capacity = flight_recorder::path_capacity;
+  void snapshot_path(std::uint64_t sequence, char* path) const noexcept { flight_.snapshot_path(sequence, path); }
+  /// EDGETRACE_SNAPSHOT_SIGNAL arrived: counted for the flusher, which
+  /// schedules the snapshot. Async-signal-safe: two atomic stores, a
+  /// counter read and at most one futex call.
+  void snapshot_signal_received() noexcept {
+    snapshot_signal_tick_.store(ticks(config_.clock), std::memory_order_relaxed);
+    snapshot_signals_.fetch_add(1, std::memory_order_relaxed);
+    wake_.wake_flusher();
+  }
+  /// The id in every chunk header of this stream (start-up, before the flusher).
+  void set_writer_id(std::uint32_t id) noexcept { encoder_.set_writer_id(id); }
+
+ protected:
+  friend class flusher_output;
+
+  // ---- flight recorder (EDGETRACE_MODE=flight): writer/flight/store.hpp holds
+  // the memory and the writer; these are the hand-offs to the flusher.
+  flight_recorder flight_;
+  flight_schedule schedule_;  ///< flusher only
+  /// edgetrace::snapshot(): a caller claims the slot (0 -> 1, acquire),
+  /// fills the three fields, publishes it (2, release); the flusher reads
+  /// them after its acquire of 2, then frees the slot (0, release). Calls
+  /// that find it taken only count (calls_coalesced_): the one in the slot
+  /// covers them, and they are reported as skipped.
+  std::atomic<int> call_slot_{0};
+  char call_reason_[format::snapshot_reason_max] = {};
+  std::size_t call_reason_size_ = 0;
+  std::uint64_t call_tick_ = 0;
+  std::atomic<std::uint64_t> calls_coalesced_{0};
+  /// EDGETRACE_SNAPSHOT_SIGNAL: signals received (the handler adds, the
+  /// flusher takes; relaxed, a count) and the tick of the latest.
+  std::atomic<std::uint32_t> snapshot_signals_{0};
+  std::atomic<std::uint64_t> snapshot_signal_tick_{0};
+  /// Crash hand-off: the first crashing thread stores its signal (CAS from
+  /// 0) after the tick; whoever moves crash_state_ from 0 to 1 (the flusher
+  /// when it answers, else the handler) writes the snapshot, then stores 2
+  /// (release). crash_skipped_ mirrors schedule_.skipped for the handler.
+  std::atomic<int> crash_signal_{0};
+  std::atomic<std::uint64_t> crash_tick_{0};
+  std::atomic<int> crash_state_{0};
+  std::atomic<std::uint64_t> crash_skipped_{0};
+  /// Flusher only: chunks emitted now are a snapshot's tail, not the ring's.
+  bool collecting_tail_ = false;
+
+  // a client encodes through the flusher's encoder
+
+  // ---- flusher only (no lock: one thread)
+  chunk_encoder encoder_;
+  /// Records written and dropped by threads whose rings were retired (their
+  /// counters are reset when the ring is recycled), for the exit report.
+  std::uint64_t retired_written_ = 0;
+  std::uint64_t retired_dropped_ = 0;
+  /// gave_up_ as last reported (report_stall), and whether the one stall
+  /// line was printed.
+  std::uint64_t gave_up_seen_ = 0;
+  bool stall_reported_ = false;
+  std::uint64_t last_calibration_ns_ = 0;
+  int calibrations_ = 0;
+  calibration_pair first_calibration_ = {};
+  /// unloaded_epoch values this flusher has acted on: sites cached from
+  /// ranges published up to `seen` are forgotten; ranges up to `retired`
+  /// are retired.
+  std::uint64_t unloaded_seen_ = 0;
+  std::uint64_t unloaded_retired_ = 0;
+  std::vector<capture_entry> capture_out_;
+
+  /// Sampled by the flusher, read by any thread (cpu_saturated).
+  cpu_load load_;
+
+  // ---- latency triggers (EDGETRACE_TRIGGER; writer/flight/triggers.hpp).
+  // Set before the flusher starts, then the flusher's alone.
+  flight_triggers triggers_;
+
+ public:
+  /// Output failed (tracing is off): everything is discarded.
+  bool failed() const noexcept { return file_.failed(); }
+  /// Whether a thread may encode its own records when the flusher falls
+  /// behind (writer/help.hpp), as far as the stream is concerned: the
+  /// policy is wait, no latency trigger judges records (the flusher's
+  /// alone), the output works and the stream is not ending. Any thread;
+  /// the caller reads it with its ring's drain lock held, so a shutdown
+  /// that began before it took the lock is seen.
+  bool may_help() const noexcept {
+    return !config_.drop_when_full && !triggers_ready_ && !file_.failed() &&
+           !stopping_.load(std::memory_order_relaxed);
+  }
+  /// The process kept every CPU it may use busy at the flusher's last
+  /// look (cpu_load): threads encode their own records then.
+  bool cpu_saturated() const noexcept { return load_.saturated(); }
+  /// The site table's generation (chunk_encoder::generation): a helping
+  /// thread trusts its ring's cache only while it matches.
+  std::uint64_t site_generation() const noexcept { return encoder_.generation(); }
+  /// Nothing more may be written: output failed or the stream ended.
+  bool closed() const noexcept { return file_.failed() || ended_; }
+
+  // ------------------------------------------------------------ encoder_host
+
+  bool read_loaded_site(const site* s, void (*read)(const site&, void*), void* context) override {
+    // The only read of a descriptor, under unloaded_mutex: its library
+    // cannot be marked unloaded (and so cannot be unmapped) meanwhile.
+    mutex_lock lock(unloaded_mutex);
+    if (in_unloaded_range_locked(s)) return false;
+    read(*s, context);
+    return true;
+  }
+  void category_name(std::uint32_t index, std::string& out) override { copy_category_name(index, out); }
+  void interned_name(std::uint32_t id, std::string& out) override { names_.copy_name(id, out); }
+  void output_full() override { flush_output(); }
+
+  /// A record of a watched site (flight_triggers::watches): over its
+  /// limit, a snapshot is requested (the rate limit is request_snapshot's).
+  EDGETRACE_DETAIL_NOINLINE void watched_record(const thread_ring& ring, std::uint32_t id, const record& r) override {
+    flight_triggers::firing fired;
+    if (!triggers_.evaluate(id, ring.thread_id, r.t_begin, r.t_end, fired)) return;
+    char reason[format::snapshot_reason_max + 1];
+    const std::size_t size = triggers_.describe(fired, reason, sizeof reason);
+    request_snapshot(format::snapshot_trigger::latency, reason, size, fired.tick);
+  }
+
+  /// Schedules a snapshot (flusher only): applies the rate limit
+  /// (EDGETRACE_FLIGHT_MAX, EDGETRACE_FLIGHT_GAP_MS; a skipped request is
+  /// counted in the next snapshot written), and the snapshot is written
+  /// EDGETRACE_FLIGHT_AFTER_MS later (crash and exit: at once, outside the
+  /// limit). A no-op outside flight mode. Cost: a few compares; the reason
+  /// (cut to 255 bytes) is copied.
+  void request_snapshot(format::snapshot_trigger why, const char* reason, std::size_t reason_size,
+                        std::uint64_t trigger_tick) noexcept {
+    if (!config_.flight || !flight_.ready()) return;
+    const bool immediate = why == format::snapshot_trigger::crash || why == format::snapshot_trigger::exit;
+    schedule_.request(why, reason, reason_size, trigger_tick, clock_ns(CLOCK_MONOTONIC), immediate);
+    crash_skipped_.store(schedule_.skipped, std::memory_order_relaxed);
+  }
+
+  // ------------------------------------------------------------ output
+
+  /// Hands the sealed chunks on: to the flight ring, or to the file.
+  void flush_output() noexcept {
+    std::vector<unsigned char>& out = encoder_.output();
+    if (config_.flight) {  // the ring, not the file: snapshots write it (writer/flight/store.hpp)
+      if (collecting_tail_) return;
+      flight_.take(out.data(), out.size());
+      out.clear();
+      if (flight_.sticky_just_filled())
+        report("EDGETRACE_MODE=flight: the definitions and threads of this run passed %zu MiB; snapshots lack the "
+               "later ones",
+               flight_recorder::sticky_reserve >> 20);
+      return;
+    }
+    if (!out.empty() && !file_.failed() && output_is_ours()) file_.write_all(out.data(), out.size());
+    out.clear();
+  }
+
+  /// Checks, before a write, that the descriptor still names the dump (one
+  /// fstat); a truncated dump starts again.
+  bool output_is_ours() noexcept {
+    std::uint64_t size = 0;
+    const dump_file::state state = file_.check(size);
+    if (state == dump_file::state::gone) return false;
+    if (state == dump_file::state::truncated) start_again(size);
+    return true;
+  }
+
+  /// The file was truncated by someone else (copytruncate log rotation, `:
+  /// > run.etr`): say so once, and begin a self-contained stream at the new
+  /// end (file header, process chunk, calibration, definitions again), so
+  /// what follows reads on its own. Anything already on its way may land
+  /// without its definitions; the reader skips it (docs/FORMAT.md).
+  void start_again(std::uint64_t size) {
+    file_.note_truncated(size);
+    std::vector<unsigned char>& out = encoder_.output();
+    std::vector<unsigned char> pending;
+    pending.swap(out);
+    unsigned char header[format::file_header_size];
+    format::write_file_header(header);
+    out.insert(out.end(), header, header + sizeof header);
+    write_process_chunk();
+    encoder_.write_calibration(first_calibration_);
+    write_calibration();
+    forget_definitions();
+    out.insert(out.end(), pending.begin(), pending.end());
+  }
+
+  /// Every site, category and thread is defined again before its next use
+  /// (each ring follows at its next drain: chunk_encoder::announce_thread).
+  void forget_definitions() noexcept { encoder_.forget_definitions(); }
+
+  /// Opens the dump (flusher thread). The first live writer of a regular
+  /// file truncates it and writes the file header (dump_file::begin).
+  bool open_output() noexcept {
+    const int fd = file_.open([this] { set_open_state(open_waiting_for_reader); });
+    if (fd < 0) {
+      set_open_state(open_failed);
+      return false;
+    }
+    const bool holds_init_lock = file_.regular() && dump_file::file_lock(fd, F_WRLCK, 0, true);
+    if (file_.begin(fd, encoder_.writer_id())) {
+      unsigned char header[format::file_header_size];
+      format::write_file_header(header);
+      std::vector<unsigned char>& out = encoder_.output();
+      out.insert(out.begin(), header, header + sizeof header);
+    }
+    flush_output();
+    if (holds_init_lock) dump_file::file_lock(fd, F_UNLCK, 0, false);
+    set_open_state(file_.failed_acquire() ? open_failed : open_done);
+    return !file_.failed_acquire();
+  }
+
+  void set_open_state(open_state state) noexcept {
+    {
+      mutex_lock lock(control_mutex_);
+      open_state_.store(state, std::memory_order_release);
+    }
+    opened_.notify_all();
+  }
+
+  /// True when the output took no data for at least `ns`.
+  bool output_stalled(std::uint64_t ns) const noexcept {
+    return file_.stalled(ns, open_state_.load(std::memory_order_acquire) == open_done);
+  }
+
+  // ------------------------------------------------------------ calibration and triggers
+
+  /// The process chunk (the name from /proc/self/comm).
+  void write_process_chunk() {
+    char comm[64] = "process";
+    const int fd = ::open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      const ssize_t n = ::read(fd, comm, sizeof comm - 1);
+      if (n > 0) {
+        comm[n] = '\0';
+        if (comm[n - 1] == '\n') comm[n - 1] = '\0';
+      }
+      ::close(fd);
+    }
+    encoder_.write_process(static_cast<std::uint64_t>(owner_pid_), config_, comm);
+  }
+
+  void write_calibration() {
+    const calibration_pair pair = calibrate(config_.clock);
+    encoder_.write_calibration(pair);
+    last_calibration_ns_ = pair.monotonic_ns;
+    if (calibrations_ == 0) first_calibration_ = pair;  // before the runtime is published
+    ++calibrations_;
+    if (triggers_set()) set_trigger_rate(pair);
+  }
+
+  bool triggers_set() const noexcept { return triggers_ready_; }
+
+  /// Converts the triggers' limits to ticks with the rate the dump will
+  /// show: exact for CLOCK_MONOTONIC and aarch64's stated counter rate,
+  /// else measured from the first calibration pair to `latest` (the
+  /// second comes before anything is drained: take_rate_pair).
+  void set_trigger_rate(const calibration_pair& latest) noexcept {
+    const std::uint64_t nominal = nominal_tick_rate(config_.clock);
+    double rate = static_cast<double>(nominal) / 1e9;
+    if (nominal == 0 && latest.tick > first_calibration_.tick && latest.monotonic_ns > first_calibration_.monotonic_ns)
+      rate = static_cast<double>(latest.tick - first_calibration_.tick) /
+             static_cast<double>(latest.monotonic_ns - first_calibration_.monotonic_ns);
+    triggers_.set_ticks_per_ns(rate);
+  }
+
+  /// Reads EDGETRACE_TRIGGER (before the flusher starts); a bad value, or
+  /// one outside flight mode (where a trigger has nothing to write), is
+  /// one stderr line and no trigger.
+  void read_triggers() noexcept {
+    const char* spec = std::getenv("EDGETRACE_TRIGGER");
+    if (spec == nullptr) return;
+    if (!config_.flight) {
+      report("EDGETRACE_TRIGGER needs EDGETRACE_MODE=flight (a trigger writes a snapshot of the flight recorder); "
+             "no trigger set");
+      return;
+    }
+    char error[256];
+    if (!set_triggers(spec, error, sizeof error)) report("%s", error);
+  }
+
+  /// Parses `spec` (EDGETRACE_TRIGGER's syntax) and has the encoder judge
+  /// every record against it. False, with `error` saying why: no trigger.
+  /// Limits fire only once a tick rate is known (the calibration pairs).
+  bool set_triggers(const char* spec, char* error, std::size_t error_size) noexcept {
+    triggers_ready_ = triggers_.parse(spec, error, error_size);
+    if (triggers_ready_) encoder_.watch(&triggers_);
+    return triggers_ready_;
+  }
+
+  /// Least gap between the first calibration pair and the second: the
+  /// pairs' jitter (tens of ns) then makes a rate error of a few 1e-5,
+  /// and a process dying at start-up has both. The flusher's first look
+  /// comes 1 ms after start (flusher_loop), so it normally waits for nothing.
+  static constexpr std::uint64_t rate_pair_gap_ns = 1000000;
+
+  /// Flusher only, before anything timed is written: the second calibration
+  /// pair, so that every dump holding events holds a measured tick rate
+  /// (one pair alone gives the reader no rate where the CPU states none,
+  /// e.g. an AMD CPU or a KVM guest). More pairs follow at 20 ms and then
+  /// every second. `may_wait`: when woken early (a flush() right after
+  /// start), sleep until the gap is reached (once, less than
+  /// rate_pair_gap_ns); at exit take it now: exit must not wait, and the
+  /// end's own pair follows.
+  void take_rate_pair(bool may_wait) noexcept {
+    if (calibrations_ >= 2 || file_.failed_acquire() || ended_) return;
+    if (may_wait) {
+      const std::uint64_t since = clock_ns(CLOCK_MONOTONIC) - first_calibration_.monotonic_ns;
+      if (since < rate_pair_gap_ns) {
+        const timespec pause{0, static_cast<long>(rate_pair_gap_ns - since)};
+        nanosleep(&pause, nullptr);
+      }
+    }
+    write_calibration();
+  }
+
+  // ------------------------------------------------------------ unloaded libraries
+
+  /// Forgets cached sites in the unloaded ranges published since the last
+  /// call.
+  void forget_unloaded_sites() {
+    unloaded_range ranges[max_unloaded_ranges];
+    std::size_t count;
+    {
+      mutex_lock lock(unloaded_mutex);
+      count = unloaded_count;
+      std::copy(unloaded_ranges, unloaded_ranges + count, ranges);
+      unloaded_seen_ = unloaded_epoch.load(std::memory_order_relaxed);
+    }
+    encoder_.forget_sites_where([&](const site* s) {
+      const auto a = reinterpret_cast<std::uintptr_t>(s);
+      for (std::size_t i = 0; i < count; ++i)
+        if (a >= ranges[i].begin && a < ranges[i].end) return true;
+      return false;
+    });
+  }
+
+  /// Retires the ranges published up to `epoch`: a whole drain_all cycle
+  /// began after this flusher saw them, so no ring holds their records.
+  void retire_unloaded(std::uint64_t epoch) noexcept {
+    mutex_lock lock(unloaded_mutex);
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < unloaded_count; ++i)
+      if (unloaded_ranges[i].epoch > epoch) unloaded_ranges[kept++] = unloaded_ranges[i];
+    unloaded_count = kept;
+    unloaded_retired_ = epoch;
+  }
+
+  // ------------------------------------------------------------ capture
+
+  /// Writes the recording changes and phases queued since the last cycle
+  /// as one capture chunk.
+  void write_capture() {
+    {
+      mutex_lock lock(category_mutex);
+      capture().take_locked(capture_out_);
+    }
+    if (capture_out_.empty() || closed()) {
+      capture_out_.clear();
+      return;
+    }
+    if (triggers_set())
+      for (const capture_entry& e : capture_out_)
+        if (e.type == format::capture_record::recording && !e.on)
+          triggers_.recording_stopped(e.tick);  // no mark iteration across it
+    encoder_.write_capture(capture_out_);
+    capture_out_.clear();
+  }
+
+  /// Applies what only the flusher watches (capture_control::check_locked).
+  /// Returns the ns until the next deadline (or `longest`).
+  std::uint64_t check_capture(std::uint64_t now, std::uint64_t longest) noexcept {
+    mutex_lock lock(category_mutex);
+    return capture().check_locked(config_, now, longest, [](format::capture_reason reason)
+                                                           EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
+      update_capture_locked(reason, true);
+    });
+  }
+
+  // ------------------------------------------------------------ draining
+
+  /// Drains `ring`: encodes what it published, with what its thread
+  /// handed over first. `now_ns` 0: everything, now (flush(), exit, a
+  /// signal, a snapshot, a retired ring), waiting for the drain lock if the
+  /// thread holds it, or, given `busy`, setting it and returning at once.
+  /// Otherwise a regular cycle at CLOCK_MONOTONIC `now_ns`: a ring whose
+  /// thread encodes its own records for now (help_until_ns) is left to it
+  /// but for what it handed over (unless it published nothing since the
+  /// last cycle), and a ring whose thread holds the lock is skipped until
+  /// the next cycle. Returns the number of records drained.
+  std::uint64_t drain(thread_ring& ring, std::uint64_t now_ns, bool* busy = nullptr) {
+    ring_encoding& enc = encoding_of(ring);
+    if (now_ns != 0 && ring.help_until_ns.load(std::memory_order_relaxed) > now_ns && encoder_.announced(ring)) {
+      // A thread that published nothing since the last cycle has stopped
+      // recording, for now or for good: what it left (records not encoded
+      // yet, its open chunk) would wait for the end of its window, up to
+      // help_window_max_ns, where kill -9 loses it. The flusher takes it
+      // (unless the thread holds the lock right now).
+      record* const published = ring.write_pos.load(order_relaxed);
+      if (published != ring.help_write_seen) {
+        ring.help_write_seen = published;
+        // No lock: the hand-off has its own counters, and only the flusher
+        // changes what announced() reads.
+        if (!enc.has_handed()) return 0;
+        if (closed())
+          enc.take([](unsigned char*, std::uint32_t) {});
+        else
+          encoder_.take_handed(enc);
+        wake_.wake_room_waiters();  // it may wait for a free buffer
+        return 0;
+      }
+    }
+    if (now_ns == 0) {
+      if (busy != nullptr) {
+        if (!enc.try_lock()) {
+          *busy = true;  // the caller comes back to it
+          return 0;
+        }
+      } else if (!enc.lock()) {
+        return 0;  // its thread stopped mid-batch (a debugger): left as it is
+      }
+    } else if (!enc.try_lock()) {
+      return 0;  // its thread is encoding right now: next cycle
+    }
+    const std::uint64_t count = drain_locked(ring, enc);
+    enc.unlock();
+    return count;
+  }
+
+  /// drain() with the ring's drain lock held.
+  std::uint64_t drain_locked(thread_ring& ring, ring_encoding& enc) EDGETRACE_DETAIL_REQUIRES(enc) {
+    if (closed()) {  // discarded, but a waiting producer goes on at once
+      enc.take([](unsigned char*, std::uint32_t) {});
+      return consume_to(
+          ring, ring.write_pos.load(order_acquire), [](const record&) {}, [this] { wake_.wake_room_waiters(); });
+    }
+    // The write position first, then the unload epoch: a record pushed
+    // after an unload (by a library loaded since, maybe at the same
+    // address) is then always read with that unload's sites forgotten.
+    record* const published = ring.write_pos.load(order_acquire);
+    if (EDGETRACE_DETAIL_UNLIKELY(unloaded_epoch.load(std::memory_order_acquire) != unloaded_seen_))
+      forget_unloaded_sites();
+    encoder_.begin_ring(ring, enc, unloaded_seen_);
+    const std::size_t count = consume_runs_to(
+        ring, published,
+        [&](record* first, record* last) EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
+          encoder_.add_run(ring, enc, first, last);
+          return last;
+        },
+        [this] { wake_.wake_room_waiters(); });
+    encoder_.end_ring(enc);
+    if (EDGETRACE_DETAIL_UNLIKELY(ring.signal_drops.load(std::memory_order_relaxed) != 0)) write_signal_drops(ring, enc);
+    return count;
+  }
+
+  /// Writes, as an in-band loss at the current tick, the records this
+  /// ring's signal handlers could not store (reserve_slots); the thread's
+  /// dropped total includes them.
+  void write_signal_drops(thread_ring& ring, ring_encoding& enc) EDGETRACE_DETAIL_REQUIRES(enc) {
+    const std::uint64_t n = ring.signal_drops.exchange(0, std::memory_order_relaxed);
+    ring.signal_dropped += n;
+    const std::uint64_t now = ticks(config_.clock);
+    encoder_.add_loss(ring, enc, n, now, now);
+  }
+
+  /// Writes the in-band loss a retired thread could not write itself.
+  void drain_pending_loss(thread_ring& ring) {
+    if (ring.pending_loss == 0 || closed()) return;
+    ring_encoding& enc = encoding_of(ring);
+    if (!enc.lock()) return;  // free: its thread is gone
+    encoder_.add_loss(ring, enc, ring.pending_loss, ring.loss_first, ring.loss_last);
+    enc.unlock();
+    ring.pending_loss = 0;
+  }
+
+ private:
+  bool triggers_ready_ = false;
+};
+
+}  // namespace detail
+}  // namespace EDGETRACE_ABI_NAMESPACE
+}  // namespace edgetrace
