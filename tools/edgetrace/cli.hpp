@@ -38,27 +38,33 @@ struct command {
   const char* synopsis;  ///< arguments after the name
   const char* summary;   ///< one line for the command list
   const char* details;   ///< paragraph for `edgetrace help NAME`
-  int (*run)(const char* name, const arguments& args);
+  int (*run)(const command& c, const arguments& args);
 };
 
-// --- The table and help (edgetrace.cpp) -------------------------------------
-const command* find_command(const std::string& name);
+// --- Usage and help text (options.cpp) ---------------------------------------
 /// The closest of `choices` to `word` when it is a plausible typo, else null.
 const char* nearest(const std::string& word, const std::vector<const char*>& choices);
 void print_usage(std::FILE* out);
 void print_command_usage(std::FILE* out, const command& c);
+/// `edgetrace help C`: usage, summary, details (docs/ paths made real) and
+/// the exit codes. Exit code 0.
+int command_help(const command& c);
+/// The exit codes, as `edgetrace help` lists them.
+extern const char exit_codes_text[];
+/// Where the documentation is (installed, or the sources' docs/); empty if neither.
+std::string documentation_dir();
 
 // --- The subcommands, a file each -------------------------------------------
-int run_json(const char* name, const arguments& args);      // json.cpp
-int run_perfetto(const char* name, const arguments& args);  // perfetto.cpp
-int run_info(const char* name, const arguments& args);      // info.cpp
-int run_summary(const char* name, const arguments& args);   // summary.cpp
-int run_csv(const char* name, const arguments& args);       // csv.cpp
-int run_merge(const char* name, const arguments& args);     // merge.cpp
-int run_diff(const char* name, const arguments& args);      // diff.cpp
-int run_report(const char* name, const arguments& args);    // report.cpp
-int run_top(const char* name, const arguments& args);       // top.cpp
-int run_help(const char* name, const arguments& args);      // edgetrace.cpp
+int run_json(const command& c, const arguments& args);      // json.cpp
+int run_perfetto(const command& c, const arguments& args);  // perfetto.cpp
+int run_info(const command& c, const arguments& args);      // info.cpp
+int run_summary(const command& c, const arguments& args);   // summary.cpp
+int run_csv(const command& c, const arguments& args);       // csv.cpp
+int run_merge(const command& c, const arguments& args);     // merge.cpp
+int run_diff(const command& c, const arguments& args);      // diff.cpp
+int run_report(const command& c, const arguments& args);    // report.cpp
+int run_top(const command& c, const arguments& args);       // top.cpp
+int run_help(const command& c, const arguments& args);      // edgetrace.cpp: the table
 
 // --- Errors and option parsing (options.cpp) --------------------------------
 int usage_error(const command* c, const std::string& message);
@@ -181,12 +187,11 @@ int write_one_output(const et::dump_reader& r, const std::string& dump, const st
 /// A command that converts one DUMP to one OUT (default: DUMP with .etr
 /// replaced by `extension`) with `convert(reader, FILE*, error) -> bool`.
 template <class Convert>
-int convert_one_dump(const char* name, const arguments& args, const char* extension, const std::string& what,
+int convert_one_dump(const command& c, const arguments& args, const char* extension, const std::string& what,
                      Convert&& convert) {
-  const command& c = *find_command(name);
   dump_arguments a;
   if (const int rc = parse_dump_arguments(c, args, true, a); rc != exit_ok || a.help) {
-    if (a.help && rc == exit_ok) run_help("help", {name});
+    if (a.help && rc == exit_ok) command_help(c);
     return rc;
   }
   const std::string output = a.has_output ? a.output : with_extension(a.dump, extension);

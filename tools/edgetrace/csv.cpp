@@ -6,8 +6,8 @@
 
 namespace edgetrace_cli {
 
-int run_csv(const char* name, const arguments& args) {
-  return convert_one_dump(name, args, ".csv", "CSV", [](et::dump_reader& r, std::FILE* out, std::string& error) {
+int run_csv(const command& c, const arguments& args) {
+  return convert_one_dump(c, args, ".csv", "CSV", [](et::dump_reader& r, std::FILE* out, std::string& error) {
     return et::write_spans_csv(r, out, nullptr, &error);
   });
 }

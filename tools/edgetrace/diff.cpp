@@ -26,8 +26,7 @@ int build_run_summaries(const std::vector<std::string>& paths, const et::summary
 
 }  // namespace
 
-int run_diff(const char* name, const arguments& args) {
-  const command& c = *find_command(name);
+int run_diff(const command& c, const arguments& args) {
   // BASE... --vs NEW...: options may stand on either side of --vs.
   const auto vs = std::find(args.begin(), args.end(), std::string("--vs"));
   parsed_options p, p_new;
@@ -37,7 +36,7 @@ int run_diff(const char* name, const arguments& args) {
     p.values.insert(p.values.end(), p_new.values.begin(), p_new.values.end());
     p.help = p.help || p_new.help;
   }
-  if (p.help) return run_help("help", {name});
+  if (p.help) return command_help(c);
   std::vector<std::string> base_paths = p.positional, new_paths = p_new.positional;
   if (vs == args.end()) {
     if (p.positional.size() != 2)

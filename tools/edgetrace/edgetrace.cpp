@@ -151,52 +151,6 @@ const command commands[] = {
     {"help", "[COMMAND]", "show help for edgetrace or one command", "", run_help},
 };
 
-const char exit_codes_text[] =
-    "exit codes:\n"
-    "  0  success\n"
-    "  1  usage error (unknown command or option, missing argument)\n"
-    "  2  input unreadable (missing, empty, not a dump, newer format) or output not writable;\n"
-    "     also a dump whose tick rate is unknown (durations cannot be computed)\n"
-    "  3  converted, but the dump was damaged or incomplete (truncated, corrupt bytes\n"
-    "     skipped, or a writer without an end record); warnings are on stderr\n";
-
-#ifndef EDGETRACE_DOCS_FROM_BIN
-#define EDGETRACE_DOCS_FROM_BIN "../share/doc/edgetrace"
-#endif
-#ifndef EDGETRACE_SOURCE_DOCS
-#define EDGETRACE_SOURCE_DOCS ""
-#endif
-
-/// Where the documentation is: the installed copy next to this executable
-/// (bin/../share/doc/edgetrace), else the sources' docs/ this binary was
-/// built from; empty when neither exists (a copied binary).
-std::string documentation_dir() {
-  char exe[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-  struct stat st{};
-  if (n > 0) {
-    std::string dir(exe, static_cast<std::size_t>(n));
-    dir = dir.substr(0, dir.rfind('/') + 1) + EDGETRACE_DOCS_FROM_BIN;
-    if (::stat((dir + "/ANALYSIS.md").c_str(), &st) == 0) {
-      char resolved[4096];
-      return ::realpath(dir.c_str(), resolved) ? std::string(resolved) : dir;
-    }
-  }
-  const std::string source = EDGETRACE_SOURCE_DOCS;
-  if (!source.empty() && ::stat((source + "/ANALYSIS.md").c_str(), &st) == 0) return source;
-  return {};
-}
-
-/// Help text with each "docs/NAME.md" replaced by the file's real path.
-std::string with_documentation_paths(std::string text) {
-  const std::string dir = documentation_dir();
-  if (dir.empty()) return text;
-  for (std::size_t at = text.find("docs/"); at != std::string::npos; at = text.find("docs/", at + dir.size())) {
-    text.replace(at, 4, dir);
-  }
-  return text;
-}
-
 void print_help(std::FILE* out) {
   std::fprintf(out,
                "edgetrace %s: convert and inspect edgetrace dumps (.etr)\n\n"
@@ -213,37 +167,15 @@ void print_help(std::FILE* out) {
                docs.empty() ? "README.md and docs/ in the edgetrace sources" : docs.c_str());
 }
 
-}  // namespace
-
 const command* find_command(const std::string& name) {
   for (const command& c : commands)
     if (name == c.name) return &c;
   return nullptr;
 }
 
-/// The closest of `choices` to `word` when it is a plausible typo, else null.
-const char* nearest(const std::string& word, const std::vector<const char*>& choices) {
-  const char* best = nullptr;
-  std::size_t best_distance = 3;  // at most two edits
-  for (const char* c : choices) {
-    const std::size_t d = edgetrace::detail::edit_distance(word.c_str(), word.size(), c, std::strlen(c));
-    if (d < best_distance || (best == nullptr && std::strncmp(c, word.c_str(), word.size()) == 0 && !word.empty())) {
-      best_distance = std::min(d, best_distance);
-      best = c;
-    }
-  }
-  return best;
-}
+}  // namespace
 
-void print_usage(std::FILE* out) {
-  std::fprintf(out, "usage: edgetrace COMMAND [ARGS]   (edgetrace --help for more)\n");
-}
-
-void print_command_usage(std::FILE* out, const command& c) {
-  std::fprintf(out, "usage: edgetrace %s %s\n", c.name, c.synopsis);
-}
-
-int run_help(const char*, const arguments& args) {
+int run_help(const command&, const arguments& args) {
   if (args.empty()) {
     print_help(stdout);
     return exit_ok;
@@ -257,10 +189,7 @@ int run_help(const char*, const arguments& args) {
     if (const char* near = nearest(args[0], names)) message += std::string("; did you mean '") + near + "'?";
     return usage_error(nullptr, message);
   }
-  print_command_usage(stdout, *c);
-  std::printf("\n%s\n%s", c->summary, with_documentation_paths(c->details).c_str());
-  if (std::strcmp(c->name, "help") != 0) std::printf("\n%s", exit_codes_text);
-  return exit_ok;
+  return command_help(*c);
 }
 
 }  // namespace edgetrace_cli
@@ -271,13 +200,13 @@ int main(int argc, char** argv) {
   const arguments args(argv + (argc > 0 ? 1 : 0), argv + argc);
   if (args.empty()) return usage_error(nullptr, "no command given");
   const std::string& first = args[0];
-  if (first == "--help" || first == "-h") return run_help("help", {});
+  if (first == "--help" || first == "-h") return run_help(*find_command("help"), {});
   if (first == "--version" || first == "-V") {
     std::printf("edgetrace %s (dump format %u.%u)\n", et::tool_version, edgetrace::format::version_major,
                 edgetrace::format::version_minor);
     return exit_ok;
   }
-  if (const command* c = find_command(first)) return c->run(c->name, arguments(args.begin() + 1, args.end()));
+  if (const command* c = find_command(first)) return c->run(*c, arguments(args.begin() + 1, args.end()));
 
   std::vector<const char*> names;
   for (const command& c : commands) names.push_back(c.name);

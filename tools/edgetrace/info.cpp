@@ -7,11 +7,10 @@
 
 namespace edgetrace_cli {
 
-int run_info(const char* name, const arguments& args) {
-  const command& c = *find_command(name);
+int run_info(const command& c, const arguments& args) {
   dump_arguments a;
   if (const int rc = parse_dump_arguments(c, args, false, a); rc != exit_ok || a.help) {
-    if (a.help && rc == exit_ok) run_help("help", {name});
+    if (a.help && rc == exit_ok) command_help(c);
     return rc;
   }
   if (const int rc = refuse_overwriting_inputs({a.dump}, {"-"}); rc != exit_ok) return rc;

@@ -176,12 +176,11 @@ int run_json_single(et::dump_reader& r, const std::string& dump, const std::stri
 
 }  // namespace
 
-int run_json(const char* name, const arguments& args) {
-  const command& c = *find_command(name);
+int run_json(const command& c, const arguments& args) {
   parsed_options p;
   if (const int rc = parse_options(c, args, {"--output", "--split-mb", "--min-dur", "--filter"}, p); rc != exit_ok)
     return rc;
-  if (p.help) return run_help("help", {name});
+  if (p.help) return command_help(c);
   if (p.positional.empty()) return usage_error(&c, "'json' needs a DUMP file");
   if (p.positional.size() > 1) return usage_error(&c, "unexpected argument '" + p.positional[1] + "' (one DUMP at a time)");
   const std::string dump = p.positional[0];

@@ -9,11 +9,10 @@
 
 namespace edgetrace_cli {
 
-int run_merge(const char* name, const arguments& args) {
-  const command& c = *find_command(name);
+int run_merge(const command& c, const arguments& args) {
   parsed_options p;
   if (const int rc = parse_options(c, args, {"--output", "--clock"}, p); rc != exit_ok) return rc;
-  if (p.help) return run_help("help", {name});
+  if (p.help) return command_help(c);
   if (p.positional.size() < 2) return usage_error(&c, "'merge' needs at least two dumps");
   const std::string* output = p.get("--output");
   if (!output || output->empty()) return usage_error(&c, "'merge' needs -o OUT.etr or -o OUT.json");

@@ -10,6 +10,82 @@
 
 namespace edgetrace_cli {
 
+const char* nearest(const std::string& word, const std::vector<const char*>& choices) {
+  const char* best = nullptr;
+  std::size_t best_distance = 3;  // at most two edits
+  for (const char* c : choices) {
+    const std::size_t d = edgetrace::detail::edit_distance(word.c_str(), word.size(), c, std::strlen(c));
+    if (d < best_distance || (best == nullptr && std::strncmp(c, word.c_str(), word.size()) == 0 && !word.empty())) {
+      best_distance = std::min(d, best_distance);
+      best = c;
+    }
+  }
+  return best;
+}
+
+void print_usage(std::FILE* out) {
+  std::fprintf(out, "usage: edgetrace COMMAND [ARGS]   (edgetrace --help for more)\n");
+}
+
+void print_command_usage(std::FILE* out, const command& c) {
+  std::fprintf(out, "usage: edgetrace %s %s\n", c.name, c.synopsis);
+}
+
+const char exit_codes_text[] =
+    "exit codes:\n"
+    "  0  success\n"
+    "  1  usage error (unknown command or option, missing argument)\n"
+    "  2  input unreadable (missing, empty, not a dump, newer format) or output not writable;\n"
+    "     also a dump whose tick rate is unknown (durations cannot be computed)\n"
+    "  3  converted, but the dump was damaged or incomplete (truncated, corrupt bytes\n"
+    "     skipped, or a writer without an end record); warnings are on stderr\n";
+
+#ifndef EDGETRACE_DOCS_FROM_BIN
+#define EDGETRACE_DOCS_FROM_BIN "../share/doc/edgetrace"
+#endif
+#ifndef EDGETRACE_SOURCE_DOCS
+#define EDGETRACE_SOURCE_DOCS ""
+#endif
+
+/// Where the documentation is: the installed copy next to this executable
+/// (bin/../share/doc/edgetrace), else the sources' docs/ this binary was
+/// built from; empty when neither exists (a copied binary).
+std::string documentation_dir() {
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  struct stat st{};
+  if (n > 0) {
+    std::string dir(exe, static_cast<std::size_t>(n));
+    dir = dir.substr(0, dir.rfind('/') + 1) + EDGETRACE_DOCS_FROM_BIN;
+    if (::stat((dir + "/ANALYSIS.md").c_str(), &st) == 0) {
+      char resolved[4096];
+      return ::realpath(dir.c_str(), resolved) ? std::string(resolved) : dir;
+    }
+  }
+  const std::string source = EDGETRACE_SOURCE_DOCS;
+  if (!source.empty() && ::stat((source + "/ANALYSIS.md").c_str(), &st) == 0) return source;
+  return {};
+}
+
+namespace {
+/// Help text with each "docs/NAME.md" replaced by the file's real path.
+std::string with_documentation_paths(std::string text) {
+  const std::string dir = documentation_dir();
+  if (dir.empty()) return text;
+  for (std::size_t at = text.find("docs/"); at != std::string::npos; at = text.find("docs/", at + dir.size())) {
+    text.replace(at, 4, dir);
+  }
+  return text;
+}
+}  // namespace
+
+int command_help(const command& c) {
+  print_command_usage(stdout, c);
+  std::printf("\n%s\n%s", c.summary, with_documentation_paths(c.details).c_str());
+  if (std::strcmp(c.name, "help") != 0) std::printf("\n%s", exit_codes_text);
+  return exit_ok;
+}
+
 int usage_error(const command* c, const std::string& message) {
   std::fprintf(stderr, "edgetrace: error: %s\n", message.c_str());
   if (c) print_command_usage(stderr, *c);
@@ -210,7 +286,7 @@ bool parse_analysis_options(const command& c, const arguments& args, parsed_opti
   rc = parse_options(c, args, summary_valued, p);
   if (rc != exit_ok) return false;
   if (p.help) {
-    rc = run_help("help", {c.name});
+    rc = command_help(c);
     return false;
   }
   if (p.positional.empty()) {

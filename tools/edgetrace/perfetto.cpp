@@ -6,8 +6,8 @@
 
 namespace edgetrace_cli {
 
-int run_perfetto(const char* name, const arguments& args) {
-  return convert_one_dump(name, args, ".pftrace", "Perfetto trace", [](et::dump_reader& r, std::FILE* out, std::string& error) {
+int run_perfetto(const command& c, const arguments& args) {
+  return convert_one_dump(c, args, ".pftrace", "Perfetto trace", [](et::dump_reader& r, std::FILE* out, std::string& error) {
     return et::write_perfetto(r, out, nullptr, &error);
   });
 }

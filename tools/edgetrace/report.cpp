@@ -7,8 +7,7 @@
 
 namespace edgetrace_cli {
 
-int run_report(const char* name, const arguments& args) {
-  const command& c = *find_command(name);
+int run_report(const command& c, const arguments& args) {
   parsed_options p;
   if (int rc; !parse_analysis_options(c, args, p, rc)) return rc;
   if (p.get("--format")) return usage_error(&c, "a report is HTML; --format does not apply");

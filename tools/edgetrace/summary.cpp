@@ -8,8 +8,7 @@
 
 namespace edgetrace_cli {
 
-int run_summary(const char* name, const arguments& args) {
-  const command& c = *find_command(name);
+int run_summary(const command& c, const arguments& args) {
   parsed_options p;
   if (int rc; !parse_analysis_options(c, args, p, rc)) return rc;
   et::summary_options o;

@@ -107,8 +107,7 @@ int follow_top(const std::string& dump, const et::top_options& options, std::uin
 
 }  // namespace
 
-int run_top(const char* name, const arguments& args) {
-  const command& c = *find_command(name);
+int run_top(const command& c, const arguments& args) {
   arguments rest;
   bool follow = false;
   for (const std::string& a : args)
@@ -116,7 +115,7 @@ int run_top(const char* name, const arguments& args) {
     else rest.push_back(a);
   parsed_options p;
   if (const int rc = parse_options(c, rest, {"--window", "--interval", "--top"}, p); rc != exit_ok) return rc;
-  if (p.help) return run_help("help", {name});
+  if (p.help) return command_help(c);
   if (p.positional.empty()) return usage_error(&c, "'top' needs a DUMP file");
   if (p.positional.size() > 1) return usage_error(&c, "unexpected argument '" + p.positional[1] + "' (one DUMP at a time)");
   const std::string& dump = p.positional[0];
