@@ -25,12 +25,7 @@
 
 namespace annotations_test {
 
-using edgetrace_test::app;
-using edgetrace_test::cli;
-using edgetrace_test::fresh;
-using edgetrace_test::load_dump;
-using edgetrace_test::run;
-using edgetrace_test::tmp;
+using namespace edgetrace_test;
 using json_lite::value;
 
 namespace {
@@ -57,14 +52,9 @@ std::vector<const value*> events(const value& doc, const std::string& name, cons
 }
 
 /// The dump of `trace_app annotations`, recorded once.
-const std::string& annotations_dump() {
-  static const std::string path = [] {
-    const std::string p = fresh("annotations.etr");
-    const auto r = run({app, "annotations"}, {"EDGETRACE_OUTPUT=" + p});
-    REQUIRE(r.exit_code == 0);
-    REQUIRE(r.err.empty());
-    return p;
-  }();
+std::string annotations_dump() {
+  std::string path;
+  REQUIRE(recorded_once("annotations.etr", {"annotations"}, path));
   return path;
 }
 }  // namespace

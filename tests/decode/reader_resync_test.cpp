@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <support/dump_builder.hpp>
+#include <support/read_dump.hpp>
 #include <support/process.hpp>
 
 namespace reader_resync_test {
@@ -44,16 +45,8 @@ struct loaded {
       if (e.kind == er::event_kind::span) ++out[{e.writer->id, e.site->name}];
     return out;
   }
-  const er::diagnostic* diag(const std::string& text) const {
-    for (const auto& d : reader.diagnostics())
-      if (d.message.find(text) != std::string::npos) return &d;
-    return nullptr;
-  }
-  std::string all_diags() const {
-    std::string s;
-    for (const auto& d : reader.diagnostics()) s += d.message + "\n";
-    return s;
-  }
+  const er::diagnostic* diag(const std::string& text) const { return edgetrace_test::find_diagnostic(reader, text); }
+  std::string all_diags() const { return edgetrace_test::all_diagnostics(reader); }
 };
 
 /// What a writer sends when it (re)starts: process, calibration, its

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <support/dump_builder.hpp>
+#include <support/read_dump.hpp>
 
 namespace reader_test {
 
@@ -38,16 +39,8 @@ struct loaded {
     return n;
   }
   /// The first diagnostic containing `text`, or null.
-  const er::diagnostic* diag(const std::string& text) const {
-    for (const auto& d : reader.diagnostics())
-      if (d.message.find(text) != std::string::npos) return &d;
-    return nullptr;
-  }
-  std::string all_diags() const {
-    std::string s;
-    for (const auto& d : reader.diagnostics()) s += d.message + "\n";
-    return s;
-  }
+  const er::diagnostic* diag(const std::string& text) const { return edgetrace_test::find_diagnostic(reader, text); }
+  std::string all_diags() const { return edgetrace_test::all_diagnostics(reader); }
 };
 
 std::string open_error(const bytes& b, const std::string& name) {

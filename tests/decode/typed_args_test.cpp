@@ -43,14 +43,9 @@ constexpr int steps = 200;  // trace_app typed-args COUNT
 double step_x(int k) { return k / 8.0 - 3; }
 
 /// The dump of `trace_app typed-args`, recorded once.
-const std::string& typed_dump() {
-  static const std::string path = [] {
-    const std::string p = fresh("typed-args.etr");
-    const auto r = run({app, "typed-args", std::to_string(steps)}, {"EDGETRACE_OUTPUT=" + p});
-    REQUIRE(r.exit_code == 0);
-    REQUIRE(r.err.empty());
-    return p;
-  }();
+std::string typed_dump() {
+  std::string path;
+  REQUIRE(edgetrace_test::recorded_once("typed-args.etr", {"typed-args", std::to_string(steps)}, path));
   return path;
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <support/analysis_workload.hpp>
+#include <support/test_env.hpp>
 
 namespace csv_test {
 
@@ -73,15 +74,9 @@ double step_x(int k) { return k / 8.0 - 3; }
 
 /// The dump of `trace_app typed-args`: phases, flow steps, and arguments
 /// of every value type, recorded once.
-const std::string& typed_dump() {
-  static const std::string path = [] {
-    const std::string p = scratch("csv-typed-args.etr");
-    std::remove(p.c_str());
-    const auto r = run({EDGETRACE_TEST_TRACE_APP, "typed-args", std::to_string(steps)}, {"EDGETRACE_OUTPUT=" + p});
-    REQUIRE(r.exit_code == 0);
-    REQUIRE(r.err.empty());
-    return p;
-  }();
+std::string typed_dump() {
+  std::string path;
+  REQUIRE(recorded_once("csv-typed-args.etr", {"typed-args", std::to_string(steps)}, path));
   return path;
 }
 

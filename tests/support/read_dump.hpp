@@ -55,6 +55,21 @@ struct loaded_dump {
 };
 
 /// How many writers (processes, library copies) a dump holds; 0 if it
+/// The first diagnostic of `r` whose message contains `text`, or null.
+inline const edgetrace::reader::diagnostic* find_diagnostic(const edgetrace::reader::dump_reader& r,
+                                                          const std::string& text) {
+  for (const auto& d : r.diagnostics())
+    if (d.message.find(text) != std::string::npos) return &d;
+  return nullptr;
+}
+
+/// Every diagnostic message of `r`, one a line.
+inline std::string all_diagnostics(const edgetrace::reader::dump_reader& r) {
+  std::string s;
+  for (const auto& d : r.diagnostics()) s += d.message + "\n";
+  return s;
+}
+
 /// cannot be read.
 inline std::size_t writer_count(const std::string& path) {
   edgetrace::reader::dump_reader reader;

@@ -4,7 +4,9 @@
 // from the build (tests/CMakeLists.txt; a knob configuration passes its own).
 #pragma once
 
+#include <map>
 #include <string>
+#include <vector>
 
 #include <support/files.hpp>
 #include <support/process.hpp>
@@ -20,5 +22,19 @@ inline const std::string tmp = EDGETRACE_TEST_TMPDIR;
 
 /// `tmp/name` with no file there (see fresh_file).
 inline std::string fresh(const std::string& name) { return fresh_file(tmp + "/" + name); }
+
+/// The dump of `trace_app ARGS...` (EDGETRACE_OUTPUT=tmp/name), recorded the
+/// first time a test asks for it in this program; false when the app
+/// failed or wrote to stderr (the caller REQUIREs it).
+inline bool recorded_once(const std::string& name, const std::vector<std::string>& args, std::string& path) {
+  static std::map<std::string, bool> recorded;
+  path = tmp + "/" + name;
+  const auto known = recorded.find(name);
+  if (known != recorded.end()) return known->second;
+  std::vector<std::string> argv{app};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const process_result r = run(argv, {"EDGETRACE_OUTPUT=" + fresh(name)});
+  return recorded[name] = r.exit_code == 0 && r.err.empty();
+}
 
 }  // namespace edgetrace_test

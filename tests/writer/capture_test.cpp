@@ -22,12 +22,7 @@
 namespace capture_test {
 
 using edgetrace::format::capture_reason;
-using edgetrace_test::app;
-using edgetrace_test::cli;
-using edgetrace_test::fresh;
-using edgetrace_test::load_dump;
-using edgetrace_test::run;
-using edgetrace_test::tmp;
+using namespace edgetrace_test;
 
 namespace {
 
