@@ -14,6 +14,7 @@
 #include <edgetrace/gpu/records.hpp>
 #include <edgetrace/writer/env.hpp>
 #include <edgetrace/writer/flusher_client.hpp>
+#include <edgetrace/writer/linux.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -31,7 +32,6 @@
 #include <vector>
 
 #include <pthread.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace edgetrace {
@@ -142,7 +142,7 @@ class gpu_tracker : public flusher_client {
   /// a new one. Slow path, once per thread.
   gpu_thread* attach() noexcept {
     gpu_thread* t = nullptr;
-    const auto tid = static_cast<std::uint64_t>(::syscall(SYS_gettid));
+    const auto tid = static_cast<std::uint64_t>(os::thread_id());
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (pool_ != nullptr) {

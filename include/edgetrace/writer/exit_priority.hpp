@@ -13,15 +13,14 @@
 #pragma once
 
 #include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
+#include <edgetrace/writer/linux.hpp>
 
 #include <cerrno>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
 
-#include <fcntl.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace edgetrace {
@@ -42,20 +41,8 @@ class exit_priority {
   /// while its thread is inside malloc. Cost: a /proc/self/task listing and
   /// two system calls per thread (~2 µs each).
   void lower_others(long keep) noexcept {
-    const int tasks = ::open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (tasks < 0) return;
-    const long self = ::syscall(SYS_gettid);
-    alignas(8) char listing[4096];
-    for (long got; (got = ::syscall(SYS_getdents64, tasks, listing, sizeof listing)) > 0;) {
-      for (long at = 0; at < got;) {
-        // struct linux_dirent64: u64 inode, s64 offset, u16 record length, u8 type, name.
-        unsigned short length;
-        std::memcpy(&length, listing + at + 16, sizeof length);
-        lower(listing + at + 19, self, keep);
-        at += length;
-      }
-    }
-    ::close(tasks);
+    const long self = os::thread_id();
+    os::for_each_thread([&](long tid) { lower(tid, self, keep); });
   }
 
   /// Puts each lowered thread back (one that ended meanwhile: nothing).
@@ -68,12 +55,10 @@ class exit_priority {
   std::size_t lowered() const noexcept { return count_; }
 
  private:
-  /// Lowers the thread named `name` (a /proc/self/task entry) unless it is
-  /// `self` or `keep`, or is at nice 19 already.
-  void lower(const char* name, long self, long keep) noexcept {
-    char* end = nullptr;
-    const long tid = std::strtol(name, &end, 10);
-    if (end == name || *end != '\0' || tid == self || tid == keep || count_ == max_threads) return;
+  /// Lowers thread `tid` unless it is `self` or `keep`, or is at nice 19
+  /// already.
+  void lower(long tid, long self, long keep) noexcept {
+    if (tid == self || tid == keep || count_ == max_threads) return;
     errno = 0;
     const int before = ::getpriority(PRIO_PROCESS, static_cast<id_t>(tid));
     if ((before == -1 && errno != 0) || before >= lowest) return;

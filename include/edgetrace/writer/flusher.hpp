@@ -9,6 +9,7 @@
 
 #include <edgetrace/writer/flusher_client.hpp>
 #include <edgetrace/writer/stream.hpp>
+#include <edgetrace/writer/linux.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -390,7 +391,7 @@ class runtime final : public runtime_stream, private flusher_output {
   static void* flusher_main(void* self) {
     auto* rt = static_cast<runtime*>(self);
     on_flusher_thread = true;  // never waits for room: only this thread makes it
-    rt->flusher_tid_.store(static_cast<long>(::syscall(SYS_gettid)), std::memory_order_release);
+    rt->flusher_tid_.store(os::thread_id(), std::memory_order_release);
     if (rt->config_.flight)
       rt->start_flight();  // no file: snapshots make their own
     else

@@ -14,6 +14,7 @@
 #include <edgetrace/writer/registry.hpp>
 #include <edgetrace/writer/signals.hpp>
 #include <edgetrace/writer/slow_path.hpp>
+#include <edgetrace/writer/linux.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -170,7 +171,7 @@ inline bool open_and_launch(runtime* rt) noexcept {
     return false;
   }
 #if defined(__linux__)
-  pthread_setname_np(rt->flusher_, "edgetrace");
+  os::name_thread(rt->flusher_, "edgetrace");
 #endif
   bool failed;
   {

@@ -10,6 +10,7 @@
 #include <edgetrace/core/thread_safety.hpp>
 #include <edgetrace/face/ring.hpp>
 #include <edgetrace/writer/encoding/ring_encoding.hpp>
+#include <edgetrace/writer/linux.hpp>
 
 #include <atomic>
 #include <climits>
@@ -18,9 +19,7 @@
 #include <ctime>
 #include <new>
 
-#include <linux/futex.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace edgetrace {
@@ -192,7 +191,7 @@ class flusher_wake {
   void wake_flusher() noexcept {
     wake_word_.fetch_add(1, std::memory_order_seq_cst);
     if (sleeping_.load(std::memory_order_seq_cst))
-      ::syscall(SYS_futex, &wake_word_, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+      os::futex_wake(wake_word_, 1);
   }
 
   /// Tells threads waiting for room (wait_for_room) that a ring was
@@ -202,7 +201,7 @@ class flusher_wake {
   void wake_room_waiters() noexcept {
     room_word_.fetch_add(1, std::memory_order_seq_cst);
     if (room_waiters_.load(std::memory_order_seq_cst) != 0)
-      ::syscall(SYS_futex, &room_word_, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+      os::futex_wake(room_word_, INT_MAX);
   }
 
   /// Sleeps until wake_flusher() is called after `seen` was read, or for
@@ -210,16 +209,14 @@ class flusher_wake {
   /// kernel sees the word changed and does not put us to sleep.
   void sleep_until_woken(std::uint32_t seen, std::uint64_t ns) noexcept {
     sleeping_.store(true, std::memory_order_seq_cst);
-    timespec timeout{static_cast<time_t>(ns / 1000000000u), static_cast<long>(ns % 1000000000u)};
-    ::syscall(SYS_futex, &wake_word_, FUTEX_WAIT_PRIVATE, seen, &timeout, nullptr, 0);
+    os::futex_wait(wake_word_, seen, ns);
     sleeping_.store(false, std::memory_order_relaxed);
   }
 
   /// EDGETRACE_ON_FULL=wait: sleeps until wake_room_waiters() or for `ns`
   /// unless the room word moved from `seen`; counts itself a waiter first.
   void wait_for_room(std::uint32_t seen, std::uint64_t ns) noexcept {
-    timespec timeout{static_cast<time_t>(ns / 1000000000u), static_cast<long>(ns % 1000000000u)};
-    ::syscall(SYS_futex, &room_word_, FUTEX_WAIT_PRIVATE, seen, &timeout, nullptr, 0);
+    os::futex_wait(room_word_, seen, ns);
   }
   std::uint32_t room_word() const noexcept { return room_word_.load(std::memory_order_seq_cst); }
   /// Read before looking for work: a wake-up after this read makes the

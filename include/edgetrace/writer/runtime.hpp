@@ -2,17 +2,19 @@
 // The process-wide runtime, room by room along the data flow; nothing here runs on the hot path except push_slow.
 //
 // Each room includes only the rooms below it, so reading top to bottom is
-// reading the data flow (docs/ARCHITECTURE.md, "The runtime's rooms"):
+// reading the data flow (docs/ARCHITECTURE.md, "The writer"):
 //
+//   linux.hpp           the Linux calls: thread ids and names, futexes, /proc
 //   registry.hpp        categories, mode bytes, interned names, unloaded ranges, flusher clients
 //     capture_control   pause, windows, toggle signal: who holds recording back
-//   encoder.hpp         the pure chunk encoder (chunk_writer.hpp: definitions, annotations)
+//   encoding/           the pure chunk encoder (chunk_writer.hpp: definitions, annotations;
+//                       ring_encoding.hpp: a ring's own encoding state)
 //   rings.hpp           ring mapping, the pool, the attached list, the futexes
 //   output.hpp          the dump file
 //   stream.hpp          the runtime's state, output batching, one ring's drain
 //   flusher.hpp         the flusher loop, the end of the stream; the_runtime
 //   signals.hpp         SIGINT/SIGTERM hand-off, EDGETRACE_TOGGLE_SIGNAL
-//   flight_runtime.hpp  flight mode's snapshots and crash handlers
+//   flight/runtime.hpp  flight mode's snapshots and crash handlers (flight/: store, triggers)
 //     memory_room       how large a pre-faulted ring may be (cgroup, MemAvailable)
 //   slow_path.hpp       thread attach, a full ring, push_slow
 //   process.hpp         start from the environment, exit, fork

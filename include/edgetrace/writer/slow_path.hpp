@@ -12,6 +12,7 @@
 #include <edgetrace/face/tick.hpp>
 #include <edgetrace/writer/flusher.hpp>
 #include <edgetrace/writer/help.hpp>
+#include <edgetrace/writer/linux.hpp>
 
 #include <atomic>
 #include <cerrno>
@@ -21,7 +22,6 @@
 #include <ctime>
 
 #include <pthread.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace edgetrace {
@@ -123,11 +123,11 @@ inline thread_ring* attach_thread() noexcept {
     if (!reported.exchange(true))
       report("cannot map a %llu KiB ring for thread %ld: %s; that thread (and any other that fails) is not traced",
              static_cast<unsigned long long>(rt->config_.ring_records * sizeof(record) / 1024),
-             static_cast<long>(::syscall(SYS_gettid)), std::strerror(errno));
+             os::thread_id(), std::strerror(errno));
     return nullptr;
   }
-  ring->os_tid = static_cast<std::uint64_t>(::syscall(SYS_gettid));
-  pthread_getname_np(pthread_self(), ring->name, sizeof ring->name);
+  ring->os_tid = static_cast<std::uint64_t>(os::thread_id());
+  os::thread_name(ring->name, sizeof ring->name);
   pthread_setspecific(rt->exit_key_, ring);
   rt->rings_.attach(ring);
   attached_ring = ring;

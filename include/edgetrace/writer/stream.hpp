@@ -21,6 +21,7 @@
 #include <edgetrace/writer/output.hpp>
 #include <edgetrace/writer/registry.hpp>
 #include <edgetrace/writer/rings.hpp>
+#include <edgetrace/writer/linux.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -31,7 +32,6 @@
 
 #include <fcntl.h>
 #include <pthread.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace edgetrace {
@@ -346,15 +346,7 @@ class runtime_stream : public encoder_host {
   /// The process chunk (the name from /proc/self/comm).
   void write_process_chunk() {
     char comm[64] = "process";
-    const int fd = ::open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-      const ssize_t n = ::read(fd, comm, sizeof comm - 1);
-      if (n > 0) {
-        comm[n] = '\0';
-        if (comm[n - 1] == '\n') comm[n - 1] = '\0';
-      }
-      ::close(fd);
-    }
+    os::process_name(comm, sizeof comm);
     encoder_.write_process(static_cast<std::uint64_t>(owner_pid_), config_, comm);
   }
 

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: MIT
+// The writer's Linux calls, in one place: the thread id, thread names, the
+// futexes the flusher and full rings sleep on, the process name, and the
+// listing of the process's threads. A port replaces this file (with the
+// counter in face/tick.hpp, the clock in writer/clock.hpp and the CRC probe
+// in core/crc32.hpp); the rest of the writer calls only these.
+#pragma once
+
+#include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace edgetrace {
+inline namespace EDGETRACE_ABI_NAMESPACE {
+namespace detail {
+namespace os {
+
+/// The calling thread's kernel id. Async-signal-safe.
+inline long thread_id() noexcept { return static_cast<long>(::syscall(SYS_gettid)); }
+
+/// The calling thread's name (pthread_setname_np's, or the program's) into
+/// `name` (`size` bytes, NUL-terminated).
+inline void thread_name(char* name, std::size_t size) noexcept { pthread_getname_np(pthread_self(), name, size); }
+
+/// Names thread `thread` (at most 15 characters are kept).
+inline void name_thread(pthread_t thread, const char* name) noexcept { pthread_setname_np(thread, name); }
+
+/// Wakes up to `count` threads sleeping on `word` in futex_wait.
+/// Async-signal-safe: one system call.
+inline void futex_wake(std::atomic<std::uint32_t>& word, int count) noexcept {
+  ::syscall(SYS_futex, &word, FUTEX_WAKE_PRIVATE, count, nullptr, nullptr, 0);
+}
+
+/// Sleeps until futex_wake on `word`, or for `ns`, unless `word` no longer
+/// holds `seen` (then it returns at once: a wake-up in between is not lost).
+inline void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t seen, std::uint64_t ns) noexcept {
+  timespec timeout{static_cast<time_t>(ns / 1000000000u), static_cast<long>(ns % 1000000000u)};
+  ::syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, seen, &timeout, nullptr, 0);
+}
+
+/// The process's name (/proc/self/comm, without its newline) into `name`
+/// (`size` > 1 bytes); `name` is left as it is when the file cannot be read.
+inline void process_name(char* name, std::size_t size) noexcept {
+  const int fd = ::open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  const ssize_t n = ::read(fd, name, size - 1);
+  if (n > 0) {
+    name[n] = '\0';
+    if (name[n - 1] == '\n') name[n - 1] = '\0';
+  }
+  ::close(fd);
+}
+
+/// Calls `f(tid)` for each thread of the process (/proc/self/task). Allocates
+/// nothing: the listing is read with getdents64 into a stack buffer, not
+/// opendir (which mallocs), since shutdown also runs from quick_exit(),
+/// which a signal handler may call while its thread is inside malloc.
+/// False when the listing cannot be opened.
+template <class F>
+bool for_each_thread(F&& f) noexcept {
+  const int tasks = ::open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (tasks < 0) return false;
+  alignas(8) char listing[4096];
+  for (long got; (got = ::syscall(SYS_getdents64, tasks, listing, sizeof listing)) > 0;) {
+    for (long at = 0; at < got;) {
+      // struct linux_dirent64: u64 inode, s64 offset, u16 record length, u8 type, name.
+      unsigned short length;
+      std::memcpy(&length, listing + at + 16, sizeof length);
+      const char* name = listing + at + 19;
+      char* end = nullptr;
+      const long tid = std::strtol(name, &end, 10);
+      if (end != name && *end == '\0') f(tid);  // "." and ".." are no threads
+      at += length;
+    }
+  }
+  ::close(tasks);
+  return true;
+}
+
+}  // namespace os
+}  // namespace detail
+}  // namespace EDGETRACE_ABI_NAMESPACE
+}  // namespace edgetrace
