@@ -12,7 +12,7 @@
 # presets; docs/RELIABILITY.md, "Sanitizers"): asan the packaging tests (a separate CMake build), tsan
 # also compile-fail and codegen identity (label toolchain: they only run the compiler, and asan
 # already runs them with clang). The `clang` preset (plain clang++) stays available, not run here.
-# About 26 minutes on 2 quiet cores, ~12 of them the sanitizer presets (measured: docs/RELIABILITY.md).
+# About 23 minutes on 2 quiet cores, ~10 of them the sanitizer presets (measured: docs/RELIABILITY.md, "CI time").
 #
 # Usage: bash tools/run_tests.sh [--help]   (Debian/Ubuntu; apt-get needs root or sudo)
 #   EDGETRACE_LONG_TESTS=1   long reliability variants (10 s stress, 10 kills, 1000 forks; docs/RELIABILITY.md)
