@@ -21,8 +21,9 @@
 #include <vector>
 
 
-#include "process.hpp"
-#include "read_dump.hpp"
+#include <support/process.hpp>
+#include <support/read_dump.hpp>
+#include <support/test_env.hpp>
 
 EDGETRACE_CATEGORY(work);
 EDGETRACE_CATEGORY(aux);
@@ -30,7 +31,7 @@ EDGETRACE_CATEGORY(idle);
 
 namespace edgetrace_test {
 
-inline std::string scratch(const std::string& name) { return std::string(EDGETRACE_TEST_TMPDIR) + "/" + name; }
+inline std::string scratch(const std::string& name) { return tmp + "/" + name; }
 
 /// Spins for about `us` microseconds (a traced stage must take time).
 inline void spin_us(int us) {
@@ -228,7 +229,7 @@ inline std::vector<std::int64_t> mark_times(const loaded_dump& dump, const std::
 }
 
 inline process_result run_cli(const std::vector<std::string>& args) {
-  std::vector<std::string> argv{EDGETRACE_TEST_CLI};
+  std::vector<std::string> argv{cli};
   argv.insert(argv.end(), args.begin(), args.end());
   return run(argv);
 }

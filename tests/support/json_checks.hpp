@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "json_lite.hpp"
+#include <support/json_lite.hpp>
 
 namespace edgetrace_test {
 

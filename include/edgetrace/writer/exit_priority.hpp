@@ -17,8 +17,6 @@
 
 #include <cerrno>
 #include <cstddef>
-#include <cstdlib>
-#include <cstring>
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -35,11 +33,9 @@ class exit_priority {
   static constexpr int lowest = 19;
 
   /// Lowers every thread of the process but the caller and `keep` (the
-  /// flusher's tid) to nice 19. Allocates nothing: the listing is read with
-  /// getdents64 into a stack buffer, not opendir (which mallocs), since
-  /// shutdown also runs from quick_exit(), which a signal handler may call
-  /// while its thread is inside malloc. Cost: a /proc/self/task listing and
-  /// two system calls per thread (~2 µs each).
+  /// flusher's tid) to nice 19. Allocates nothing (os::for_each_thread), as
+  /// shutdown also runs from quick_exit(). Cost: a /proc/self/task listing
+  /// and two system calls per thread (~2 µs each).
   void lower_others(long keep) noexcept {
     const long self = os::thread_id();
     os::for_each_thread([&](long tid) { lower(tid, self, keep); });

@@ -16,7 +16,6 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
-#include <ctime>
 #include <new>
 
 #include <sys/mman.h>

@@ -30,7 +30,6 @@
 #include <cstdlib>
 #include <vector>
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <unistd.h>
 

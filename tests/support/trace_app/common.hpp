@@ -58,6 +58,7 @@ inline void spans(int count) {
     EDGETRACE_COUNTER(app, "app_counter", i);
   }
 }
+/// CLOCK_MONOTONIC now, in ns.
 inline std::uint64_t now_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

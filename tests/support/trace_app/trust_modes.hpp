@@ -24,12 +24,6 @@
 
 namespace trace_app {
 
-inline std::uint64_t monotonic_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u + static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
 /// Records every handler issues (lock-free: counted inside the handler).
 inline std::atomic<std::uint64_t> handler_records{0};
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "the handler counts with a lock-free atomic");
@@ -60,9 +54,9 @@ inline int signal_spans_mode(double seconds) {
   timer.it_value.tv_usec = 20;
   setitimer(ITIMER_REAL, &timer, nullptr);
   std::atomic<std::uint64_t> issued{0};
-  const std::uint64_t end = monotonic_ns() + static_cast<std::uint64_t>(seconds * 1e9);
+  const std::uint64_t end = now_ns() + static_cast<std::uint64_t>(seconds * 1e9);
   std::uint64_t loops = 0;
-  while (monotonic_ns() < end) {
+  while (now_ns() < end) {
     for (int i = 0; i < 1000; ++i) {
       EDGETRACE_SCOPE(app, "outer");
       { EDGETRACE_SCOPE(app, "inner"); }
@@ -101,11 +95,11 @@ inline long peak_rss_kb() {
 /// each recording one span. Prints the peak RSS and the time per thread.
 inline int churn_mode(int count) {
   { EDGETRACE_SCOPE(app, "churn_start"); }
-  const std::uint64_t start = monotonic_ns();
+  const std::uint64_t start = now_ns();
   for (int i = 0; i < count; ++i) {
     std::thread([] { EDGETRACE_SCOPE(app, "churn_span"); }).join();
   }
-  const double per_thread_us = static_cast<double>(monotonic_ns() - start) / 1e3 / count;
+  const double per_thread_us = static_cast<double>(now_ns() - start) / 1e3 / count;
   std::printf("peak_rss_kb=%ld per_thread_us=%.2f\n", peak_rss_kb(), per_thread_us);
   return 0;
 }
@@ -120,9 +114,9 @@ inline void named_spans(const char* name, int count) {
 /// "dense-exit N": N spans, then exit 7 (an output that blocks must not
 /// hold the exit or change its code). Prints how long main took.
 inline int dense_exit_mode(int count) {
-  const std::uint64_t start = monotonic_ns();
+  const std::uint64_t start = now_ns();
   named_spans("dense", count);
-  std::printf("main_ms=%.1f\n", static_cast<double>(monotonic_ns() - start) / 1e6);
+  std::printf("main_ms=%.1f\n", static_cast<double>(now_ns() - start) / 1e6);
   std::fflush(stdout);
   return 7;
 }
