@@ -82,22 +82,12 @@ if(TEST dso_unload_test)
 endif()
 
 # --- Reader fuzzing ---------------------------------------------------------
-# reader_fuzz_replay: the fuzz target with a plain main() that runs each file
-# given (any compiler, any preset, so the sanitizer presets replay too).
-add_executable(reader_fuzz_replay fuzz/reader_fuzz.cpp fuzz/replay_main.cpp)
-target_link_libraries(reader_fuzz_replay PRIVATE edgetrace::edgetrace)
-edgetrace_project_warnings(reader_fuzz_replay)
-add_test(NAME fuzz_regressions
-  COMMAND ${CMAKE_COMMAND} -DREPLAY=$<TARGET_FILE:reader_fuzz_replay>
-    -DDIRS=${CMAKE_CURRENT_SOURCE_DIR}/fuzz/regressions|${CMAKE_CURRENT_SOURCE_DIR}/fuzz/seeds
-    -P ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/replay.cmake)
-set_tests_properties(fuzz_regressions PROPERTIES LABELS fuzz)
-
 # reader_fuzz: the libFuzzer binary (clang only; tests/fuzz/run_fuzz.sh runs it).
 # Built with its own -fsanitize=fuzzer,address,undefined, in an unsanitized
 # clang tree or in the asan tree (whose sanitizers it shares; CI fuzzes with
 # build/asan/tests/reader_fuzz), never next to TSan, which cannot be combined
 # with ASan.
+set(edgetrace_have_reader_fuzz OFF)
 if(CMAKE_CXX_COMPILER_ID MATCHES "Clang" AND (NOT EDGETRACE_SANITIZE OR EDGETRACE_SANITIZE MATCHES "address"))
   include(CheckCXXSourceCompiles)
   set(CMAKE_REQUIRED_FLAGS "-fsanitize=fuzzer,address,undefined")
@@ -107,16 +97,37 @@ if(CMAKE_CXX_COMPILER_ID MATCHES "Clang" AND (NOT EDGETRACE_SANITIZE OR EDGETRAC
     EDGETRACE_HAVE_LIBFUZZER)
   unset(CMAKE_REQUIRED_FLAGS)
   unset(CMAKE_REQUIRED_LINK_OPTIONS)
-  if(EDGETRACE_HAVE_LIBFUZZER)
-    add_executable(reader_fuzz fuzz/reader_fuzz.cpp)
-    target_link_libraries(reader_fuzz PRIVATE edgetrace::edgetrace)
-    target_compile_options(reader_fuzz PRIVATE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-                                               -fno-omit-frame-pointer -Wall -Wextra)
-    target_link_options(reader_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
-    # A short smoke run (seeds + 5 s) inside ctest; CI runs 60 s via run_fuzz.sh.
-    add_test(NAME fuzz_smoke
-      COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_fuzz.sh $<TARGET_FILE:reader_fuzz> 5
-        ${CMAKE_CURRENT_BINARY_DIR}/fuzz $<TARGET_FILE:trace_app>)
-    set_tests_properties(fuzz_smoke PROPERTIES LABELS fuzz TIMEOUT 120)
-  endif()
+  set(edgetrace_have_reader_fuzz ${EDGETRACE_HAVE_LIBFUZZER})
+endif()
+
+# The replay of the committed inputs (fuzz_regressions): where reader_fuzz is
+# built, reader_fuzz itself (given files, libFuzzer runs each once and does not
+# fuzz), so the target is compiled once; elsewhere reader_fuzz_replay, the
+# fuzz target with a plain main() that runs each file given (any compiler,
+# any preset, so every sanitizer preset replays too).
+if(edgetrace_have_reader_fuzz)
+  set(edgetrace_fuzz_replay reader_fuzz)
+else()
+  set(edgetrace_fuzz_replay reader_fuzz_replay)
+  add_executable(reader_fuzz_replay fuzz/reader_fuzz.cpp fuzz/replay_main.cpp)
+  target_link_libraries(reader_fuzz_replay PRIVATE edgetrace::edgetrace)
+  edgetrace_project_warnings(reader_fuzz_replay)
+endif()
+add_test(NAME fuzz_regressions
+  COMMAND ${CMAKE_COMMAND} -DREPLAY=$<TARGET_FILE:${edgetrace_fuzz_replay}>
+    -DDIRS=${CMAKE_CURRENT_SOURCE_DIR}/fuzz/regressions|${CMAKE_CURRENT_SOURCE_DIR}/fuzz/seeds
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/replay.cmake)
+set_tests_properties(fuzz_regressions PROPERTIES LABELS fuzz)
+
+if(edgetrace_have_reader_fuzz)
+  add_executable(reader_fuzz fuzz/reader_fuzz.cpp)
+  target_link_libraries(reader_fuzz PRIVATE edgetrace::edgetrace)
+  target_compile_options(reader_fuzz PRIVATE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+                                             -fno-omit-frame-pointer -Wall -Wextra)
+  target_link_options(reader_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
+  # A short smoke run (seeds + 5 s) inside ctest; CI runs 60 s via run_fuzz.sh.
+  add_test(NAME fuzz_smoke
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_fuzz.sh $<TARGET_FILE:reader_fuzz> 5
+      ${CMAKE_CURRENT_BINARY_DIR}/fuzz $<TARGET_FILE:trace_app>)
+  set_tests_properties(fuzz_smoke PROPERTIES LABELS fuzz TIMEOUT 120)
 endif()

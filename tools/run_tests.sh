@@ -16,7 +16,7 @@
 #
 # Usage: bash tools/run_tests.sh [--help]   (Debian/Ubuntu; apt-get needs root or sudo)
 #   EDGETRACE_LONG_TESTS=1   long reliability variants (10 s stress, 10 kills, 1000 forks; docs/RELIABILITY.md)
-#   EDGETRACE_FUZZ_SECONDS=N fuzz the reader for N seconds instead of 60
+#   EDGETRACE_FUZZ_SECONDS=N fuzz the reader for N CPU-seconds instead of 60 (one process per core, at most 4)
 #   RUN_TESTS_PRESETS="release clang"   presets to run instead of "release asan tsan"
 # Ends with a combined summary in ctest's words; exits non-zero if any step
 # or test failed. Build trees: build/<preset>.
@@ -107,8 +107,10 @@ for tree in build/asan build/clang; do
 done
 if [[ -n $fuzz_tree ]]; then
   echo
-  echo "== [fuzz] reader for ${EDGETRACE_FUZZ_SECONDS:-60}s ($fuzz_tree/tests/reader_fuzz)"
-  if bash tests/fuzz/run_fuzz.sh "$fuzz_tree/tests/reader_fuzz" "${EDGETRACE_FUZZ_SECONDS:-60}" "$fuzz_tree/fuzz" \
+  echo "== [fuzz] reader for ${EDGETRACE_FUZZ_SECONDS:-60} CPU-seconds ($fuzz_tree/tests/reader_fuzz)"
+  fuzz_workers=$(nproc)
+  ((fuzz_workers <= 4)) || fuzz_workers=4
+  if FUZZ_WORKERS=$fuzz_workers bash tests/fuzz/run_fuzz.sh "$fuzz_tree/tests/reader_fuzz" "${EDGETRACE_FUZZ_SECONDS:-60}" "$fuzz_tree/fuzz" \
       "$fuzz_tree/tests/trace_app" "$fuzz_tree/examples/pipeline"; then
     summaries+=("$(printf '%-12s %s' fuzz "100% tests passed, 0 tests failed out of 1")")
     count_ctest_line "100% tests passed, 0 tests failed out of 1"

@@ -5,9 +5,10 @@
 // passes (and the GPU pass), Chrome JSON, info, the summary, the CSV and top's follower, to /dev/null. Any crash, hang, sanitizer
 // report or unbounded allocation is a bug; see docs/RELIABILITY.md.
 //
-// Built as reader_fuzz (clang, -fsanitize=fuzzer,address,undefined) and as
-// reader_fuzz_replay (any compiler, with replay_main.cpp: runs the files it
-// is given, which is how tests/fuzz/regressions/* are replayed by ctest).
+// Built as reader_fuzz (clang, -fsanitize=fuzzer,address,undefined), which
+// also replays tests/fuzz/regressions/* for ctest (libFuzzer runs each file
+// it is given once), and, where there is no libFuzzer, as reader_fuzz_replay
+// (any compiler, with replay_main.cpp: runs the files it is given).
 #include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/decode/follow.hpp>
 #include <edgetrace/sinks/chrome_json/writer.hpp>

@@ -4,7 +4,9 @@
 #
 # Usage: bash tests/fuzz/run_fuzz.sh FUZZER SECONDS WORK_DIR [TRACE_APP [PIPELINE]]
 #   FUZZER     the libFuzzer binary (build/asan/tests/reader_fuzz, or build/clang/tests/reader_fuzz)
-#   SECONDS    -max_total_time (CI: 60; longer: e.g. 3600)
+#   SECONDS    fuzzing time in CPU-seconds (CI: 60; longer: e.g. 3600), shared
+#              by FUZZ_WORKERS processes (default 1) that fuzz side by side,
+#              each for SECONDS / FUZZ_WORKERS s, into the same corpus
 #   WORK_DIR   corpus and crash artifacts go here (WORK_DIR/corpus, WORK_DIR/crashes)
 #   TRACE_APP, PIPELINE: traced programs whose dumps seed the corpus
 # Seeds: tests/fuzz/seeds/* (small, committed) plus dumps made now. A crash
@@ -30,16 +32,29 @@ if [[ -n $pipeline && -x $pipeline ]]; then
   EDGETRACE_OUTPUT="$work/seeds/pipeline.etr" "$pipeline" --frames 20 >/dev/null 2>&1 || true
   head -c 65536 "$work/seeds/pipeline.etr" >"$work/seeds/pipeline.head.etr" || true
 fi
-echo "== fuzzing the reader for ${seconds}s (seeds: $(ls "$work/seeds" | wc -l))"
-set +e
-"$fuzzer" -max_total_time="$seconds" -max_len=262144 -timeout=10 -rss_limit_mb=2048 \
-  -artifact_prefix="$work/crashes/" -print_final_stats=1 "$work/corpus" "$work/seeds" 2>"$work/fuzz.log"
-rc=$?
-set -e
-grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb)' "$work/fuzz.log" || true
-grep -E 'cov:' "$work/fuzz.log" | tail -n 1 || true
-if [[ $rc -ne 0 ]]; then
-  tail -n 60 "$work/fuzz.log"
+workers=${FUZZ_WORKERS:-1}
+[[ $workers =~ ^[1-9][0-9]*$ ]] || { echo "run_fuzz.sh: FUZZ_WORKERS must be a positive number, not '$workers'" >&2; exit 2; }
+((seconds / workers >= 1)) || workers=1
+each=$((seconds / workers))
+echo "== fuzzing the reader for ${seconds}s: $workers process(es) of ${each}s (seeds: $(ls "$work/seeds" | wc -l))"
+pids=()
+for ((w = 0; w < workers; ++w)); do
+  # Each its own random seed (libFuzzer picks one from the clock and pid) and log.
+  "$fuzzer" -max_total_time="$each" -max_len=262144 -timeout=10 -rss_limit_mb=2048 \
+    -artifact_prefix="$work/crashes/" -print_final_stats=1 "$work/corpus" "$work/seeds" 2>"$work/fuzz.$w.log" &
+  pids+=($!)
+done
+failed=()
+for ((w = 0; w < workers; ++w)); do
+  wait "${pids[w]}" || failed+=("$w")
+done
+for ((w = 0; w < workers; ++w)); do
+  ((workers == 1)) || echo "-- process $w"
+  grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb)' "$work/fuzz.$w.log" || true
+  grep -E 'cov:' "$work/fuzz.$w.log" | tail -n 1 || true
+done
+if ((${#failed[@]})); then
+  for w in "${failed[@]}"; do tail -n 60 "$work/fuzz.$w.log"; done
   echo "== the fuzzer found a problem: see $work/crashes/; add it to tests/fuzz/regressions/"
   exit 1
 fi
