@@ -4,6 +4,8 @@
 
 #include <edgetrace/reader.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -75,6 +77,50 @@ std::int64_t us_text_to_ns(const value& v) {
   return std::stoll(t.substr(0, dot)) * 1000 + std::stoll(t.substr(dot + 1));
 }
 
+/// A dur in ns: three decimals exactly, or the longer text of a dur made
+/// exact for speedscope, which must lie within 1e-6 ns of a whole ns.
+std::int64_t dur_text_to_ns(const value& v) {
+  REQUIRE(v.is_number());
+  const auto dot = v.text.find('.');
+  if (dot != std::string::npos && v.text.size() - dot - 1 == 3) return us_text_to_ns(v);
+  const double ns = std::strtod(v.text.c_str(), nullptr) * 1000.0;
+  CHECK(std::fabs(ns - std::nearbyint(ns)) < 1e-6);
+  return std::llround(ns);
+}
+
+/// Replays speedscope 1.25's Trace Event import of `doc`'s X events: per
+/// (pid, tid), the origin is the smallest ts; a slice starts at ts - origin
+/// and ends at (ts - origin) + dur, all in doubles parsed from the text.
+/// Returns, per track, every slice start and end as (ns, viewer time);
+/// those must follow the ns order, equal ns giving equal times.
+std::size_t viewer_order_breaks(const value& doc) {
+  struct point {
+    std::int64_t ns;
+    double at;
+  };
+  std::map<std::pair<std::string, std::string>, std::vector<const value*>> tracks;
+  for (const value& e : doc["traceEvents"].items)
+    if (e["ph"].str() == "X") tracks[{e["pid"].text, e["tid"].text}].push_back(&e);
+  std::size_t breaks = 0;
+  for (const auto& track : tracks) {
+    double origin = std::numeric_limits<double>::infinity();
+    for (const value* e : track.second) origin = std::min(origin, std::strtod((*e)["ts"].text.c_str(), nullptr));
+    std::vector<point> points;
+    for (const value* e : track.second) {
+      const std::int64_t begin = us_text_to_ns((*e)["ts"]);
+      const double start = std::strtod((*e)["ts"].text.c_str(), nullptr) - origin;
+      points.push_back({begin, start});
+      points.push_back({begin + dur_text_to_ns((*e)["dur"]), start + std::strtod((*e)["dur"].text.c_str(), nullptr)});
+    }
+    std::sort(points.begin(), points.end(), [](const point& a, const point& b) { return a.ns < b.ns; });
+    for (std::size_t i = 1; i < points.size(); ++i) {
+      const bool same = points[i].ns == points[i - 1].ns;
+      if ((same && points[i].at != points[i - 1].at) || (!same && points[i].at < points[i - 1].at)) ++breaks;
+    }
+  }
+  return breaks;
+}
+
 }  // namespace
 
 TEST_CASE("sample dump: structure, metadata, spans, instants, counters, loss") {
@@ -123,7 +169,10 @@ TEST_CASE("sample dump: structure, metadata, spans, instants, counters, loss") {
   const value* conv = c.named("conv1");
   REQUIRE(conv);
   CHECK((*conv)["ts"].text == "1.100");
-  CHECK((*conv)["dur"].text == "0.400");
+  // 1.100 - 1.000 + 0.400 is past 1.500 - 1.000 in doubles: the dur is the
+  // double just below 0.4 that speedscope ends the slice with at 0.5.
+  CHECK(dur_text_to_ns((*conv)["dur"]) == 400);
+  CHECK((*conv)["dur"].text == "0.3999999999999999");
   for (const value* e : spans) {
     CHECK(us_text_to_ns((*e)["ts"]) >= 1000);
     CHECK((*e)["pid"].is_number());
@@ -188,9 +237,9 @@ TEST_CASE("children never stick out of their parents after rounding") {
   const auto spans = c.with("X");
   REQUIRE(spans.size() == 1200);
   for (std::size_t i = 0; i + 2 < spans.size(); i += 3) {
-    const std::int64_t gb = us_text_to_ns((*spans[i])["ts"]), ge = gb + us_text_to_ns((*spans[i])["dur"]);
-    const std::int64_t cb = us_text_to_ns((*spans[i + 1])["ts"]), ce = cb + us_text_to_ns((*spans[i + 1])["dur"]);
-    const std::int64_t pb = us_text_to_ns((*spans[i + 2])["ts"]), pe = pb + us_text_to_ns((*spans[i + 2])["dur"]);
+    const std::int64_t gb = us_text_to_ns((*spans[i])["ts"]), ge = gb + dur_text_to_ns((*spans[i])["dur"]);
+    const std::int64_t cb = us_text_to_ns((*spans[i + 1])["ts"]), ce = cb + dur_text_to_ns((*spans[i + 1])["dur"]);
+    const std::int64_t pb = us_text_to_ns((*spans[i + 2])["ts"]), pe = pb + dur_text_to_ns((*spans[i + 2])["dur"]);
     CAPTURE(i);
     CHECK(pb <= cb);
     CHECK(ce <= pe);
@@ -199,6 +248,39 @@ TEST_CASE("children never stick out of their parents after rounding") {
     CHECK(gb >= 1000);
   }
   CHECK((*spans[2])["ts"].text == "1.000");  // the very first parent starts the timeline
+  CHECK(viewer_order_breaks(c.doc) == 0);
+}
+
+TEST_CASE("slices that touch in ns touch in speedscope too: a slice never ends after the next one starts") {
+  // Back-to-back slices some ms into the run (ts 3308.960 + dur 0.030 is
+  // past 3308.990 in doubles), each third one inside a parent that ends
+  // with it, on two threads whose first slices start at different times.
+  dump_builder d;
+  d.process(1, process_fields{});
+  d.calibration(1, {{0, 1000000}, {1000000000, 1001000000}});
+  definitions defs;
+  defs.category(1, "c").site(1, fmt::site_kind::span, 1, "load").site(2, fmt::site_kind::span, 1, "layer");
+  defs.site(3, fmt::site_kind::span, 1, "iteration");
+  d.defs(1, defs).thread(1, 1, 10, "a").thread(1, 2, 11, "b");
+  for (std::uint64_t thread = 1; thread <= 2; ++thread) {
+    std::uint64_t t = 3300000 + thread * 1237;
+    events e(thread, t);
+    for (int i = 0; i < 3000; ++i) {
+      const std::uint64_t mid = t + 7 + static_cast<std::uint64_t>(i * 13 % 97), end = mid + 3 + static_cast<std::uint64_t>(i % 41);
+      e.span(1, t, mid).span(2, mid, end);
+      if (i % 3 == 0) e.span(3, t, end);
+      t = end;  // the next iteration starts where this one ended
+    }
+    d.event_chunk(1, e);
+  }
+  d.end(1);
+  converted c(d.build(), "touching.etr");
+  REQUIRE(c.ok);
+  REQUIRE(c.with("X").size() == 2 * 7000);
+  // Without the exact dur, hundreds of ends land after the next start.
+  CHECK(viewer_order_breaks(c.doc) == 0);
+  CHECK(c.result.exact_durs > 0);
+  CHECK(c.result.exact_durs < c.result.spans / 2);  // most durs keep their three decimals
 }
 
 TEST_CASE("odd names are escaped and invalid UTF-8 is replaced") {

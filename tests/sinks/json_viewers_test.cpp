@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -183,7 +184,7 @@ TEST_CASE("a cross-category flow is bound to its steps' own spans, linked in tim
       ++phases[ph];
       const bool bound = std::any_of(markers.begin(), markers.end(), [&](const value* m) {
         return (*m)["ts"].text == (*e)["ts"].text && (*m)["tid"].text == (*e)["tid"].text &&
-               (*m)["cat"].str() == "flow" && (*m)["dur"].text == "0.001";
+               (*m)["cat"].str() == "flow" && std::llround((*m)["dur"].num() * 1000.0) == 1;
       });
       CHECK(bound);
       CHECK(std::binary_search(ids.begin(), ids.end(), (*e)["id"].text));

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <set>
 
 #include <support/analysis_workload.hpp>
@@ -129,13 +130,15 @@ std::string big_dump(const std::string& name, std::uint64_t spans) {
   return path;
 }
 
-/// The non-metadata events of a document, each as its JSON text's members,
-/// sorted: what "the same events" means across files.
+/// The non-metadata events of a document, each as its JSON text's members
+/// (a dur as whole ns: the whole file may write one as the longer text that
+/// is exact for speedscope), sorted: what "the same events" means across files.
 std::vector<std::string> event_keys(const json_lite::value& doc) {
   std::vector<std::string> keys;
   for (const auto& e : doc["traceEvents"].items) {
     if (e["ph"].str() == "M") continue;
-    keys.push_back(e["ph"].str() + "|" + e["name"].str() + "|" + e["ts"].text + "|" + e["dur"].text + "|" +
+    const std::string dur = e.has("dur") ? std::to_string(std::llround(e["dur"].num() * 1000.0)) : "";
+    keys.push_back(e["ph"].str() + "|" + e["name"].str() + "|" + e["ts"].text + "|" + dur + "|" +
                    e["tid"].text + "|" + e["args"]["depth"].text);
   }
   std::sort(keys.begin(), keys.end());

@@ -322,6 +322,10 @@ struct writer_info {
   std::uint64_t max_tick = 0;
   std::int64_t first_ns = 0;
   std::int64_t last_ns = 0;
+  /// Per thread (writer-scoped id), the smallest begin tick of its span
+  /// records (pass 1): where a viewer that measures each track from its
+  /// first slice (speedscope) puts that track's zero.
+  std::map<std::uint64_t, std::uint64_t> first_span_tick;
   /// Records (spans, instants, counters, loss records) in the intact events
   /// chunks, counted by pass 1: what read_events will hand over, known up
   /// front (for size estimates and progress).

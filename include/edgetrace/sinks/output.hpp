@@ -150,6 +150,13 @@ class buffered_output {
     const int n = std::snprintf(text, sizeof text, "%.17g", v);
     write(std::string_view(text, n > 0 ? static_cast<std::size_t>(n) : 0));
   }
+  /// A finite double in the shortest fixed-point text that reads back as
+  /// the same double.
+  void write_shortest(double v) {
+    char text[400];
+    const auto done = std::to_chars(text, text + sizeof text, v, std::chars_format::fixed);
+    write(std::string_view(text, done.ec == std::errc() ? static_cast<std::size_t>(done.ptr - text) : 0));
+  }
   /// A JSON string literal, quotes included; see append_json_string.
   void write_string(std::string_view s) {
     quoted_.clear();

@@ -166,15 +166,21 @@ inline void read_capture(diagnostic_log& log, writer_info& w, payload_cursor& in
 }
 
 /// Pass 1 look at an events chunk: only the tick range (for the output's
-/// time origin and `info`); sites are not needed to walk the records.
+/// time origin and `info`) and the thread's first span begin; sites are
+/// not needed to walk the records.
 inline void scan_event_ticks(writer_info& w, payload_cursor& in) {
   std::uint64_t thread_id, base;
   if (!in.varint(thread_id) || !in.varint(base)) return;  // reported in pass 2
-  decode_events(in, base, [&w](const raw_event& e) {
+  std::uint64_t first_span = ~std::uint64_t{0};
+  decode_events(in, base, [&w, &first_span](const raw_event& e) {
     ++w.event_records;
     include_ticks(w, e.begin, e.end);
+    if (e.type == format::event_type::span) first_span = std::min(first_span, e.begin);
     return true;
   });
+  if (first_span == ~std::uint64_t{0}) return;
+  const auto known = w.first_span_tick.emplace(thread_id, first_span).first;
+  known->second = std::min(known->second, first_span);
 }
 
 /// After pass 1: every site's category name ("category <id>" when the

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -76,6 +77,31 @@ inline std::size_t gpu_writers(const std::vector<chrome_json_input>& inputs) {
   for (const chrome_json_input& in : inputs)
     for (const writer_info* w : in.reader->writers_in_order()) n += w->gpu.streams.empty() ? 0 : 1;
   return n;
+}
+
+/// Where each track's first slice begins (ns, shifted), by (pid, tid) as
+/// the document shows them: host threads from pass 1 (their smallest span
+/// begin), GPU streams from a look at the resolved GPU spans. Meant for a
+/// document that holds every slice (no filter, no split).
+using track_starts = std::map<std::pair<std::uint64_t, std::uint64_t>, std::int64_t>;
+inline track_starts first_slices(const std::vector<chrome_json_input>& inputs) {
+  track_starts first;
+  auto note = [&first](std::uint64_t pid, std::uint64_t tid, std::int64_t ns) {
+    const auto known = first.emplace(std::make_pair(pid, tid), ns).first;
+    known->second = std::min(known->second, ns);
+  };
+  for (const chrome_json_input& in : inputs) {
+    for (const thread_info* t : in.reader->threads_in_order()) {
+      const auto tick = t->writer->first_span_tick.find(t->thread_id);
+      if (tick != t->writer->first_span_tick.end())
+        note(in.pid(*t->writer), t->os_tid, t->writer->clock.to_ns(tick->second) + in.shift_ns);
+    }
+    if (in.reader->has_gpu())
+      in.reader->read_gpu_spans([&](const gpu_span& g) {
+        if (g.resolved) note(gpu_pid(in.pid(*g.writer)), g.stream->id, g.begin_ns + in.shift_ns);
+      });
+  }
+  return first;
 }
 
 /// One JSON document being written: header and metadata, events, trailer.
@@ -167,7 +193,7 @@ class chrome_json_document {
     const std::uint64_t begin = ts(g.begin_ns + shift);
     write_head(name, cat, ",\"ph\":\"X\",\"ts\":", begin);
     o_.write(",\"dur\":");
-    o_.write_us(ts(g.end_ns + shift) - begin);
+    write_dur(begin, ts(g.end_ns + shift), gpu_process, g.stream->id);
     write_pid_tid(gpu_process, g.stream->id);
     // The GPU's own measure of the span (the dur above is that mapped onto
     // the host clock, to the ns).
@@ -229,7 +255,8 @@ class chrome_json_document {
     o_.write_string(name);
     o_.write(",\"cat\":\"flow\",\"ph\":\"X\",\"ts\":");
     o_.write_us(ts(ns));
-    o_.write(span_ns >= 1 ? ",\"dur\":0.001" : ",\"dur\":0.000");
+    o_.write(",\"dur\":");
+    write_dur(ts(ns), ts(ns) + (span_ns >= 1 ? 1 : 0), pid, tid);
     write_pid_tid(pid, tid);
     o_.write(",\"args\":{\"id\":");
     o_.write_u64(flow_id);
@@ -291,6 +318,13 @@ class chrome_json_document {
     return o_.flush();
   }
 
+  /// Where each track's first slice begins (first_slices): with it, every
+  /// slice's dur is written so that speedscope ends it exactly where a
+  /// slice that starts at its end begins (write_dur).
+  void set_track_starts(const track_starts& starts) {
+    for (const auto& entry : starts) track_start_[entry.first] = ts(entry.second);
+  }
+
   chrome_json_result& result() noexcept { return result_; }
   /// Bytes of the document so far.
   std::uint64_t bytes() const noexcept { return o_.bytes(); }
@@ -325,7 +359,7 @@ class chrome_json_document {
                   const flow_binding* flow) {
     write_head(json_site_name(*e.site), e.site->category, ",\"ph\":\"X\",\"ts\":", ts(e.begin_ns + shift));
     o_.write(",\"dur\":");
-    o_.write_us(ts(e.end_ns + shift) - ts(e.begin_ns + shift));
+    write_dur(ts(e.begin_ns + shift), ts(e.end_ns + shift), pid, e.thread->os_tid);
     write_pid_tid(pid, e.thread->os_tid);
     if (flow != nullptr && flow->id != 0) write_flow_binding(*flow);
     // The same constant for every such span: viewers that make a frame
@@ -444,6 +478,40 @@ class chrome_json_document {
     if (flow.out) o_.write(",\"flow_out\":true");
     ++result_.flow_steps;
   }
+  /// A slice's dur on track (pid, tid): end - begin (ts units) with three
+  /// decimals, unless a viewer that measures each track from its first
+  /// slice would then end this one after a slice that starts at its end.
+  /// speedscope parses ts and dur as doubles and ends a slice at
+  /// (ts - first) + dur, `first` being the track's smallest slice ts: with
+  /// ts 3308.960 and dur 0.030 that can land past (3308.990 - first), and
+  /// the slice that starts there then seems to begin inside this one. Such
+  /// a dur is written as the double that lands exactly on (end - first),
+  /// in the shortest text that reads back as it (less than 1e-9 µs from
+  /// the three-decimal one). Every slice end is then the same function of
+  /// its time as every slice start, so what touches or nests in ns touches
+  /// or nests in the viewer too.
+  void write_dur(std::uint64_t begin, std::uint64_t end, std::uint64_t pid, std::uint64_t tid) {
+    if (track_start_.empty()) return o_.write_us(end - begin);
+    if (pid != start_pid_ || tid != start_tid_ || start_ == nullptr) {
+      const auto found = track_start_.find({pid, tid});
+      start_pid_ = pid;
+      start_tid_ = tid;
+      start_ = found != track_start_.end() ? &found->second : nullptr;
+    }
+    if (start_ == nullptr || *start_ > begin) return o_.write_us(end - begin);
+    // As the viewer computes it (IEEE doubles; ts units / 1000 = µs).
+    const double first = static_cast<double>(*start_) / 1000.0;
+    const double from = static_cast<double>(begin) / 1000.0 - first;
+    const double to = static_cast<double>(end) / 1000.0 - first;
+    double dur = static_cast<double>(end - begin) / 1000.0;
+    if (from + dur == to) return o_.write_us(end - begin);
+    dur = to - from;
+    for (int step = 0; step < 4 && from + dur != to; ++step)
+      dur = std::nextafter(dur, from + dur < to ? HUGE_VAL : -HUGE_VAL);
+    if (from + dur != to || dur < 0) return o_.write_us(end - begin);
+    o_.write_shortest(dur);
+    ++result_.exact_durs;
+  }
   void write_pid_tid(std::uint64_t pid, std::uint64_t tid) {
     o_.write(",\"pid\":");
     o_.write_u64(pid);
@@ -462,6 +530,9 @@ class chrome_json_document {
   const std::string unknown_category_ = "unknown";
   chrome_json_result result_;
   std::string name_json_;
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint64_t> track_start_;  // ts units
+  std::uint64_t start_pid_ = 0, start_tid_ = 0;  // write_dur's last track
+  const std::uint64_t* start_ = nullptr;
 };
 
 }  // namespace detail

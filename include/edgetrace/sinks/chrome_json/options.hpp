@@ -47,6 +47,9 @@ struct chrome_json_result {
   std::uint64_t memory_samples = 0;    ///< live-bytes samples on memory pool tracks (1.3)
   std::uint64_t counters_skipped = 0;  ///< NaN/Inf samples left out
   std::uint64_t filtered = 0;          ///< events left out by min_dur_ns / filter
+  /// Slices whose dur is written as the exact double that ends them where
+  /// a slice starting at their end begins, in speedscope (not three decimals)
+  std::uint64_t exact_durs = 0;
   std::int64_t origin_ns = 0;          ///< CLOCK_MONOTONIC ns that ts 0 stands for
 };
 

@@ -28,6 +28,8 @@ inline bool write_chrome_json(const std::vector<chrome_json_input>& inputs, std:
                               std::string* error = nullptr, const std::string& extra_other_data = {}) {
   if (!detail::read_all_metadata(inputs, error)) return false;
   detail::chrome_json_document doc(out, detail::earliest_ns(inputs) - 1000);
+  // Every slice is written: each track's first one is known before any is.
+  if (options.min_dur_ns == 0 && !options.filter) doc.set_track_starts(detail::first_slices(inputs));
   doc.begin(inputs);
   detail::json_event_filter filter(options);
   detail::progress_meter progress(options, inputs, 1);
@@ -61,7 +63,9 @@ inline bool write_chrome_json(const std::vector<chrome_json_input>& inputs, std:
 /// Timestamps: integer ns from the clock model, minus an origin chosen so
 /// the earliest event is at ts 1.000 (DevTools drops ts 0), printed as µs
 /// with three decimals. A span's dur is end - begin of those integers, so
-/// a child that nests in ticks nests in the output.
+/// a child that nests in ticks nests in the output; where speedscope's
+/// double arithmetic would end a slice past a slice starting at its end,
+/// the dur is the double that ends it exactly there (see write_dur).
 inline bool write_chrome_json(dump_reader& r, std::FILE* out, const chrome_json_options& options,
                               chrome_json_result* result = nullptr, std::string* error = nullptr) {
   chrome_json_input in;
