@@ -152,6 +152,20 @@ struct traced_layer {
 };
 }  // namespace
 
+TEST_CASE("typed args: a float's text is the float's shortest, a double's the double's") {
+  // A float argument is kept as the double it converts to.
+  CHECK(reader::real_text(static_cast<double>(1.f / 255)) == "0.003921569");
+  CHECK(std::strtof(reader::real_text(static_cast<double>(1.f / 255)).c_str(), nullptr) == 1.f / 255);
+  CHECK(reader::real_text(static_cast<double>(0.1f)) == "0.1");
+  CHECK(reader::real_text(static_cast<double>(-3.4e38f)) == "-3.4e+38");
+  CHECK(reader::real_text(1.0 / 255) == "0.00392156862745098");
+  CHECK(reader::real_text(0.1) == "0.1");
+  CHECK(reader::real_text(1e300) == "1e+300");
+  CHECK(reader::real_text(-2.875) == "-2.875");
+  CHECK(reader::real_text(-0.0) == "-0");
+  CHECK(reader::real_text(std::numeric_limits<double>::denorm_min()) == "5e-324");
+}
+
 TEST_CASE("typed args: floats and bools read back exactly; integers and names as before") {
   traced_layer{}.run();  // not recording in this process: it only has to compile
   reader::dump_reader r;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -130,11 +131,19 @@ struct thread_info {
 };
 
 /// The shortest text that reads back as exactly `v` ("0.75", "1e+300",
-/// "-0"); "nan", "inf" or "-inf" when not finite.
+/// "-0"); "nan", "inf" or "-inf" when not finite. A float argument is kept
+/// as the double it converts to, so a `v` that is exactly a float gets the
+/// shortest text that reads back as that float: 1.f/255 is "0.003921569",
+/// not "0.003921568859368563" (a double computed in double arithmetic is
+/// almost never exactly a float: that takes 29 low zero bits).
 inline std::string real_text(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
   char text[32];
+  if (std::fabs(v) <= static_cast<double>(std::numeric_limits<float>::max())) {
+    const float f = static_cast<float>(v);
+    if (static_cast<double>(f) == v) return std::string(text, std::to_chars(text, text + sizeof text, f).ptr);
+  }
   const auto done = std::to_chars(text, text + sizeof text, v);
   return std::string(text, done.ptr);
 }
