@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -591,6 +592,84 @@ TEST_CASE("perfetto: slices that begin or end at the same nanosecond nest as rec
   CHECK(depth["a1"] == 1);
   CHECK(depth["a2"] == 1);
   CHECK(depth["b"] == 0);
+}
+
+TEST_CASE("perfetto: --min-dur, --filter and --window keep what json keeps; a span left out keeps its arguments") {
+  const std::string dump = record_perfetto_workload("perfetto_select");
+  const expected_trace x = expect_from_dump(dump);
+  et::dump_reader r;
+  REQUIRE(r.open(dump));
+  REQUIRE(r.read_metadata());
+  const std::int64_t first = r.first_ns(), last = r.last_ns();
+  const std::int64_t from = first + (last - first) / 3, to = first + 2 * (last - first) / 3;
+  const std::string window = std::to_string((from - first) / 1000) + "us:" + std::to_string((to - first) / 1000) + "us";
+  struct selection {
+    std::vector<std::string> flags;
+    std::function<bool(const slice_key&)> keeps;
+  };
+  const std::int64_t from_us = first + (from - first) / 1000 * 1000, to_us = first + (to - first) / 1000 * 1000;
+  const selection selections[] = {
+      {{"--min-dur", "10us"}, [](const slice_key& k) { return std::get<3>(k) - std::get<2>(k) >= 10000; }},
+      {{"--filter", "^(decode|finish)$"},
+       [](const slice_key& k) { return std::get<0>(k) == "decode" || std::get<0>(k) == "finish"; }},
+      {{"--window", window}, [&](const slice_key& k) { return std::get<3>(k) >= from_us && std::get<2>(k) <= to_us; }},
+  };
+  for (const selection& sel : selections) {
+    CAPTURE(sel.flags[0]);
+    std::multiset<slice_key> expected;
+    for (const slice_key& k : x.slices)
+      if (sel.keeps(k)) expected.insert(k);
+    REQUIRE(!expected.empty());
+    REQUIRE(expected.size() < x.slices.size());
+    const std::string out = scratch("perfetto_select.pftrace");
+    std::remove(out.c_str());
+    std::vector<std::string> argv{"perfetto", dump, "-o", out};
+    argv.insert(argv.end(), sel.flags.begin(), sel.flags.end());
+    const auto run_result = run_cli(argv);
+    REQUIRE_MESSAGE(run_result.exit_code == 0, run_result.err);
+    CHECK(run_result.err.empty());  // no progress or "wrote" line off a terminal
+    const decoded_trace t = decode_perfetto(read_file(out));
+    REQUIRE(t.ok);
+    CHECK(t.unmatched_ends == 0);
+    CHECK(t.open_slices == 0);
+    auto tid_of = [&](std::uint64_t track) {
+      const auto found = t.tracks.find(track);
+      return found == t.tracks.end() ? std::int64_t{-2} : found->second.tid;
+    };
+    std::multiset<slice_key> slices;
+    for (const auto& s : t.slices) {
+      const slice_key k{s.name, tid_of(s.track), s.begin, s.end};
+      slices.insert(k);
+      // Its own arguments, never those of a child left out.
+      const auto own = x.args.find({std::get<1>(k), s.begin, s.name});
+      CHECK(s.args == (own != x.args.end() ? own->second : std::map<std::string, std::string>{}));
+    }
+    CHECK(slices == expected);
+    // json keeps the same spans.
+    const std::string json = scratch("perfetto_select.json");
+    std::vector<std::string> json_argv{"json", dump, "-o", json};
+    json_argv.insert(json_argv.end(), sel.flags.begin(), sel.flags.end());
+    REQUIRE(run_cli(json_argv).exit_code == 0);
+    const std::string text = read_file(json);
+    auto count = [&text](const std::string& what) {
+      std::size_t n = 0;
+      for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+      return n;
+    };
+    // Less the 1 ns "flow" slices DevTools binds cross-category flows to.
+    CHECK(count("\"ph\":\"X\"") - count("\"cat\":\"flow\",\"ph\":\"X\"") == expected.size());
+  }
+
+  for (const char* bad : {"5s:1s", "abc", ":", "1s", "1:2"}) {
+    const auto r2 = run_cli({"perfetto", dump, "-o", scratch("bad.pftrace"), "--window", bad});
+    CAPTURE(bad);
+    CHECK(r2.exit_code == 1);
+    CHECK(r2.err.find("--window needs FROM:TO") != std::string::npos);
+    CHECK(!file_exists(scratch("bad.pftrace")));
+  }
+  const auto no_unit = run_cli({"perfetto", dump, "--min-dur", "5"});
+  CHECK(no_unit.exit_code == 1);
+  CHECK(no_unit.err.find("--min-dur needs a duration with a unit") != std::string::npos);
 }
 
 TEST_CASE("perfetto: '-o -' writes the same bytes to stdout; bad input is a clear error") {

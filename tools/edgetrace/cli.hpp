@@ -5,6 +5,7 @@
 #pragma once
 
 #include <edgetrace/decode/dump_reader.hpp>
+#include <edgetrace/sinks/selection.hpp>
 #include <edgetrace/sinks/summary/summary.hpp>
 
 #include <sys/stat.h>
@@ -12,6 +13,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <regex>
 #include <string>
@@ -103,6 +105,22 @@ struct parsed_options {
 int parse_options(const command& c, const arguments& args, const std::vector<const char*>& valued, parsed_options& out);
 /// A whole number (at most 18 digits).
 bool parse_count(const std::string& text, std::uint64_t& value);
+/// Moves a window given from the first event onto `r`'s clock (after read_metadata).
+void anchor_window(et::event_selection& s, const et::dump_reader& r);
+/// DUMP, -o OUT and the selection of json and perfetto.
+struct conversion_arguments {
+  parsed_options options;
+  std::string dump, output;
+  et::event_selection selection;
+};
+/// The start of json and perfetto: parse_options with the selection flags,
+/// -o and `valued`, --help answered, exactly one DUMP, OUT defaulting to
+/// DUMP with `extension`, the selection parsed. False when the command is
+/// done, with its exit code in `rc`.
+bool parse_conversion(const command& c, const arguments& args, std::vector<const char*> valued, const char* extension,
+                      conversion_arguments& a, int& rc);
+/// "1.4 MB", "931.0 MB", "2.1 GB" (10^3 steps).
+std::string size_text(std::uint64_t bytes);
 /// Compiles a --filter regex once; a usage error (exit 1) when it is bad.
 int compile_regex(const command& c, const std::string& text, std::shared_ptr<const std::regex>& out,
                   const char* flag = "--filter");
@@ -159,6 +177,32 @@ class progress_line {
 
  private:
   bool shown_ = false;
+};
+
+/// "edgetrace: converting run.etr: 42%" on one line of a terminal, ended by
+/// a newline; nothing when stderr is a file or a pipe.
+class percent_line {
+ public:
+  explicit percent_line(const std::string& dump) : dump_(dump), shown_(::isatty(2) == 1) {}
+  ~percent_line() {
+    if (started_) std::fputc('\n', stderr);
+  }
+  percent_line(const percent_line&) = delete;
+  percent_line& operator=(const percent_line&) = delete;
+  /// The callback for a conversion's progress option (empty off a terminal).
+  std::function<void(unsigned)> callback() {
+    if (!shown_) return {};
+    return [this](unsigned percent) {
+      std::fprintf(stderr, "\redgetrace: converting %s: %u%%", dump_.c_str(), percent);
+      std::fflush(stderr);
+      started_ = true;
+    };
+  }
+
+ private:
+  std::string dump_;
+  bool shown_ = false;
+  bool started_ = false;
 };
 
 /// Writes OUT ('-': stdout) with `convert(FILE*, error) -> bool` from the

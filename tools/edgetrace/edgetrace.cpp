@@ -16,7 +16,7 @@ namespace edgetrace_cli {
 namespace {
 
 const command commands[] = {
-    {"json", "DUMP [-o OUT] [--split-mb N] [--min-dur T] [--filter REGEX]",
+    {"json", "DUMP [-o OUT] [--split-mb N] [--min-dur T] [--filter REGEX] [--window FROM:TO]",
      "convert a dump to Chrome trace JSON (Perfetto UI, chrome://tracing, speedscope)",
      "Writes OUT (default: DUMP with .etr replaced by .json; '-' for stdout).\n"
      "Every intact chunk is converted; damage is reported as warnings on stderr\n"
@@ -29,6 +29,9 @@ const command commands[] = {
      "                     the smallest N that fits\n"
      "  --min-dur T        leave out spans shorter than T (e.g. 50us, 1ms)\n"
      "  --filter REGEX     keep only spans, instants and counters whose name matches\n"
+     "  --window FROM:TO   keep what lies between two times from the first event\n"
+     "                     (e.g. 1.5s:2s; 2s: to the end; :500ms from the start):\n"
+     "                     spans that overlap it, whole; instants and counters in it\n"
      "A JSON estimated (about 100 bytes an event, 22 an argument; not with --min-dur\n"
      "or --filter) or found to be over 1 GB, more than Perfetto UI or Chrome open,\n"
      "gets a warning naming --split-mb, --min-dur, --filter and `edgetrace perfetto`\n"
@@ -37,14 +40,22 @@ const command commands[] = {
      "Flows: bind_id/flow_in/flow_out on the steps' spans (Perfetto), and s/t/f\n"
      "events (DevTools).\n",
      run_json},
-    {"perfetto", "DUMP [-o OUT]", "convert a dump to a Perfetto protobuf trace (.pftrace): smaller, for big traces",
+    {"perfetto", "DUMP [-o OUT] [--min-dur T] [--filter REGEX] [--window FROM:TO]",
+     "convert a dump to a Perfetto protobuf trace (.pftrace): smaller, for big traces",
      "Writes OUT (default: DUMP with .etr replaced by .pftrace; '-' for stdout)\n"
      "in Perfetto's own format, which ui.perfetto.dev and trace_processor load\n"
      "natively: tracks per process and thread, slices, instants, counter tracks,\n"
      "flows, GPU streams. Several times smaller than the JSON, and written in\n"
      "bounded memory; prefer it for traces too big for a JSON viewer. Damage is\n"
      "reported as warnings on stderr and with exit code 3.\n"
-     "  -o, --output OUT   output file, '-' for standard output\n",
+     "  -o, --output OUT   output file, '-' for standard output\n"
+     "  --min-dur T        leave out spans shorter than T (e.g. 50us, 1ms)\n"
+     "  --filter REGEX     keep only spans, instants and counters whose name matches\n"
+     "  --window FROM:TO   keep what lies between two times from the first event\n"
+     "                     (e.g. 1.5s:2s; 2s: to the end; :500ms from the start):\n"
+     "                     spans that overlap it, whole; instants and counters in it\n"
+     "A span left out keeps its own arguments and flow steps. On a terminal:\n"
+     "progress in percent, then one line: file, packets, slices, size.\n",
      run_perfetto},
     {"summary", "DUMP... [options]", "per-name table: calls, total, self, mean, min, percentiles, max, share",
      "One row per span name (or category, or thread) over all DUMPs; iteration\n"

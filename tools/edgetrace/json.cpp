@@ -55,14 +55,6 @@ std::uint64_t json_warn_bytes() {
   return 1000000000;
 }
 
-std::string size_text(std::uint64_t bytes) {
-  char text[32];
-  if (bytes >= 1000000000) std::snprintf(text, sizeof text, "%.1f GB", static_cast<double>(bytes) / 1e9);
-  else if (bytes >= 1000000) std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
-  else std::snprintf(text, sizeof text, "%.1f kB", static_cast<double>(bytes) / 1e3);
-  return text;
-}
-
 /// The warning for a JSON too big for a browser, with the ways out.
 void warn_json_too_big(const std::string& dump, const char* how, std::uint64_t bytes, std::uint64_t records) {
   std::fprintf(stderr,
@@ -72,32 +64,6 @@ void warn_json_too_big(const std::string& dump, const char* how, std::uint64_t b
                dump.c_str(), how, size_text(bytes).c_str(), static_cast<unsigned long long>(records),
                size_text(json_warn_bytes()).c_str());
 }
-
-/// "edgetrace: converting run.etr: 42%" on one line of a terminal, ended by
-/// a newline; nothing when stderr is a file or a pipe.
-class percent_line {
- public:
-  explicit percent_line(const std::string& dump) : dump_(dump), shown_(::isatty(2) == 1) {}
-  ~percent_line() {
-    if (started_) std::fputc('\n', stderr);
-  }
-  percent_line(const percent_line&) = delete;
-  percent_line& operator=(const percent_line&) = delete;
-  /// The callback for chrome_json_options::progress (empty off a terminal).
-  std::function<void(unsigned)> callback() {
-    if (!shown_) return {};
-    return [this](unsigned percent) {
-      std::fprintf(stderr, "\redgetrace: converting %s: %u%%", dump_.c_str(), percent);
-      std::fflush(stderr);
-      started_ = true;
-    };
-  }
-
- private:
-  std::string dump_;
-  bool shown_ = false;
-  bool started_ = false;
-};
 
 /// `json --split-mb`: the files, then one line naming them. Exit code.
 int run_json_split(const command& c, et::dump_reader& r, const std::string& dump, const std::string& output,
@@ -143,7 +109,7 @@ int run_json_single(et::dump_reader& r, const std::string& dump, const std::stri
   // size written is judged (after).
   std::uint64_t records = 0;
   const std::uint64_t estimate = json_estimate(r, records);
-  const bool filtered = options.min_dur_ns != 0 || options.filter != nullptr;
+  const bool filtered = options.selects();
   const bool warned = !filtered && estimate > json_warn_bytes();
   if (warned) warn_json_too_big(dump, "will be about", estimate, records);
   const bool to_stdout = output == "-";
@@ -177,25 +143,14 @@ int run_json_single(et::dump_reader& r, const std::string& dump, const std::stri
 }  // namespace
 
 int run_json(const command& c, const arguments& args) {
-  parsed_options p;
-  if (const int rc = parse_options(c, args, {"--output", "--split-mb", "--min-dur", "--filter"}, p); rc != exit_ok)
-    return rc;
-  if (p.help) return command_help(c);
-  if (p.positional.empty()) return usage_error(&c, "'json' needs a DUMP file");
-  if (p.positional.size() > 1) return usage_error(&c, "unexpected argument '" + p.positional[1] + "' (one DUMP at a time)");
-  const std::string dump = p.positional[0];
-  std::string output = with_extension(dump, ".json");
-  if (const std::string* v = p.get("--output")) {
-    if (v->empty()) return usage_error(&c, "empty output file name");
-    output = *v;
-  }
+  conversion_arguments a;
+  if (int rc; !parse_conversion(c, args, {"--split-mb"}, ".json", a, rc)) return rc;
+  const parsed_options& p = a.options;
+  const std::string& dump = a.dump;
+  const std::string& output = a.output;
   et::chrome_json_options options;
+  static_cast<et::event_selection&>(options) = a.selection;
   options.source_name = base_name(dump);
-  if (const std::string* v = p.get("--min-dur"))
-    if (!et::parse_duration(*v, options.min_dur_ns))
-      return usage_error(&c, "--min-dur needs a duration with a unit (ns, us, ms, s), not '" + *v + "'");
-  if (const std::string* v = p.get("--filter"))
-    if (const int rc = compile_regex(c, *v, options.filter); rc != exit_ok) return rc;
   std::uint64_t split_mb = 0;
   if (const std::string* v = p.get("--split-mb")) {
     if (!parse_count(*v, split_mb) || split_mb == 0)
@@ -209,6 +164,7 @@ int run_json(const command& c, const arguments& args) {
   }
   et::dump_reader r;
   if (!r.open(dump) || !r.read_metadata()) return input_error(dump, r.error());
+  anchor_window(options, r);
   return split_mb != 0 ? run_json_split(c, r, dump, output, options, split_mb) : run_json_single(r, dump, output, options);
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 namespace edgetrace_cli {
 
@@ -267,6 +268,45 @@ bool parse_count(const std::string& text, std::uint64_t& value) {
 }
 
 /// Compiles a --filter regex once; a usage error (exit 1) when it is bad.
+/// --min-dur T, --filter REGEX and --window FROM:TO (json and perfetto)
+/// into `s`; the window is from the dump's first event until anchor_window
+/// moves it onto the dump's clock. A usage error code on a bad value.
+static int selection_from(const command& c, const parsed_options& p, et::event_selection& s) {
+  if (const std::string* v = p.get("--min-dur"))
+    if (!et::parse_duration(*v, s.min_dur_ns))
+      return usage_error(&c, "--min-dur needs a duration with a unit (ns, us, ms, s), not '" + *v + "'");
+  if (const std::string* v = p.get("--filter"))
+    if (const int rc = compile_regex(c, *v, s.filter); rc != exit_ok) return rc;
+  if (const std::string* v = p.get("--window")) {
+    const std::size_t colon = v->find(':');
+    const std::string from = colon == std::string::npos ? "" : v->substr(0, colon);
+    const std::string to = colon == std::string::npos ? "" : v->substr(colon + 1);
+    std::uint64_t from_ns = 0, to_ns = 0;
+    const bool ok = colon != std::string::npos && (!from.empty() || !to.empty()) &&
+                    (from.empty() || et::parse_duration(from, from_ns)) && (to.empty() || et::parse_duration(to, to_ns)) &&
+                    (to.empty() || from_ns < to_ns) && from_ns < (std::uint64_t{1} << 62) && to_ns < (std::uint64_t{1} << 62);
+    if (!ok)
+      return usage_error(&c, "--window needs FROM:TO, times from the first event with a unit, FROM before TO, either "
+                             "may be left out (e.g. 1.5s:2s, 2s:, :500ms), not '" + *v + "'");
+    if (!from.empty()) s.window_begin_ns = static_cast<std::int64_t>(from_ns);
+    if (!to.empty()) s.window_end_ns = static_cast<std::int64_t>(to_ns);
+  }
+  return exit_ok;
+}
+
+void anchor_window(et::event_selection& s, const et::dump_reader& r) {
+  if (s.window_begin_ns != std::numeric_limits<std::int64_t>::min()) s.window_begin_ns += r.first_ns();
+  if (s.window_end_ns != std::numeric_limits<std::int64_t>::max()) s.window_end_ns += r.first_ns();
+}
+
+std::string size_text(std::uint64_t bytes) {
+  char text[32];
+  if (bytes >= 1000000000) std::snprintf(text, sizeof text, "%.1f GB", static_cast<double>(bytes) / 1e9);
+  else if (bytes >= 1000000) std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
+  else std::snprintf(text, sizeof text, "%.1f kB", static_cast<double>(bytes) / 1e3);
+  return text;
+}
+
 int compile_regex(const command& c, const std::string& text, std::shared_ptr<const std::regex>& out,
                   const char* flag) {
   try {
@@ -281,6 +321,29 @@ const std::vector<const char*> summary_valued = {"--by",       "--top",      "--
                                                  "--thread",   "--sort-by",  "--min-time",  "--max-time",
                                                  "--iteration", "--skip-warmup", "--phase",   "--format",
                                                  "--output",    "--per",         "--wait",    "--wait-category"};
+
+bool parse_conversion(const command& c, const arguments& args, std::vector<const char*> valued, const char* extension,
+                      conversion_arguments& a, int& rc) {
+  valued.insert(valued.end(), {"--output", "--min-dur", "--filter", "--window"});
+  rc = parse_options(c, args, valued, a.options);
+  if (rc != exit_ok) return false;
+  const std::vector<std::string>& positional = a.options.positional;
+  if (a.options.help) rc = command_help(c);
+  else if (positional.empty()) rc = usage_error(&c, std::string("'") + c.name + "' needs a DUMP file");
+  else if (positional.size() > 1) rc = usage_error(&c, "unexpected argument '" + positional[1] + "' (one DUMP at a time)");
+  if (a.options.help || positional.size() != 1) return false;
+  a.dump = positional[0];
+  a.output = with_extension(a.dump, extension);
+  if (const std::string* v = a.options.get("--output")) {
+    if (v->empty()) {
+      rc = usage_error(&c, "empty output file name");
+      return false;
+    }
+    a.output = *v;
+  }
+  rc = selection_from(c, a.options, a.selection);
+  return rc == exit_ok;
+}
 
 bool parse_analysis_options(const command& c, const arguments& args, parsed_options& p, int& rc) {
   rc = parse_options(c, args, summary_valued, p);

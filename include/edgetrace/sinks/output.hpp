@@ -12,8 +12,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace edgetrace {
@@ -292,6 +294,37 @@ inline std::string render_table(const std::vector<std::vector<std::string>>& cel
   }
   return out;
 }
+
+/// Counts records read over all passes of a conversion and reports whole
+/// percents to `callback` (one call per change: at most 101).
+class progress_meter {
+ public:
+  progress_meter(std::function<void(unsigned)> callback, std::uint64_t total_records)
+      : callback_(std::move(callback)), total_(total_records) {}
+  /// One record read; cheap (a decrement and a branch) between reports.
+  void tick() {
+    if (!callback_ || --countdown_ != 0) return;
+    countdown_ = 1u << 16;
+    done_ += countdown_;
+    report(total_ == 0 ? 100 : static_cast<unsigned>(std::min<std::uint64_t>(99, done_ * 100 / total_)));
+  }
+  /// The work is done: 100 %.
+  void finish() {
+    if (callback_) report(100);
+  }
+
+ private:
+  void report(unsigned percent) {
+    if (percent == last_) return;
+    last_ = percent;
+    callback_(percent);
+  }
+  std::function<void(unsigned)> callback_;
+  std::uint64_t total_ = 0;
+  std::uint64_t done_ = 0;
+  std::uint32_t countdown_ = 1u << 16;
+  unsigned last_ = ~0u;
+};
 
 }  // namespace detail
 }  // namespace reader

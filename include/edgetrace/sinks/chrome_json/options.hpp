@@ -10,21 +10,17 @@
 #include <string>
 
 #include <edgetrace/decode/dump_reader.hpp>
+#include <edgetrace/sinks/selection.hpp>
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
-/// Options of write_chrome_json.
-struct chrome_json_options {
+/// Options of write_chrome_json: what to keep (event_selection: min_dur_ns,
+/// filter, the window), and these.
+struct chrome_json_options : event_selection {
   /// Shown in otherData.source (usually the dump's file name).
   std::string source_name;
-  /// Spans shorter than this are left out (instants, counters and loss
-  /// markers are kept).
-  std::uint64_t min_dur_ns = 0;
-  /// When set, only spans, instants and counters whose name matches
-  /// (std::regex_search) are written; loss markers are always kept.
-  std::shared_ptr<const std::regex> filter;
   /// When set, called with the percentage done (0..100) each time it
   /// changes, and with 100 at the end of a successful conversion.
   std::function<void(unsigned percent)> progress;
@@ -46,7 +42,7 @@ struct chrome_json_result {
   std::uint64_t span_args = 0;         ///< EDGETRACE_ARG arguments written into span args (1.3)
   std::uint64_t memory_samples = 0;    ///< live-bytes samples on memory pool tracks (1.3)
   std::uint64_t counters_skipped = 0;  ///< NaN/Inf samples left out
-  std::uint64_t filtered = 0;          ///< events left out by min_dur_ns / filter
+  std::uint64_t filtered = 0;          ///< events left out by min_dur_ns / filter / the window
   /// Slices whose dur is written as the exact double that ends them where
   /// a slice starting at their end begins, in speedscope (not three decimals)
   std::uint64_t exact_durs = 0;

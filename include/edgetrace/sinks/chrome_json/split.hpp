@@ -130,7 +130,7 @@ inline bool measure_split(const std::vector<chrome_json_input>& inputs, const ch
     pending = sizes.slice_of(ns);
     return counter;
   };
-  json_event_filter filter(options);
+  event_filter filter(options);
   std::uint64_t flow_id = 0;
   for (const chrome_json_input& in : inputs)
     if (!convert_input(in, filter, doc_for, flow_id, progress, error)) return false;
@@ -197,7 +197,7 @@ inline bool write_split_files(const std::vector<chrome_json_input>& inputs, cons
     docs[w]->begin(inputs);
   }
   if (ok) {
-    json_event_filter filter(options);
+    event_filter filter(options);
     std::uint64_t flow_id = 0;
     auto doc_for = [&](std::int64_t ns) -> chrome_json_document& { return *docs[window_of[sizes.slice_of(ns)]]; };
     for (const chrome_json_input& in : inputs)
@@ -251,7 +251,7 @@ inline bool write_chrome_json_split(const std::vector<chrome_json_input>& inputs
   for (const chrome_json_input& in : inputs)
     if (in.reader->has_events()) sizes.last = std::max(sizes.last, in.reader->last_ns() + in.shift_ns);
   sizes.bytes.assign(detail::split_sizes::slices, 0);
-  detail::progress_meter progress(options, inputs, 2);
+  detail::progress_meter progress = detail::json_progress(options, inputs, 2);
   const std::int64_t origin = sizes.first - 1000;
   if (!detail::measure_split(inputs, options, origin, max_parts, progress, sizes, error)) return false;
   const std::vector<std::size_t> window_start = sizes.pack(max_bytes);

@@ -29,10 +29,10 @@ inline bool write_chrome_json(const std::vector<chrome_json_input>& inputs, std:
   if (!detail::read_all_metadata(inputs, error)) return false;
   detail::chrome_json_document doc(out, detail::earliest_ns(inputs) - 1000);
   // Every slice is written: each track's first one is known before any is.
-  if (options.min_dur_ns == 0 && !options.filter) doc.set_track_starts(detail::first_slices(inputs));
+  if (!options.selects()) doc.set_track_starts(detail::first_slices(inputs));
   doc.begin(inputs);
-  detail::json_event_filter filter(options);
-  detail::progress_meter progress(options, inputs, 1);
+  detail::event_filter filter(options);
+  detail::progress_meter progress = detail::json_progress(options, inputs, 1);
   std::uint64_t flow_id = 0;
   bool read_ok = true;
   for (const chrome_json_input& in : inputs) {

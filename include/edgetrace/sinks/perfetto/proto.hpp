@@ -83,6 +83,7 @@ struct perfetto_result {
   std::uint64_t launch_flows = 0;     ///< launch -> GPU flows (on the GPU side)
   std::uint64_t span_args = 0;        ///< debug annotations written
   std::size_t max_pending = 0;        ///< most slice begins held back on one thread at once
+  std::uint64_t filtered = 0;         ///< events left out by the selection (min_dur_ns, filter, window)
 };
 
 }  // namespace reader

@@ -241,14 +241,18 @@ class perfetto_host_tracks {
   /// Sites whose spans launched GPU work: those spans start a launch flow.
   std::set<const site_info*>& launch_sites() noexcept { return launch_sites_; }
 
-  void on_span(const event& e) {
+  /// A span, written or (`kept` false) left out by the selection: one left
+  /// out is still held, so that its own arguments and flow steps do not
+  /// pass to its parent.
+  void on_span(const event& e, bool kept = true) {
     thread_state& t = state(e.thread);
     assign_from(t, e.end_ns + 1);
     release(t, [&](const held_span& h) { return h.begin_ns > e.end_ns; });
-    if (e.end_ns != e.begin_ns) s_.event(e.end_ns, t.track, perfetto_proto::type_slice_end, nullptr, nullptr);
-    t.held.push_back(held_span{e.writer, e.site, e.begin_ns, e.end_ns, e.begin_tick, {}, {}});
+    if (kept && e.end_ns != e.begin_ns) s_.event(e.end_ns, t.track, perfetto_proto::type_slice_end, nullptr, nullptr);
+    t.held.push_back(held_span{e.writer, e.site, e.begin_ns, e.end_ns, e.begin_tick, kept, {}, {}});
     result_.max_pending = std::max(result_.max_pending, t.held.size());
-    ++result_.slices;
+    if (kept) ++result_.slices;
+    else ++result_.filtered;
   }
 
   /// Track of a thread (its events pass through here in order).
@@ -268,6 +272,7 @@ class perfetto_host_tracks {
     const site_info* site;
     std::int64_t begin_ns, end_ns;
     std::uint64_t begin_tick;
+    bool kept;  ///< written (else held only to keep its annotations from its parent)
     std::vector<annotation> args;
     std::vector<std::uint64_t> flows;
   };
@@ -318,6 +323,7 @@ class perfetto_host_tracks {
         ++kept;
         continue;
       }
+      if (!h.kept) continue;
       result_.flow_steps += h.flows.size();
       if (launch_sites_.count(h.site) != 0)
         h.flows.push_back(perfetto_launch_id(h.writer->id, t.thread->os_tid, h.begin_tick));

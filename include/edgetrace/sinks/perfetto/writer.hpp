@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -15,10 +16,19 @@
 #include <edgetrace/sinks/output.hpp>
 #include <edgetrace/sinks/perfetto/proto.hpp>
 #include <edgetrace/sinks/perfetto/stream.hpp>
+#include <edgetrace/sinks/selection.hpp>
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
+
+/// Options of write_perfetto: what to keep (event_selection: min_dur_ns,
+/// filter, the window, as for the JSON), and progress.
+struct perfetto_options : event_selection {
+  /// When set, called with the percentage done (0..100) each time it
+  /// changes, and with 100 at the end of a successful conversion.
+  std::function<void(unsigned percent)> progress;
+};
 
 namespace detail {
 
@@ -26,7 +36,8 @@ namespace detail {
 /// track ids handed out so far; one member per part of the trace.
 class perfetto_conversion {
  public:
-  explicit perfetto_conversion(std::FILE* out) : s_(out), host_(s_, res_) {}
+  perfetto_conversion(std::FILE* out, const perfetto_options& options, std::uint64_t records)
+      : s_(out), host_(s_, res_), selection_(options), filter_(selection_), progress_(options.progress, records) {}
 
   /// Process and thread tracks.
   void describe_tracks(const dump_reader& r) {
@@ -68,6 +79,10 @@ class perfetto_conversion {
       const memory_timeline& m = entry.second;
       std::vector<std::uint64_t> pool_track(m.pools().size(), 0);
       for (const memory_timeline::point& p : m.points()) {
+        if (p.ns < selection_.window_begin_ns || p.ns > selection_.window_end_ns) {
+          ++res_.filtered;
+          continue;
+        }
         if (pool_track[p.pool] == 0) {
           pool_track[p.pool] = next_uuid_++;
           s_.descriptor(pool_track[p.pool], process_track_[entry.first->pid], -1, -1,
@@ -100,9 +115,13 @@ class perfetto_conversion {
     const std::string unknown = "(unknown site)", unknown_category = "unknown";
     return r.read_gpu_spans([&](const gpu_span& g) {
       if (!g.resolved) return;
+      if (!filter_.keep_gpu(g)) {
+        ++res_.filtered;
+        return;
+      }
       const std::uint64_t track = stream_track[g.stream];
       std::vector<std::uint64_t> terminating;
-      if (g.thread != nullptr && g.site != nullptr) {
+      if (g.thread != nullptr && g.site != nullptr && filter_.keep_launch(g)) {
         host_.launch_sites().insert(g.site);
         terminating.push_back(perfetto_launch_id(g.writer->id, g.os_tid, g.host_begin_tick));
         ++res_.launch_flows;
@@ -122,8 +141,15 @@ class perfetto_conversion {
     std::map<std::pair<const writer_info*, const site_info*>, std::uint64_t> counter_track;
     const std::string unnamed = "(unnamed)";
     const bool ok = r.read_events_backward([&](const event& e) {
+      progress_.tick();
+      const bool kept = filter_.keep(e);
+      if (e.kind == event_kind::span) return host_.on_span(e, kept);
+      if (!kept) {
+        ++res_.filtered;
+        return;
+      }
       switch (e.kind) {
-        case event_kind::span: host_.on_span(e); break;
+        case event_kind::span: break;
         case event_kind::instant:
           s_.event(e.begin_ns, host_.track(e.thread), perfetto_proto::type_instant,
                    e.site->name.empty() ? &unnamed : &e.site->name, &e.site->category);
@@ -148,6 +174,7 @@ class perfetto_conversion {
       }
     });
     if (ok) host_.finish();
+    if (ok) progress_.finish();
     return ok;
   }
 
@@ -168,6 +195,9 @@ class perfetto_conversion {
   std::uint64_t next_uuid_ = 1;
   std::map<std::uint64_t, std::uint64_t> process_track_;  // by pid
   const std::string edgetrace_category_ = "edgetrace";
+  const event_selection& selection_;
+  event_filter filter_;
+  progress_meter progress_;
 };
 
 }  // namespace detail
@@ -191,10 +221,16 @@ class perfetto_conversion {
 /// name and category) and the tracks. Runs one GPU pass and one backward
 /// events pass. Returns false when reading or writing failed; then `error`
 /// says why. Damage in the dump is not a failure: see r.damaged().
-inline bool write_perfetto(dump_reader& r, std::FILE* out, perfetto_result* result = nullptr,
-                           std::string* error = nullptr) {
+///
+/// `options` selects what is written as for the JSON (min_dur_ns, filter,
+/// the window; result->filtered counts what it left out): a span left out
+/// keeps its own arguments and flow steps (they never pass to its parent),
+/// and a GPU span's launch arrow is drawn only when its launching span is
+/// written too.
+inline bool write_perfetto(dump_reader& r, std::FILE* out, const perfetto_options& options,
+                           perfetto_result* result = nullptr, std::string* error = nullptr) {
   if (!r.metadata_read() && !r.read_metadata()) return detail::fail_with(error, r.error());
-  detail::perfetto_conversion c(out);
+  detail::perfetto_conversion c(out, options, r.event_records());
   c.describe_tracks(r);
   c.write_capture_markers(r);
   c.write_memory(r);
@@ -206,6 +242,12 @@ inline bool write_perfetto(dump_reader& r, std::FILE* out, perfetto_result* resu
   if (!ok) return detail::fail_with(error, r.error());
   if (!write_ok) return detail::fail_write(error);
   return true;
+}
+
+/// Everything, no progress: write_perfetto with default options.
+inline bool write_perfetto(dump_reader& r, std::FILE* out, perfetto_result* result = nullptr,
+                           std::string* error = nullptr) {
+  return write_perfetto(r, out, perfetto_options{}, result, error);
 }
 
 }  // namespace reader
