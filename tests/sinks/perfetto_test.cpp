@@ -73,6 +73,7 @@ struct wire {
 
 struct decoded_event {
   std::uint64_t ts = 0, track = 0, type = 0, name_iid = 0;
+  std::string name, category;  // resolved on the event's sequence
   std::vector<std::uint64_t> categories, flows, terminating;
   std::map<std::string, std::string> args;
   double value = 0;
@@ -84,8 +85,19 @@ struct decoded_track {
   bool counter = false;
 };
 
+/// A packet sequence's incremental state: interned names and categories,
+/// the defaults (track, timestamp clock) and the incremental clock.
+struct decoded_sequence {
+  bool cleared = false;  // its first packet cleared the incremental state
+  std::map<std::uint64_t, std::string> names, categories;
+  std::uint64_t default_track = 0, clock_id = 0;
+  bool incremental = false;  // clock 64 defined by a snapshot, is_incremental
+  std::uint64_t last_ts = 0;
+};
+
 /// What a viewer would rebuild from a .pftrace, the way trace_processor
-/// does: events sorted by timestamp (file order on ties), an end closes the
+/// does: each sequence's interning, defaults and incremental clock applied,
+/// events sorted by timestamp (file order on ties), an end closes the
 /// innermost open slice of its track, flows link in processing order.
 struct decoded_trace {
   bool ok = true;
@@ -93,7 +105,7 @@ struct decoded_trace {
   std::size_t packets = 0;
   bool flags_ok = true;
   std::map<std::uint64_t, decoded_track> tracks;
-  std::map<std::uint64_t, std::string> names, categories;
+  std::map<std::uint64_t, decoded_sequence> sequences;
   std::vector<decoded_event> events;
 
   struct slice {
@@ -152,7 +164,7 @@ decoded_event decode_track_event(wire w, decoded_trace& t) {
   return e;
 }
 
-void decode_interned(wire w, decoded_trace& t) {
+void decode_interned(wire w, decoded_sequence& t) {
   while (w.more()) {
     const std::uint64_t key = w.varint();
     if ((key & 7) != 2) {
@@ -209,25 +221,96 @@ decoded_trace decode_perfetto(const std::string& bytes) {
       break;
     }
     wire packet = trace.sub();
-    std::uint64_t ts = 0, flags = 0, sequence = 0;
-    bool has_event = false;
+    // The sequence id and flags first: they say which state the rest uses.
+    std::uint64_t sequence = 0, flags = 0;
+    for (wire scan = packet; scan.more();) {
+      const std::uint64_t key = scan.varint();
+      if ((key >> 3) == 10) sequence = scan.varint();
+      else if ((key >> 3) == 13) flags = scan.varint();
+      else scan.skip(static_cast<std::uint32_t>(key & 7));
+    }
+    decoded_sequence& seq = t.sequences[sequence];
+    if (flags & 1u) seq = decoded_sequence{}, seq.cleared = true;
+    // Sequence 1 marks every packet as needing its state; a thread's
+    // sequence clears its state in its first packet only.
+    t.flags_ok = t.flags_ok && sequence != 0 && seq.cleared && (sequence == 1 ? flags == 1u || flags == 2u : flags <= 1u);
+    std::uint64_t ts = 0;
+    bool has_ts = false, has_event = false;
     decoded_event e;
     while (packet.more()) {
       const std::uint64_t key = packet.varint();
       const auto field = static_cast<std::uint32_t>(key >> 3);
-      if (field == 8) ts = packet.varint();
-      else if (field == 10) sequence = packet.varint();
-      else if (field == 13) flags = packet.varint();
-      else if (field == 12) decode_interned(packet.sub(), t);
+      if (field == 8) ts = packet.varint(), has_ts = true;
+      else if (field == 12) decode_interned(packet.sub(), seq);
       else if (field == 60) decode_descriptor(packet.sub(), t);
       else if (field == 11) e = decode_track_event(packet.sub(), t), has_event = true;
-      else packet.skip(static_cast<std::uint32_t>(key & 7));
+      else if (field == 59) {  // TracePacketDefaults
+        wire d = packet.sub();
+        while (d.more()) {
+          const std::uint64_t k = d.varint();
+          if ((k >> 3) == 58) seq.clock_id = d.varint();
+          else if ((k >> 3) == 11) {
+            wire te = d.sub();
+            while (te.more()) {
+              const std::uint64_t k2 = te.varint();
+              if ((k2 >> 3) == 11) seq.default_track = te.varint();
+              else te.skip(static_cast<std::uint32_t>(k2 & 7));
+            }
+          } else d.skip(static_cast<std::uint32_t>(k & 7));
+        }
+      } else if (field == 6) {  // ClockSnapshot: clock 64 = BOOTTIME here
+        wire snapshot = packet.sub();
+        std::map<std::uint64_t, std::uint64_t> clocks;
+        bool incremental = false;
+        while (snapshot.more()) {
+          const std::uint64_t k = snapshot.varint();
+          if ((k >> 3) != 1) {
+            snapshot.skip(static_cast<std::uint32_t>(k & 7));
+            continue;
+          }
+          wire c = snapshot.sub();
+          std::uint64_t id = 0, value = 0;
+          bool is_incremental = false;
+          while (c.more()) {
+            const std::uint64_t k2 = c.varint();
+            if ((k2 >> 3) == 1) id = c.varint();
+            else if ((k2 >> 3) == 2) value = c.varint();
+            else if ((k2 >> 3) == 3) is_incremental = c.varint() != 0;
+            else c.skip(static_cast<std::uint32_t>(k2 & 7));
+          }
+          clocks[id] = value;
+          if (id == 64) incremental = is_incremental;
+        }
+        // Only the form written here is understood: the same time on both.
+        if (clocks.size() != 2 || clocks.count(6) == 0 || clocks.count(64) == 0 || clocks[6] != clocks[64] ||
+            !incremental)
+          t.ok = false, t.error = "a clock snapshot of another form";
+        seq.incremental = true;
+        seq.last_ts = clocks[64];
+      } else packet.skip(static_cast<std::uint32_t>(key & 7));
     }
     t.ok = t.ok && packet.ok;
-    t.flags_ok = t.flags_ok && sequence == 1 && flags == (t.packets == 0 ? 1u : 2u);
     ++t.packets;
     if (has_event) {
+      if (seq.clock_id == 64) {
+        if (!seq.incremental) t.ok = false, t.error = "an incremental timestamp before its clock snapshot";
+        ts = seq.last_ts += ts;
+      } else if (seq.clock_id != 0) {
+        t.ok = false, t.error = "an unknown timestamp clock";
+      }
+      if (!has_ts) t.ok = false, t.error = "an event without a timestamp";
       e.ts = ts;
+      if (e.track == 0) e.track = seq.default_track;
+      if (e.name_iid != 0) {
+        const auto n = seq.names.find(e.name_iid);
+        if (n == seq.names.end()) t.ok = false, t.error = "a name iid not interned on its sequence";
+        else e.name = n->second;
+      }
+      if (!e.categories.empty()) {
+        const auto c = seq.categories.find(e.categories[0]);
+        if (c == seq.categories.end()) t.ok = false, t.error = "a category iid not interned on its sequence";
+        else e.category = c->second;
+      }
       t.events.push_back(e);
     }
   }
@@ -239,11 +322,10 @@ decoded_trace decode_perfetto(const std::string& bytes) {
   std::map<std::uint64_t, std::size_t> flow_from;          // flow id -> slice it leaves
   for (const decoded_event& e : t.events) {
     const auto ts = static_cast<std::int64_t>(e.ts);
-    const std::string name = e.name_iid ? t.names[e.name_iid] : "";
+    const std::string& name = e.name;
     if (e.type == 1) {
       auto& stack = open[e.track];
-      t.slices.push_back(
-          {name, e.categories.empty() ? "" : t.categories[e.categories[0]], e.track, ts, -1, e.args, stack.size()});
+      t.slices.push_back({name, e.category, e.track, ts, -1, e.args, stack.size()});
       stack.push_back(t.slices.size() - 1);
       for (std::uint64_t id : e.flows) {
         const auto from = flow_from.find(id);
@@ -379,18 +461,39 @@ expected_trace expect_from_dump(const std::string& path) {
   return x;
 }
 
-/// Runs `edgetrace perfetto DUMP -o OUT` and decodes OUT: a well-formed
-/// trace on one packet sequence, every slice closed, no stray end.
-decoded_trace convert_and_decode(const std::string& dump, const std::string& out) {
-  std::remove(out.c_str());
-  const auto r = run_cli({"perfetto", dump, "-o", out});
-  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+/// Decodes OUT: a well-formed trace, each sequence's state set up before
+/// use, every slice closed, no stray end.
+decoded_trace decode_checked(const std::string& out) {
   decoded_trace t = decode_perfetto(read_file(out));
   REQUIRE_MESSAGE(t.ok, t.error);
   CHECK(t.flags_ok);
   CHECK(t.unmatched_ends == 0);
   CHECK(t.open_slices == 0);
   return t;
+}
+
+/// Runs `edgetrace perfetto DUMP -o OUT` and decodes OUT (decode_checked).
+decoded_trace convert_and_decode(const std::string& dump, const std::string& out) {
+  std::remove(out.c_str());
+  const auto r = run_cli({"perfetto", dump, "-o", out});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  return decode_checked(out);
+}
+
+/// Converts `dump` through the library with the threads' events written in
+/// sequences of `segment` events, and decodes it (decode_checked).
+decoded_trace convert_segmented(const std::string& dump, const std::string& out, std::size_t segment,
+                                et::perfetto_result* result = nullptr) {
+  et::dump_reader r;
+  REQUIRE(r.open(dump));
+  std::FILE* f = std::fopen(out.c_str(), "wb");
+  REQUIRE(f);
+  et::perfetto_options options;
+  options.thread_segment_events = segment;
+  const bool ok = et::write_perfetto(r, f, options, result);
+  std::fclose(f);
+  REQUIRE(ok);
+  return decode_checked(out);
 }
 
 }  // namespace
@@ -475,6 +578,24 @@ TEST_CASE("perfetto: a real run decodes to exactly the dump's slices, instants, 
   }
   CHECK(x.arrows.size() == 40);  // decode (main) -> consume (worker), one per request
   CHECK(arrows == x.arrows);
+
+  // Thread events in segments of 37 (each a sequence of its own, with its
+  // own interning and clock): the same slices, arguments, instants and arrows.
+  {
+    const decoded_trace u = convert_segmented(dump, scratch("perfetto_run_37.pftrace"), 37);
+    CHECK(u.sequences.size() > 10);
+    std::multiset<slice_key> slices37;
+    std::map<std::tuple<std::int64_t, std::int64_t, std::string>, std::map<std::string, std::string>> args37;
+    for (const auto& sl : u.slices) {
+      const auto tid = u.tracks.at(sl.track).tid;
+      slices37.insert(slice_key{sl.name, tid, sl.begin, sl.end});
+      if (!sl.args.empty()) args37[{tid, sl.begin, sl.name}] = sl.args;
+    }
+    CHECK(slices37 == x.slices);
+    CHECK(args37 == x.args);
+    CHECK(u.instants.size() == t.instants.size());
+    CHECK(u.arrows.size() == t.arrows.size());
+  }
 
   // Memory: the begins held back on a thread are its open ancestors, at
   // most the nesting depth (request > infer > layer) whatever the run's
@@ -577,21 +698,37 @@ TEST_CASE("perfetto: slices that begin or end at the same nanosecond nest as rec
   d.end(writer);
   const std::string dump = temp_path("perfetto_ties.etr");
   REQUIRE(write_file(dump, d.build()));
-  const decoded_trace t = convert_and_decode(dump, scratch("perfetto_ties.pftrace"));
   const expected_trace x = expect_from_dump(dump);
-  std::multiset<slice_key> slices;
+  // Each slice as (name, tid, begin, end), and each name's depth.
+  auto slices_of = [](const decoded_trace& t, std::map<std::string, std::size_t>& depth) {
+    std::multiset<slice_key> slices;
+    for (const auto& s : t.slices) {
+      slices.insert(slice_key{s.name, t.tracks.at(s.track).tid, s.begin, s.end});
+      depth[s.name] = s.depth;
+    }
+    return slices;
+  };
   std::map<std::string, std::size_t> depth;
-  for (const auto& s : t.slices) {
-    slices.insert(slice_key{s.name, t.tracks.at(s.track).tid, s.begin, s.end});
-    depth[s.name] = s.depth;
-  }
-  CHECK(slices == x.slices);
+  CHECK(slices_of(convert_and_decode(dump, scratch("perfetto_ties.pftrace")), depth) == x.slices);
   CHECK(depth["parent"] == 0);
   CHECK(depth["child"] == 1);
   CHECK(depth["a"] == 0);
   CHECK(depth["a1"] == 1);
   CHECK(depth["a2"] == 1);
   CHECK(depth["b"] == 0);
+
+  // Written in segments of a few events (each a sequence of its own), the
+  // trace reads the same: events at one nanosecond keep their file order
+  // across sequences.
+  for (std::size_t segment : {1, 2, 3, 5}) {
+    CAPTURE(segment);
+    et::perfetto_result result;
+    const decoded_trace u = convert_segmented(dump, scratch("perfetto_ties_segments.pftrace"), segment, &result);
+    CHECK(result.thread_sequences >= 14 / segment);
+    std::map<std::string, std::size_t> depth_again;
+    CHECK(slices_of(u, depth_again) == x.slices);
+    CHECK(depth_again == depth);
+  }
 }
 
 TEST_CASE("perfetto: --min-dur, --filter and --window keep what json keeps; a span left out keeps its arguments") {

@@ -17,12 +17,27 @@ namespace perfetto_proto {
 // message Trace
 inline constexpr std::uint32_t trace_packet = 1;
 // message TracePacket
+inline constexpr std::uint32_t packet_clock_snapshot = 6;
 inline constexpr std::uint32_t packet_timestamp = 8;
 inline constexpr std::uint32_t packet_trusted_packet_sequence_id = 10;
 inline constexpr std::uint32_t packet_track_event = 11;
 inline constexpr std::uint32_t packet_interned_data = 12;
 inline constexpr std::uint32_t packet_sequence_flags = 13;
+inline constexpr std::uint32_t packet_trace_packet_defaults = 59;
 inline constexpr std::uint32_t packet_track_descriptor = 60;
+// message TracePacketDefaults
+inline constexpr std::uint32_t defaults_timestamp_clock_id = 58;
+inline constexpr std::uint32_t defaults_track_event_defaults = 11;
+// message TrackEventDefaults
+inline constexpr std::uint32_t event_defaults_track_uuid = 11;
+// message ClockSnapshot, and its Clock
+inline constexpr std::uint32_t snapshot_clocks = 1;
+inline constexpr std::uint32_t clock_id = 1;
+inline constexpr std::uint32_t clock_timestamp = 2;
+inline constexpr std::uint32_t clock_is_incremental = 3;
+// enum BuiltinClock, and the first of the sequence-scoped clock ids (64..127)
+inline constexpr std::uint64_t clock_boottime = 6;
+inline constexpr std::uint64_t clock_sequence_incremental = 64;
 // enum TracePacket.SequenceFlags
 inline constexpr std::uint64_t seq_incremental_state_cleared = 1;
 inline constexpr std::uint64_t seq_needs_incremental_state = 2;
@@ -83,6 +98,7 @@ struct perfetto_result {
   std::uint64_t launch_flows = 0;     ///< launch -> GPU flows (on the GPU side)
   std::uint64_t span_args = 0;        ///< debug annotations written
   std::size_t max_pending = 0;        ///< most slice begins held back on one thread at once
+  std::uint64_t thread_sequences = 0;  ///< packet sequences of thread events (one per thread and segment)
   std::uint64_t filtered = 0;         ///< events left out by the selection (min_dur_ns, filter, window)
 };
 

@@ -15,6 +15,8 @@
 #include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/sinks/output.hpp>
 #include <edgetrace/sinks/perfetto/proto.hpp>
+#include <edgetrace/sinks/perfetto/host_tracks.hpp>
+#include <edgetrace/sinks/perfetto/sequences.hpp>
 #include <edgetrace/sinks/perfetto/stream.hpp>
 #include <edgetrace/sinks/selection.hpp>
 
@@ -28,6 +30,10 @@ struct perfetto_options : event_selection {
   /// When set, called with the percentage done (0..100) each time it
   /// changes, and with 100 at the end of a successful conversion.
   std::function<void(unsigned percent)> progress;
+  /// Thread events buffered (over all threads) before each thread's are
+  /// written as a packet sequence of its own; 0: 1 M. Any value gives the
+  /// same trace to a reader; the tests make it small.
+  std::size_t thread_segment_events = 0;
 };
 
 namespace detail {
@@ -37,7 +43,12 @@ namespace detail {
 class perfetto_conversion {
  public:
   perfetto_conversion(std::FILE* out, const perfetto_options& options, std::uint64_t records)
-      : s_(out), host_(s_, res_), selection_(options), filter_(selection_), progress_(options.progress, records) {}
+      : s_(out),
+        threads_(s_, res_, options.thread_segment_events),
+        host_(threads_, res_),
+        selection_(options),
+        filter_(selection_),
+        progress_(options.progress, records) {}
 
   /// Process and thread tracks.
   void describe_tracks(const dump_reader& r) {
@@ -151,8 +162,8 @@ class perfetto_conversion {
       switch (e.kind) {
         case event_kind::span: break;
         case event_kind::instant:
-          s_.event(e.begin_ns, host_.track(e.thread), perfetto_proto::type_instant,
-                   e.site->name.empty() ? &unnamed : &e.site->name, &e.site->category);
+          threads_.event(host_.track(e.thread), e.begin_ns, perfetto_proto::type_instant,
+                         e.site->name.empty() ? &unnamed : &e.site->name, &e.site->category);
           ++res_.instants;
           break;
         case event_kind::counter: {
@@ -167,13 +178,14 @@ class perfetto_conversion {
         }
         case event_kind::loss: {
           const std::string name = "edgetrace: " + std::to_string(e.count) + " records lost";
-          s_.event(e.begin_ns, host_.track(e.thread), perfetto_proto::type_instant, &name, &edgetrace_category_);
+          threads_.event(host_.track(e.thread), e.begin_ns, perfetto_proto::type_instant, &name, &edgetrace_category_);
           ++res_.loss_markers;
           break;
         }
       }
     });
     if (ok) host_.finish();
+    threads_.flush();
     if (ok) progress_.finish();
     return ok;
   }
@@ -191,6 +203,7 @@ class perfetto_conversion {
  private:
   perfetto_result res_;
   perfetto_stream s_;
+  perfetto_thread_sequences threads_;
   perfetto_host_tracks host_;
   std::uint64_t next_uuid_ = 1;
   std::map<std::uint64_t, std::uint64_t> process_track_;  // by pid
@@ -215,10 +228,18 @@ class perfetto_conversion {
 /// GPU slice it launched terminates. Timestamps are the reader's ns
 /// (CLOCK_MONOTONIC), unshifted.
 ///
+/// Threads' events (slices, instants, loss markers) are on packet
+/// sequences of their own with incremental timestamps and the thread's
+/// track as default, as Perfetto's SDK writes them (perfetto_thread_sequences:
+/// 12 bytes an event for dense begin/end pairs); the rest (descriptors,
+/// capture markers, counters, memory, GPU) is on sequence 1 with absolute
+/// times.
+///
 /// Streaming: packets are written as the dump is read (a 1 MiB output
 /// buffer); what is kept is per thread its open ancestors (see
 /// perfetto_host_tracks), the interning tables (one entry per distinct
-/// name and category) and the tracks. Runs one GPU pass and one backward
+/// name and category), the tracks, and the thread events not yet written
+/// (at most 1 M events or 64 MiB). Runs one GPU pass and one backward
 /// events pass. Returns false when reading or writing failed; then `error`
 /// says why. Damage in the dump is not a failure: see r.damaged().
 ///
