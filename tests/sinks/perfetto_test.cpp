@@ -4,6 +4,10 @@
 
 #include <doctest/doctest.h>
 
+#if EDGETRACE_TEST_ZLIB
+#include <zlib.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <functional>
@@ -106,6 +110,7 @@ struct decoded_trace {
   bool flags_ok = true;
   std::map<std::uint64_t, decoded_track> tracks;
   std::map<std::uint64_t, decoded_sequence> sequences;
+  std::size_t compressed_packets = 0, largest_compressed_packet = 0;  // TracePackets holding compressed_packets
   std::vector<decoded_event> events;
 
   struct slice {
@@ -210,8 +215,64 @@ void decode_descriptor(wire w, decoded_trace& t) {
   t.tracks[uuid] = track;
 }
 
-decoded_trace decode_perfetto(const std::string& bytes) {
+#if EDGETRACE_TEST_ZLIB
+/// zlib inflate of a whole stream; false when it is not one.
+bool inflate_all(const unsigned char* data, std::size_t size, std::string& out) {
+  z_stream z{};
+  if (inflateInit(&z) != Z_OK) return false;
+  z.next_in = const_cast<Bytef*>(data);
+  z.avail_in = static_cast<uInt>(size);
+  char buffer[65536];
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    z.next_out = reinterpret_cast<Bytef*>(buffer);
+    z.avail_out = sizeof buffer;
+    rc = inflate(&z, Z_NO_FLUSH);
+    out.append(buffer, sizeof buffer - z.avail_out);
+  }
+  inflateEnd(&z);
+  return rc == Z_STREAM_END && z.avail_in == 0;
+}
+#endif
+
+/// The trace with each TracePacket that holds compressed_packets (field 50)
+/// replaced by the packets it expands to, as trace_processor reads it.
+std::string expand_compressed(const std::string& bytes, decoded_trace& t) {
+  std::string out;
+  wire trace{reinterpret_cast<const unsigned char*>(bytes.data()),
+             reinterpret_cast<const unsigned char*>(bytes.data()) + bytes.size()};
+  while (trace.more()) {
+    const unsigned char* start = trace.p;
+    if (trace.varint() != ((1 << 3) | 2)) break;  // decode_perfetto reports it
+    wire packet = trace.sub();
+    bool compressed = false;
+    for (wire scan = packet; scan.more();) {
+      const std::uint64_t key = scan.varint();
+      if (key != ((50 << 3) | 2)) {
+        scan.skip(static_cast<std::uint32_t>(key & 7));
+        continue;
+      }
+      compressed = true;
+      const wire data = scan.sub();
+      ++t.compressed_packets;
+      t.largest_compressed_packet = std::max(t.largest_compressed_packet, static_cast<std::size_t>(trace.p - start));
+#if EDGETRACE_TEST_ZLIB
+      if (!inflate_all(data.p, static_cast<std::size_t>(data.end - data.p), out))
+        t.ok = false, t.error = "compressed_packets that do not inflate";
+#else
+      static_cast<void>(data);
+      t.ok = false, t.error = "compressed_packets, and this test has no zlib";
+#endif
+    }
+    if (!compressed) out.append(reinterpret_cast<const char*>(start), static_cast<std::size_t>(trace.p - start));
+  }
+  if (trace.more()) out.append(reinterpret_cast<const char*>(trace.p), static_cast<std::size_t>(trace.end - trace.p));
+  return out;
+}
+
+decoded_trace decode_perfetto(const std::string& file_bytes) {
   decoded_trace t;
+  const std::string bytes = expand_compressed(file_bytes, t);
   wire trace{reinterpret_cast<const unsigned char*>(bytes.data()),
              reinterpret_cast<const unsigned char*>(bytes.data()) + bytes.size()};
   while (trace.more()) {
@@ -807,6 +868,48 @@ TEST_CASE("perfetto: --min-dur, --filter and --window keep what json keeps; a sp
   const auto no_unit = run_cli({"perfetto", dump, "--min-dur", "5"});
   CHECK(no_unit.exit_code == 1);
   CHECK(no_unit.err.find("--min-dur needs a duration with a unit") != std::string::npos);
+}
+
+TEST_CASE("perfetto: a dense run costs 12 bytes an event, and with --compress deflate under 4") {
+  // 200,000 back-to-back spans on one thread: 400,000 events.
+  const std::string dump = scratch("perfetto_dense.etr");
+  std::remove(dump.c_str());
+  REQUIRE(run({edgetrace_test::app, "dense", "200000"}, {"EDGETRACE_OUTPUT=" + dump}).exit_code == 0);
+  const std::string plain = scratch("perfetto_dense_plain.pftrace");
+  const auto none = run_cli({"perfetto", dump, "-o", plain, "--compress", "none"});
+  REQUIRE_MESSAGE(none.exit_code == 0, none.err);
+  const decoded_trace p = decode_checked(plain);
+  CHECK(p.slices.size() == 200000);
+  CHECK(p.compressed_packets == 0);
+  const double events = 2.0 * static_cast<double>(p.slices.size());
+  const std::string plain_bytes = read_file(plain);
+  CHECK(static_cast<double>(plain_bytes.size()) / events <= 12.01);  // a begin 14 bytes, an end 10; headers
+
+  const std::string deflated = scratch("perfetto_dense_deflate.pftrace");
+  const auto z = run_cli({"perfetto", dump, "-o", deflated, "--compress", "deflate"});
+#if EDGETRACE_TEST_ZLIB
+  REQUIRE_MESSAGE(z.exit_code == 0, z.err);
+  const decoded_trace d = decode_checked(deflated);
+  CHECK(d.compressed_packets >= 2);                  // about 384 KiB of packets each
+  CHECK(d.largest_compressed_packet < 512 * 1024);  // what Perfetto asks
+  CHECK(static_cast<double>(read_file(deflated).size()) / events <= 4.0);
+  // Expanded, the very packets of the plain file.
+  decoded_trace scratch_trace;
+  CHECK(expand_compressed(read_file(deflated), scratch_trace) == plain_bytes);
+  CHECK(scratch_trace.ok);
+  // The default where the CLI has zlib.
+  const std::string by_default = scratch("perfetto_dense_default.pftrace");
+  REQUIRE(run_cli({"perfetto", dump, "-o", by_default}).exit_code == 0);
+  CHECK(read_file(by_default) == read_file(deflated));
+#else
+  // Built without zlib: a clear usage error, and nothing written.
+  CHECK(z.exit_code == 1);
+  CHECK(z.err.find("built without zlib") != std::string::npos);
+  CHECK(!file_exists(deflated));
+#endif
+  const auto bad = run_cli({"perfetto", dump, "-o", deflated, "--compress", "zstd"});
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.err.find("--compress takes deflate or none") != std::string::npos);
 }
 
 TEST_CASE("perfetto: '-o -' writes the same bytes to stdout; bad input is a clear error") {

@@ -23,6 +23,7 @@ inline constexpr std::uint32_t packet_trusted_packet_sequence_id = 10;
 inline constexpr std::uint32_t packet_track_event = 11;
 inline constexpr std::uint32_t packet_interned_data = 12;
 inline constexpr std::uint32_t packet_sequence_flags = 13;
+inline constexpr std::uint32_t packet_compressed_packets = 50;
 inline constexpr std::uint32_t packet_trace_packet_defaults = 59;
 inline constexpr std::uint32_t packet_track_descriptor = 60;
 // message TracePacketDefaults
@@ -99,6 +100,8 @@ struct perfetto_result {
   std::uint64_t span_args = 0;        ///< debug annotations written
   std::size_t max_pending = 0;        ///< most slice begins held back on one thread at once
   std::uint64_t thread_sequences = 0;  ///< packet sequences of thread events (one per thread and segment)
+  std::uint64_t compressed_packets = 0;  ///< TracePackets holding compressed packets (with a compressor)
+  std::uint64_t plain_bytes = 0;         ///< the packets' bytes before compression (with a compressor)
   std::uint64_t filtered = 0;         ///< events left out by the selection (min_dur_ns, filter, window)
 };
 

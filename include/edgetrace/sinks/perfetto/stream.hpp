@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -111,14 +112,32 @@ class perfetto_stream {
     end_event();
   }
 
+  /// Compresses `plain` (framed packets: a Trace fragment) into
+  /// `compressed` as zlib deflate, what TracePacket.compressed_packets holds;
+  /// false on failure.
+  using compressor = std::function<bool(std::string_view plain, std::string& compressed)>;
+  /// Input per compressed packet: Perfetto wants each such TracePacket
+  /// under 512 KB, and deflate never grows data by more than 0.1 %.
+  static constexpr std::size_t compress_chunk = 384 * 1024;
+
+  /// From now on, packets go out in compressed_packets TracePackets of
+  /// about compress_chunk packet bytes each.
+  void compress_with(compressor c) { compress_ = std::move(c); }
+
   /// Frames and writes one packet built elsewhere (another sequence's).
   void write_packet(std::string_view packet) {
     frame_.clear();
     frame_.push_back(static_cast<char>((perfetto_proto::trace_packet << 3) | protobuf_writer::wire_length));
     protobuf_writer::append_varint(frame_, packet.size());
-    o_.write(frame_);
-    o_.write(packet);
     ++packets_;
+    if (!compress_) {
+      o_.write(frame_);
+      o_.write(packet);
+      return;
+    }
+    plain_.append(frame_);
+    plain_.append(packet.data(), packet.size());
+    if (plain_.size() >= compress_chunk) write_compressed();
   }
   /// One debug annotation per key into `pb`: the last value recorded for
   /// it (walking back from the last argument, a key already written is
@@ -141,8 +160,14 @@ class perfetto_stream {
     }
   }
 
-  bool flush() { return o_.flush(); }
+  /// Writes what is pending; false on a write (or compression) error.
+  bool flush() {
+    if (!plain_.empty()) write_compressed();
+    return o_.flush() && !compress_failed_;
+  }
   std::uint64_t packets() const noexcept { return packets_; }
+  std::uint64_t compressed_packets() const noexcept { return compressed_packets_; }
+  std::uint64_t plain_bytes() const noexcept { return plain_bytes_; }
   std::uint64_t args_written() const noexcept { return args_written_; }
 
  private:
@@ -204,7 +229,32 @@ class perfetto_stream {
     }
     entries.clear();
   }
+  /// The pending packets as one TracePacket { compressed_packets: deflate }.
+  void write_compressed() {
+    compressed_.clear();
+    plain_bytes_ += plain_.size();
+    if (!compress_failed_ && !compress_(plain_, compressed_)) compress_failed_ = true;
+    plain_.clear();
+    if (compress_failed_) return;
+    std::string& head = frame_;
+    head.clear();
+    protobuf_writer::append_varint(head, (std::uint64_t{perfetto_proto::packet_compressed_packets} << 3) |
+                                             protobuf_writer::wire_length);
+    protobuf_writer::append_varint(head, compressed_.size());
+    std::string outer;
+    outer.push_back(static_cast<char>((perfetto_proto::trace_packet << 3) | protobuf_writer::wire_length));
+    protobuf_writer::append_varint(outer, head.size() + compressed_.size());
+    o_.write(outer);
+    o_.write(head);
+    o_.write(compressed_);
+    ++compressed_packets_;
+  }
+
   buffered_output o_;
+  compressor compress_;
+  std::string plain_, compressed_;  // packets waiting to be compressed; the last compressed chunk
+  bool compress_failed_ = false;
+  std::uint64_t compressed_packets_ = 0, plain_bytes_ = 0;
   protobuf_writer pb_;
   std::string frame_;
   std::vector<std::string> keys_;  // add_args' scratch: keys written for this event

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -34,6 +35,12 @@ struct perfetto_options : event_selection {
   /// written as a packet sequence of its own; 0: 1 M. Any value gives the
   /// same trace to a reader; the tests make it small.
   std::size_t thread_segment_events = 0;
+  /// When set, the packets are written compressed: in TracePackets whose
+  /// `compressed_packets` holds about 384 KiB of packets each, as
+  /// `compress(plain, compressed)` gives them (zlib deflate, as Perfetto's
+  /// own service writes them; trace_processor and the UI expand them). The
+  /// library itself does not link zlib: the CLI passes zlib's compress2.
+  std::function<bool(std::string_view plain, std::string& compressed)> compress;
 };
 
 namespace detail {
@@ -48,7 +55,9 @@ class perfetto_conversion {
         host_(threads_, res_),
         selection_(options),
         filter_(selection_),
-        progress_(options.progress, records) {}
+        progress_(options.progress, records) {
+    if (options.compress) s_.compress_with(options.compress);
+  }
 
   /// Process and thread tracks.
   void describe_tracks(const dump_reader& r) {
@@ -196,6 +205,8 @@ class perfetto_conversion {
     res_.span_args = s_.args_written();
     const bool ok = s_.flush();
     res_.packets = s_.packets();
+    res_.compressed_packets = s_.compressed_packets();
+    res_.plain_bytes = s_.plain_bytes();
     result = res_;
     return ok;
   }
