@@ -105,8 +105,11 @@ struct parsed_options {
 int parse_options(const command& c, const arguments& args, const std::vector<const char*>& valued, parsed_options& out);
 /// A whole number (at most 18 digits).
 bool parse_count(const std::string& text, std::uint64_t& value);
-/// Moves a window given from the first event onto `r`'s clock (after read_metadata).
-void anchor_window(et::event_selection& s, const et::dump_reader& r);
+/// After read_metadata: moves a --window given from the first event onto
+/// `r`'s clock, and for --focus slowest:N (with --per NAME) finds the
+/// iterations to keep, saying so on stderr and in `s.focus_note`. The exit
+/// code (a usage or input error when the focus cannot be made).
+int prepare_selection(const command& c, const parsed_options& p, et::dump_reader& r, et::event_selection& s);
 /// DUMP, -o OUT and the selection of json and perfetto.
 struct conversion_arguments {
   parsed_options options;

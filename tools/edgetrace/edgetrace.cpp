@@ -16,7 +16,7 @@ namespace edgetrace_cli {
 namespace {
 
 const command commands[] = {
-    {"json", "DUMP [-o OUT] [--split-mb N] [--min-dur T] [--filter REGEX] [--window FROM:TO]",
+    {"json", "DUMP [-o OUT] [--split-mb N] [--min-dur T] [--filter REGEX] [--window FROM:TO] [--focus slowest:N --per NAME]",
      "convert a dump to Chrome trace JSON (Perfetto UI, chrome://tracing, speedscope)",
      "Writes OUT (default: DUMP with .etr replaced by .json; '-' for stdout).\n"
      "Every intact chunk is converted; damage is reported as warnings on stderr\n"
@@ -31,7 +31,10 @@ const command commands[] = {
      "  --filter REGEX     keep only spans, instants and counters whose name matches\n"
      "  --window FROM:TO   keep what lies between two times from the first event\n"
      "                     (e.g. 1.5s:2s; 2s: to the end; :500ms from the start):\n"
-     "                     spans that overlap it, whole; instants and counters in it\n"
+     "                     spans that overlap it, whole; instants and counters in it\n"     "  --focus slowest:N --per NAME   the N slowest iterations (instances of span\n"
+     "                     NAME) and one either side of each in full; every other\n"
+     "                     iteration as its one NAME slice (said on stderr and in\n"
+     "                     the output's metadata)\n"
      "A JSON estimated (about 100 bytes an event, 22 an argument; not with --min-dur\n"
      "or --filter) or found to be over 1 GB, more than Perfetto UI or Chrome open,\n"
      "gets a warning naming --split-mb, --min-dur, --filter and `edgetrace perfetto`\n"
@@ -40,7 +43,8 @@ const command commands[] = {
      "Flows: bind_id/flow_in/flow_out on the steps' spans (Perfetto), and s/t/f\n"
      "events (DevTools).\n",
      run_json},
-    {"perfetto", "DUMP [-o OUT] [--compress deflate|none] [--min-dur T] [--filter REGEX] [--window FROM:TO]",
+    {"perfetto",
+     "DUMP [-o OUT] [--compress deflate|none] [--min-dur T] [--filter REGEX] [--window FROM:TO] [--focus slowest:N --per NAME]",
      "convert a dump to a Perfetto protobuf trace (.pftrace): smaller, for big traces",
      "Writes OUT (default: DUMP with .etr replaced by .pftrace; '-' for stdout)\n"
      "in Perfetto's own format, which ui.perfetto.dev and trace_processor load\n"
@@ -57,7 +61,10 @@ const command commands[] = {
      "  --filter REGEX     keep only spans, instants and counters whose name matches\n"
      "  --window FROM:TO   keep what lies between two times from the first event\n"
      "                     (e.g. 1.5s:2s; 2s: to the end; :500ms from the start):\n"
-     "                     spans that overlap it, whole; instants and counters in it\n"
+     "                     spans that overlap it, whole; instants and counters in it\n"     "  --focus slowest:N --per NAME   the N slowest iterations (instances of span\n"
+     "                     NAME) and one either side of each in full; every other\n"
+     "                     iteration as its one NAME slice (said on stderr and in\n"
+     "                     the output's metadata)\n"
      "A span left out keeps its own arguments and flow steps. On a terminal:\n"
      "progress in percent, then one line: file, packets, slices, size.\n",
      run_perfetto},

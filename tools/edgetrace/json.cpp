@@ -164,7 +164,7 @@ int run_json(const command& c, const arguments& args) {
   }
   et::dump_reader r;
   if (!r.open(dump) || !r.read_metadata()) return input_error(dump, r.error());
-  anchor_window(options, r);
+  if (const int rc = prepare_selection(c, p, r, options); rc != exit_ok) return rc;
   return split_mb != 0 ? run_json_split(c, r, dump, output, options, split_mb) : run_json_single(r, dump, output, options);
 }
 

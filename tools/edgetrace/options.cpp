@@ -294,9 +294,27 @@ static int selection_from(const command& c, const parsed_options& p, et::event_s
   return exit_ok;
 }
 
-void anchor_window(et::event_selection& s, const et::dump_reader& r) {
+int prepare_selection(const command& c, const parsed_options& p, et::dump_reader& r, et::event_selection& s) {
   if (s.window_begin_ns != std::numeric_limits<std::int64_t>::min()) s.window_begin_ns += r.first_ns();
   if (s.window_end_ns != std::numeric_limits<std::int64_t>::max()) s.window_end_ns += r.first_ns();
+  const std::string* focus = p.get("--focus");
+  const std::string* per = p.get("--per");
+  if (focus == nullptr) return per == nullptr ? exit_ok : usage_error(&c, "--per NAME goes with --focus slowest:N here");
+  std::uint64_t n = 0;
+  if (focus->rfind("slowest:", 0) != 0 || !parse_count(focus->substr(8), n) || n == 0)
+    return usage_error(&c, "--focus needs slowest:N (N >= 1: the N slowest iterations in full), not '" + *focus + "'");
+  if (per == nullptr || per->empty())
+    return usage_error(&c, "--focus slowest:N needs --per NAME, the span of one iteration (e.g. --per frame)");
+  et::focus_result found;
+  std::string error;
+  if (!et::focus_slowest(r, *per, static_cast<std::size_t>(n), s, found, error))
+    return error.rfind("--focus", 0) == 0 ? usage_error(&c, error) : input_error(r.path(), error);
+  s.focus_note = "the " + std::to_string(found.slowest) + " slowest of " + std::to_string(found.iterations) +
+                 " iterations of \"" + *per + "\" (" + et::detail::format_duration(static_cast<std::uint64_t>(found.threshold_ns)) +
+                 " or longer) and one either side of each, " + std::to_string(found.kept) + " in all, in full; the other " +
+                 std::to_string(found.iterations - found.kept) + " as one slice each";
+  std::fprintf(stderr, "edgetrace: --focus: %s\n", s.focus_note.c_str());
+  return exit_ok;
 }
 
 std::string size_text(std::uint64_t bytes) {
@@ -324,7 +342,7 @@ const std::vector<const char*> summary_valued = {"--by",       "--top",      "--
 
 bool parse_conversion(const command& c, const arguments& args, std::vector<const char*> valued, const char* extension,
                       conversion_arguments& a, int& rc) {
-  valued.insert(valued.end(), {"--output", "--min-dur", "--filter", "--window"});
+  valued.insert(valued.end(), {"--output", "--min-dur", "--filter", "--window", "--focus", "--per"});
   rc = parse_options(c, args, valued, a.options);
   if (rc != exit_ok) return false;
   const std::vector<std::string>& positional = a.options.positional;

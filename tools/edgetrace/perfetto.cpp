@@ -52,7 +52,7 @@ int run_perfetto(const command& c, const arguments& args) {
   if (const int rc = refuse_overwriting_inputs({dump}, {output}); rc != exit_ok) return rc;
   et::dump_reader r;
   if (!r.open(dump) || !r.read_metadata()) return input_error(dump, r.error());
-  anchor_window(options, r);
+  if (const int rc = prepare_selection(c, a.options, r, options); rc != exit_ok) return rc;
   et::perfetto_result result;
   const int rc = write_one_output(r, dump, output, "Perfetto trace", [&](std::FILE* out, std::string& error) {
     percent_line progress(dump);

@@ -2,12 +2,19 @@
 // Which events a trace output keeps: --min-dur, --filter and --window, the same for the JSON and the Perfetto outputs.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <map>
 #include <memory>
 #include <regex>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/decode/model.hpp>
 
 namespace edgetrace {
@@ -29,13 +36,110 @@ struct event_selection {
   std::int64_t window_begin_ns = std::numeric_limits<std::int64_t>::min();
   std::int64_t window_end_ns = std::numeric_limits<std::int64_t>::max();
 
+  /// Focus (focus_slowest): the iteration span's name, the times of every
+  /// iteration, and those kept in full ([begin, end] ns, sorted, merged).
+  /// An event that lies inside an iteration but overlaps no kept one is
+  /// left out, except the iteration spans themselves: each other iteration
+  /// shows as one slice with its duration.
+  std::string focus_name;
+  std::vector<std::pair<std::int64_t, std::int64_t>> focus_iterations, focus_kept;
+  /// What the focus left out, in words (for the output's metadata).
+  std::string focus_note;
+
   bool windowed() const noexcept {
     return window_begin_ns != std::numeric_limits<std::int64_t>::min() ||
            window_end_ns != std::numeric_limits<std::int64_t>::max();
   }
   /// Does it leave anything out?
-  bool selects() const noexcept { return min_dur_ns != 0 || filter != nullptr || windowed(); }
+  bool selects() const noexcept { return min_dur_ns != 0 || filter != nullptr || windowed() || focused(); }
+  bool focused() const noexcept { return !focus_iterations.empty(); }
 };
+
+namespace detail {
+/// Sorted [begin, end] windows, overlapping ones merged.
+inline std::vector<std::pair<std::int64_t, std::int64_t>> merged_windows(
+    std::vector<std::pair<std::int64_t, std::int64_t>> windows) {
+  std::sort(windows.begin(), windows.end());
+  std::vector<std::pair<std::int64_t, std::int64_t>> merged;
+  for (const auto& w : windows) {
+    if (!merged.empty() && w.first <= merged.back().second) merged.back().second = std::max(merged.back().second, w.second);
+    else merged.push_back(w);
+  }
+  return merged;
+}
+/// The window of `windows` (sorted, merged) that starts last at or before
+/// `at`, or null.
+inline const std::pair<std::int64_t, std::int64_t>* window_before(
+    const std::vector<std::pair<std::int64_t, std::int64_t>>& windows, std::int64_t at) {
+  auto it = std::upper_bound(windows.begin(), windows.end(),
+                             std::make_pair(at, std::numeric_limits<std::int64_t>::max()));
+  return it == windows.begin() ? nullptr : &*(--it);
+}
+}  // namespace detail
+
+/// What focus_slowest found.
+struct focus_result {
+  std::size_t iterations = 0;  ///< instances of the span (outermost on their thread)
+  std::size_t slowest = 0;     ///< the slowest asked for (fewer when there are fewer)
+  std::size_t kept = 0;        ///< kept in full: the slowest and one either side of each
+  std::int64_t threshold_ns = 0;  ///< duration of the fastest of the slowest
+};
+
+/// `--focus slowest:N --per NAME`: full detail for the `n` slowest instances
+/// of span `name` (outermost on their thread) and the instance before and
+/// after each on its thread; every other instance kept as its one slice.
+/// Sets `s`'s focus fields from a forward pass over `r`. False with `error`
+/// when the pass fails or no span is named `name`.
+inline bool focus_slowest(dump_reader& r, const std::string& name, std::size_t n, event_selection& s,
+                          focus_result& result, std::string& error) {
+  using window = std::pair<std::int64_t, std::int64_t>;
+  std::map<const thread_info*, std::vector<window>> found;
+  const bool ok = r.read_events([&](const event& e) {
+    if (e.kind == event_kind::span && e.site != nullptr && e.site->name == name)
+      found[e.thread].emplace_back(e.begin_ns, e.end_ns);
+  });
+  if (!ok) {
+    error = r.error();
+    return false;
+  }
+  std::vector<window> all;
+  std::vector<std::pair<std::int64_t, std::pair<std::size_t, std::size_t>>> by_duration;  // (-dur, (thread #, index))
+  std::vector<std::vector<window>> threads;
+  for (auto& entry : found) {
+    std::sort(entry.second.begin(), entry.second.end());
+    std::vector<window> outer;
+    for (const window& w : entry.second)
+      if (outer.empty() || w.second > outer.back().second) outer.push_back(w);  // nested in the previous: not one
+    for (std::size_t i = 0; i < outer.size(); ++i) {
+      by_duration.push_back({-(outer[i].second - outer[i].first), {threads.size(), i}});
+      all.push_back(outer[i]);
+    }
+    threads.push_back(std::move(outer));
+  }
+  if (all.empty()) {
+    error = "--focus: no span named \"" + name + "\" in the dump (--per names the span of one iteration)";
+    return false;
+  }
+  result.iterations = all.size();
+  result.slowest = std::min(n, all.size());
+  std::partial_sort(by_duration.begin(), by_duration.begin() + static_cast<std::ptrdiff_t>(result.slowest),
+                    by_duration.end());
+  std::set<std::pair<std::size_t, std::size_t>> kept;
+  for (std::size_t i = 0; i < result.slowest; ++i) {
+    const auto at = by_duration[i].second;
+    kept.insert(at);
+    if (at.second > 0) kept.insert({at.first, at.second - 1});
+    if (at.second + 1 < threads[at.first].size()) kept.insert({at.first, at.second + 1});
+    result.threshold_ns = -by_duration[i].first;
+  }
+  std::vector<window> kept_windows;
+  for (const auto& at : kept) kept_windows.push_back(threads[at.first][at.second]);
+  result.kept = kept.size();
+  s.focus_name = name;
+  s.focus_iterations = detail::merged_windows(std::move(all));
+  s.focus_kept = detail::merged_windows(std::move(kept_windows));
+  return true;
+}
 
 namespace detail {
 
@@ -51,6 +155,9 @@ class event_filter {
     if (e.kind == event_kind::span && s_.min_dur_ns != 0 &&
         static_cast<std::uint64_t>(e.end_ns - e.begin_ns) < s_.min_dur_ns)
       return false;
+    if (s_.focused() && !(e.kind == event_kind::span && e.site != nullptr && e.site->name == s_.focus_name) &&
+        !in_focus(e.begin_ns, e.end_ns))
+      return false;
     if (!s_.filter) return true;
     if (e.site == last_site_) return last_verdict_;
     auto it = verdicts_.find(e.site);
@@ -59,12 +166,24 @@ class event_filter {
     last_verdict_ = it->second;
     return it->second;
   }
+  /// Is a sample at `ns` (a memory pool's live bytes) in the output: inside
+  /// the window and, with a focus, not inside an iteration shown as one slice.
+  bool keep_point(std::int64_t ns) const {
+    return ns >= s_.window_begin_ns && ns <= s_.window_end_ns && (!s_.focused() || in_focus(ns, ns));
+  }
   /// Is the host span that launched `g` in the output?
   bool keep_launch(const gpu_span& g) { return keep_span(g.site, g.host_begin_ns, g.host_end_ns); }
   /// Is `g` itself (resolved) in the output? Same rules as for host spans.
   bool keep_gpu(const gpu_span& g) { return keep_span(g.site, g.begin_ns, g.end_ns); }
 
  private:
+  /// Overlapping an iteration kept in full, or not inside any iteration.
+  bool in_focus(std::int64_t begin_ns, std::int64_t end_ns) const {
+    const auto* kept = detail::window_before(s_.focus_kept, end_ns);
+    if (kept != nullptr && kept->second >= begin_ns) return true;
+    const auto* iteration = detail::window_before(s_.focus_iterations, begin_ns);
+    return iteration == nullptr || end_ns > iteration->second;
+  }
   bool keep_span(const site_info* site, std::int64_t begin_ns, std::int64_t end_ns) {
     if (site == nullptr) return !s_.filter && end_ns >= s_.window_begin_ns && begin_ns <= s_.window_end_ns;
     event e;

@@ -309,6 +309,10 @@ class chrome_json_document {
     o_.write(complete ? "true" : "false");
     o_.write(",\"diagnostics\":");
     o_.write_string(diagnostics);
+    if (!options.focus_note.empty()) {  // --focus: what is in full, and what is one slice an iteration
+      o_.write(",\"focus\":");
+      o_.write_string(options.focus_note);
+    }
     if (const snapshot_record* snapshot = r.snapshot()) {  // a flight recorder's window of the run
       o_.write(",\"snapshot\":");
       o_.write_string(snapshot_text(*snapshot));

@@ -68,13 +68,19 @@ class json_annotations {
   /// 1 ns "flow" slice written at each step's start. Ids start at
   /// 2^40: clear of the launch arrows' ids and of the ids Perfetto gives
   /// s/t/f flows (a 32-bit counter), which share one space with bind_id.
-  template <class Input, class DocFor>
-  void finish(const Input& in, dump_reader& r, DocFor&& doc_for, std::uint64_t& next_id) {
+  /// `keep_at(ns)`: whether a memory sample at that time is in the output.
+  template <class Input, class DocFor, class KeepAt>
+  void finish(const Input& in, dump_reader& r, DocFor&& doc_for, KeepAt&& keep_at, std::uint64_t& next_id) {
     for (const auto& entry : memory_.all()) {
       const std::uint64_t pid = in.pid(*entry.first);
       const memory_timeline& m = entry.second;
-      for (const memory_timeline::point& p : m.points())
+      for (const memory_timeline::point& p : m.points()) {
+        if (!keep_at(p.ns)) {
+          ++doc_for(p.ns + in.shift_ns).result().filtered;
+          continue;
+        }
         doc_for(p.ns + in.shift_ns).write_memory_sample(m.pools()[p.pool].name, pid, p.ns + in.shift_ns, p.pool_live);
+      }
     }
     if (next_id < flow_id_base) next_id = flow_id_base;
     // A flow whose steps fall in several documents (--split-mb) becomes one

@@ -99,7 +99,7 @@ class perfetto_conversion {
       const memory_timeline& m = entry.second;
       std::vector<std::uint64_t> pool_track(m.pools().size(), 0);
       for (const memory_timeline::point& p : m.points()) {
-        if (p.ns < selection_.window_begin_ns || p.ns > selection_.window_end_ns) {
+        if (!filter_.keep_point(p.ns)) {
           ++res_.filtered;
           continue;
         }
@@ -250,7 +250,7 @@ class perfetto_conversion {
 /// buffer); what is kept is per thread its open ancestors (see
 /// perfetto_host_tracks), the interning tables (one entry per distinct
 /// name and category), the tracks, and the thread events not yet written
-/// (at most 1 M events or 64 MiB). Runs one GPU pass and one backward
+/// (at most 1 M events or 16 MiB of them). Runs one GPU pass and one backward
 /// events pass. Returns false when reading or writing failed; then `error`
 /// says why. Damage in the dump is not a failure: see r.damaged().
 ///
