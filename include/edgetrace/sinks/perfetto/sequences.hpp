@@ -44,7 +44,7 @@ namespace detail {
 class perfetto_thread_sequences {
  public:
   static constexpr std::size_t default_segment_events = std::size_t{1} << 20;
-  static constexpr std::size_t segment_bytes = std::size_t{16} << 20;
+  static constexpr std::size_t segment_bytes = std::size_t{8} << 20;
 
   /// `segment_events`: how many events are buffered over all threads
   /// before each thread's are written as a sequence (0: the default).

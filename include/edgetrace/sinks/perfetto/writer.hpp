@@ -250,7 +250,7 @@ class perfetto_conversion {
 /// buffer); what is kept is per thread its open ancestors (see
 /// perfetto_host_tracks), the interning tables (one entry per distinct
 /// name and category), the tracks, and the thread events not yet written
-/// (at most 1 M events or 16 MiB of them). Runs one GPU pass and one backward
+/// (at most 1 M events or 8 MiB of them). Runs one GPU pass and one backward
 /// events pass. Returns false when reading or writing failed; then `error`
 /// says why. Damage in the dump is not a failure: see r.damaged().
 ///
