@@ -235,8 +235,124 @@ TEST_CASE("diff of repeated runs: a change bigger than the run-to-run spread is 
   CHECK(table.out.find("beyond noise") < table.out.find("within noise"));
   CHECK(table.out.find("within noise") != std::string::npos);
   const auto csv = run_cli({"diff", base[0], base[1], base[2], "--vs", next[0], next[1], next[2], "--format", "csv"});
-  CHECK(csv.out.find(",3,3,100,0\n") != std::string::npos);
-  CHECK(csv.out.find(",3,3,40,1\n") != std::string::npos);
+  CHECK(csv.out.find(",3,3,100,0,") != std::string::npos);
+  CHECK(csv.out.find(",3,3,40,1,") != std::string::npos);
+}
+
+namespace {
+
+/// A dump of one thread running `iterations` iterations: span "iter"
+/// around layers "conv", "relu" and "fc" (base durations 3000, 1000 and
+/// 2000 ns), each with a jitter of up to +-10 % from a generator seeded
+/// with `seed`; "relu" lasts `relu_factor` times as long. A gap of 500 ns
+/// between iterations, which are about 6000 ns long.
+std::string iteration_run(const std::string& name, std::uint32_t seed, std::uint64_t relu_factor,
+                          int iterations = 200) {
+  namespace fmt = edgetrace::format;
+  dump_builder d;
+  d.process(1);
+  definitions defs;
+  defs.category(1, "c")
+      .site(1, fmt::site_kind::span, 1, "iter")
+      .site(2, fmt::site_kind::span, 1, "conv")
+      .site(3, fmt::site_kind::span, 1, "relu")
+      .site(4, fmt::site_kind::span, 1, "fc");
+  d.defs(1, defs).thread(1, 1, 10, "main");
+  events e(1, 0);
+  std::uint32_t state = seed * 2654435761u + 1;
+  auto jitter = [&](std::uint64_t ns) {
+    state = state * 1664525u + 1013904223u;
+    const std::uint64_t range = ns / 5;  // +-10 %
+    return ns - ns / 10 + (state >> 8) % (range + 1);
+  };
+  std::uint64_t t = 1000;
+  for (int i = 0; i < iterations; ++i) {
+    const std::uint64_t begin = t;
+    for (const auto& layer : {std::pair<std::uint64_t, std::uint64_t>{2, 3000}, {3, 1000 * relu_factor}, {4, 2000}}) {
+      const std::uint64_t ns = jitter(layer.second);
+      e.span(layer.first, t, t + ns);
+      t += ns;
+    }
+    e.span(1, begin, t);
+    t += 500;
+  }
+  d.event_chunk(1, e).end(1);
+  const std::string path = scratch(name);
+  REQUIRE(write_file(path, d.build()));
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("diff --per NAME compares the iteration's latency against noise and gives each row its % iter") {
+  const std::vector<std::string> base = {iteration_run("per_b1.etr", 1, 1), iteration_run("per_b2.etr", 2, 1),
+                                         iteration_run("per_b3.etr", 3, 1)};
+  const std::vector<std::string> same = {iteration_run("per_s1.etr", 4, 1), iteration_run("per_s2.etr", 5, 1),
+                                         iteration_run("per_s3.etr", 6, 1)};
+  const std::vector<std::string> slow = {iteration_run("per_n1.etr", 7, 10), iteration_run("per_n2.etr", 8, 10),
+                                         iteration_run("per_n3.etr", 9, 10)};
+  auto diff = [&](const std::vector<std::string>& next, const std::string& format) {
+    std::vector<std::string> args = {"diff", base[0], base[1], base[2], "--vs", next[0], next[1], next[2],
+                                     "--per", "iter", "--format", format};
+    const auto r = run_cli(args);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    return r.out;
+  };
+  json_lite::value doc;
+  std::string error;
+  SUBCASE("one layer 10x slower: the iteration's p50 change is beyond noise") {
+    REQUIRE(json_lite::parse(diff(slow, "json"), doc, error));
+    const auto& it = doc["iteration"];
+    CHECK(it["name"].str() == "iter");
+    CHECK(it["calls_base"].num() == 600);
+    CHECK(it["calls_new"].num() == 600);
+    // About 6000 ns against 15000: the relu layer's 9000 ns more.
+    CHECK(it["p50_base_ns"].num() == doctest::Approx(6000).epsilon(0.05));
+    CHECK(it["p50_new_ns"].num() == doctest::Approx(15000).epsilon(0.05));
+    CHECK(it["p99_new_ns"].num() >= it["p50_new_ns"].num());
+    CHECK(it["max_new_ns"].num() >= it["p99_new_ns"].num());
+    CHECK(it["noise_ns"].num() > 0);
+    CHECK(it["noise_ns"].num() < 1000);
+    CHECK(it["within_noise"].boolean == false);
+    bool saw_relu = false;
+    for (std::size_t i = 0; i < doc["rows"].size(); ++i) {
+      const auto& row = doc["rows"][i];
+      if (row["name"].str() != "relu") continue;
+      saw_relu = true;
+      CHECK(row["iter_share_base"].num() == doctest::Approx(1000.0 / 6000).epsilon(0.05));
+      CHECK(row["iter_share_new"].num() == doctest::Approx(10000.0 / 15000).epsilon(0.05));
+    }
+    CHECK(saw_relu);
+    const std::string table = diff(slow, "table");
+    CHECK(table.find("per iteration (--per iter)") != std::string::npos);
+    CHECK(table.find("% iter") != std::string::npos);
+    CHECK(table.find(" pt ") != std::string::npos);
+    const std::size_t iteration_line = table.find("\niter ");
+    REQUIRE(iteration_line != std::string::npos);
+    CHECK(table.substr(iteration_line, table.find('\n', iteration_line + 1) - iteration_line).find("beyond noise") !=
+          std::string::npos);
+    const std::string csv = diff(slow, "csv");
+    CHECK(csv.find(",iter_share_base,iter_share_new,kind\n") != std::string::npos);
+    CHECK(csv.find("\niter,1,1,600,600,0,") == csv.find('\n'));  // the iteration comes first
+    CHECK(csv.find(",iteration\n") != std::string::npos);
+  }
+  SUBCASE("3 + 3 runs of the same program: within noise") {
+    REQUIRE(json_lite::parse(diff(same, "json"), doc, error));
+    const auto& it = doc["iteration"];
+    CHECK(it["calls_new"].num() == 600);
+    CHECK(it["noise_ns"].num() > 0);
+    CHECK(it["within_noise"].boolean == true);
+    CHECK(std::fabs(it["p50_delta_ns"].num()) <= it["noise_ns"].num());
+  }
+  SUBCASE("without --per there is no iteration, and a name that never runs is an error") {
+    const auto r = run_cli({"diff", base[0], slow[0], "--format", "json"});
+    REQUIRE(json_lite::parse(r.out, doc, error));
+    CHECK(r.out.find("\"iteration\"") == std::string::npos);
+    CHECK(r.out.find("iter_share_new\":null") != std::string::npos);
+    const auto bad = run_cli({"diff", base[0], slow[0], "--per", "itr"});
+    CHECK(bad.exit_code != 0);
+    CHECK(bad.err.find("no span or mark named \"itr\"") != std::string::npos);
+  }
 }
 
 }  // namespace diff_test

@@ -47,9 +47,9 @@ int run_diff(const command& c, const arguments& args) {
     return usage_error(&c, "'diff BASE... --vs NEW...' needs at least one dump on each side of --vs");
   }
   if (p.get("--sort-by")) return usage_error(&c, "diff sorts by impact; --sort-by does not apply");
-  for (const char* option : {"--per", "--wait", "--wait-category"})
+  for (const char* option : {"--wait", "--wait-category"})
     if (p.get(option))
-      return usage_error(&c, std::string(option) + " changes only summary's per-iteration and share columns, which diff does not show");
+      return usage_error(&c, std::string(option) + " changes only summary's share column, which diff does not show");
   et::summary_options o;
   std::string format = "table";
   if (const int rc = summary_options_from(c, p, o, format); rc != exit_ok) return rc;
@@ -69,21 +69,24 @@ int run_diff(const command& c, const arguments& args) {
   if (const int rc = build_summary(base_readers, o, base); rc != exit_ok) return rc;
   if (const int rc = build_summary(new_readers, o, next); rc != exit_ok) return rc;
   auto rows = et::diff_summaries(base, next);
+  et::diff_row iteration = et::diff_iteration(base, next);  // empty key without --per
   if (base_paths.size() > 1 || new_paths.size() > 1) {
     std::vector<et::summary_result> base_runs, new_runs;
     if (const int rc = build_run_summaries(base_paths, o, base_runs); rc != exit_ok) return rc;
     if (const int rc = build_run_summaries(new_paths, o, new_runs); rc != exit_ok) return rc;
     et::add_run_noise(rows, base_runs, new_runs);
+    if (!iteration.key.empty()) et::add_iteration_noise(iteration, base_runs, new_runs);
   }
   auto side = [](const std::vector<std::string>& paths) {
     std::string text;
     for (const std::string& path : paths) text += (text.empty() ? "" : " ") + path;
     return paths.size() > 1 ? text + " (" + std::to_string(paths.size()) + " runs)" : text;
   };
-  const std::string text = format == "csv"    ? et::diff_csv(rows, top)
-                           : format == "json" ? et::diff_json(rows, side(base_paths), side(new_paths), top)
-                                              : et::diff_table(rows, side(base_paths), side(new_paths), top,
-                                                               et::detail::group_label(base));
+  const std::string text =
+      format == "csv"    ? et::diff_csv(rows, top, &iteration)
+      : format == "json" ? et::diff_json(rows, side(base_paths), side(new_paths), top, &iteration)
+                         : et::diff_table(rows, side(base_paths), side(new_paths), top, et::detail::group_label(base),
+                                          &iteration, base.per_from_marks);
   if (const int rc = write_text(output ? *output : "", text); rc != exit_ok) return rc;
   base_readers.insert(base_readers.end(), std::make_move_iterator(new_readers.begin()),
                       std::make_move_iterator(new_readers.end()));

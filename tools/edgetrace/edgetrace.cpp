@@ -126,11 +126,19 @@ const command commands[] = {
      "is pooled, and each row's mean change is set against run-to-run noise (the\n"
      "larger max - min of the per-run means): 'within noise' or 'beyond noise'.\n"
      "See docs/ANALYSIS.md.\n"
+     "  --per NAME                  compare the iteration itself (each outermost span\n"
+     "                              NAME, or the time between marks NAME): count, mean,\n"
+     "                              p50, p99 and max, its p50 set against noise (the\n"
+     "                              spread of the per-run p50); rows count only spans\n"
+     "                              inside iterations and gain '% iter' (total / the\n"
+     "                              iterations' time) with its change in points\n"
      "  --by name|arg:KEY|name,arg:KEY   what a row stands for, as for summary\n"
      "  --top N, --filter REGEX, --category LIST, --thread LIST, --skip-warmup K,\n"
      "  --iteration NAME, --phase NAME, --min-time T, --max-time T   as for summary\n"
      "                              (both dumps)\n"
-     "  --format table|csv|json     output format (default table)\n"
+     "  --format table|csv|json     output format (default table); csv has a row per\n"
+     "                              name (kind 'row') and, with --per, the iteration\n"
+     "                              first (kind 'iteration'); json has it as 'iteration'\n"
      "  -o, --output OUT            write to OUT instead of standard output\n",
      run_diff},
     {"report", "DUMP... -o OUT.html [options]", "self-contained HTML report: table, histograms, thread use",

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <edgetrace/decode/dump_reader.hpp>
+#include <edgetrace/sinks/latency.hpp>
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
@@ -112,6 +113,7 @@ class iteration_windows {
   bool from_marks() const noexcept { return marks_; }
   std::uint64_t count() const noexcept { return count_; }        ///< iterations kept
   std::uint64_t total_ns() const noexcept { return total_ns_; }  ///< their summed durations
+  const latency_stats& latency() const noexcept { return latency_; }  ///< their durations
   std::uint64_t cut_at_pause() const noexcept { return cut_at_pause_; }
 
  private:
@@ -119,6 +121,7 @@ class iteration_windows {
     list.push_back(w);
     ++count_;
     total_ns_ += static_cast<std::uint64_t>(w.second - w.first);
+    latency_.add(static_cast<std::uint64_t>(w.second - w.first));
   }
 
   bool marks_ = false;
@@ -127,6 +130,7 @@ class iteration_windows {
   std::vector<window> merged_;                                       ///< their union, for contains()
   std::uint64_t count_ = 0;
   std::uint64_t total_ns_ = 0;
+  latency_stats latency_;
   std::uint64_t cut_at_pause_ = 0;
 };
 

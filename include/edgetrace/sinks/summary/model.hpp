@@ -188,6 +188,7 @@ struct summary_result {
   bool per_from_marks = false;
   std::uint64_t per_count = 0;
   std::uint64_t per_total_ns = 0;
+  latency_stats per_latency;  ///< the kept iterations' durations (diff --per compares them)
   std::uint64_t per_cut_at_pause = 0;
   std::uint64_t spans_outside_per = 0;  ///< spans outside every iteration (left out of the rows)
 };

@@ -228,6 +228,7 @@ class summary_selection {
     result_.per_from_marks = per_.from_marks();
     result_.per_count += per_.count();
     result_.per_total_ns += per_.total_ns();
+    result_.per_latency.merge(per_.latency());
     result_.per_cut_at_pause += per_.cut_at_pause();
     return true;
   }
