@@ -64,6 +64,7 @@
 #include <edgetrace/decode/span_walker.hpp>
 #include <edgetrace/sinks/chrome_json/writer.hpp>
 #include <edgetrace/sinks/csv.hpp>
+#include <edgetrace/sinks/csv_tables.hpp>
 #include <edgetrace/sinks/diff.hpp>
 #include <edgetrace/sinks/info.hpp>
 #include <edgetrace/sinks/latency.hpp>

@@ -2,6 +2,7 @@
 // `edgetrace csv`: one row per span of real traced runs, parsed back and compared with the spans: times, depth, and the phase, flow and argument columns; rows in time order.
 #include <edgetrace/decode/detail/sorted_rows.hpp>
 #include <edgetrace/sinks/csv.hpp>
+#include <edgetrace/sinks/csv_tables.hpp>
 
 #include <doctest/doctest.h>
 
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include <support/analysis_workload.hpp>
+#include <support/dump_builder.hpp>
 #include <support/test_env.hpp>
 
 namespace csv_test {
@@ -231,6 +233,135 @@ TEST_CASE("csv sorted through temporary files equals the in-memory sort") {
   }));
   REQUIRE(order.size() == 100);
   CHECK(std::is_sorted(order.begin(), order.end()));  // by begin, then by insertion
+}
+
+namespace {
+
+/// One thread of a built dump (clock in ns): marks "frame" at 1000, 2000,
+/// 3000 and 4000; in each of the three frames a span "work" (100 ns from
+/// the mark + 100) holding a span "tiny" (10 ns), an instant "ping" and a
+/// counter "depth" (frame k: k + 0.5); after the last mark one more "work"
+/// and "ping", outside every iteration.
+std::string marks_dump() {
+  namespace fmt = edgetrace::format;
+  edgetrace_test::dump_builder d;
+  d.process(1);
+  edgetrace_test::definitions defs;
+  defs.category(1, "c")
+      .site(1, fmt::site_kind::mark, 1, "frame")
+      .site(2, fmt::site_kind::span, 1, "work")
+      .site(3, fmt::site_kind::span, 1, "tiny")
+      .site(4, fmt::site_kind::instant, 1, "ping")
+      .site(5, fmt::site_kind::counter, 1, "depth");
+  d.defs(1, defs).thread(1, 1, 10, "main");
+  edgetrace_test::events e(1, 0);
+  for (std::uint64_t k = 0; k < 4; ++k) {
+    const std::uint64_t t = 1000 * (k + 1);
+    if (k < 3) e.instant(1, t);
+    e.span(3, t + 120, t + 130).span(2, t + 100, t + 200).instant(4, t + 300);
+    if (k < 3) e.counter(5, t + 400, static_cast<double>(k) + 0.5);
+  }
+  e.instant(1, 4000);  // the last mark, after the fourth work (rows are sorted by time)
+  d.event_chunk(1, e).end(1);
+  const std::string path = scratch("csv-marks.etr");
+  REQUIRE(edgetrace_test::write_file(path, d.build()));
+  return path;
+}
+
+std::vector<std::string> column(const std::vector<std::map<std::string, std::string>>& records, const std::string& name) {
+  std::vector<std::string> out;
+  for (const auto& r : records) out.push_back(r.at(name));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("csv --tables writes marks, counters and allocations as tables of their own, --per numbers the iterations") {
+  const std::string dump = marks_dump();
+  const std::string out = scratch("csv-marks.csv");
+  const auto r = run_cli({"csv", dump, "-o", out, "--tables", "all", "--per", "frame"});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const auto spans = csv_records(read_file(out));
+  REQUIRE(spans.size() == 8);
+  CHECK(column(spans, "name") == std::vector<std::string>{"work", "tiny", "work", "tiny", "work", "tiny", "work", "tiny"});
+  CHECK(column(spans, "start_ns")[2] == "2100");
+  CHECK(column(spans, "iteration") == std::vector<std::string>{"0", "0", "1", "1", "2", "2", "", ""});
+  const std::string marks_text = read_file(scratch("csv-marks.marks.csv"));
+  CHECK(marks_text.rfind("name,category,kind,thread,pid,tid,ts_ns,phase,iteration\n", 0) == 0);
+  const auto marks = csv_records(marks_text);
+  REQUIRE(marks.size() == 8);
+  CHECK(column(marks, "name") == std::vector<std::string>{"frame", "ping", "frame", "ping", "frame", "ping", "frame", "ping"});
+  CHECK(column(marks, "kind")[0] == "mark");
+  CHECK(column(marks, "kind")[1] == "instant");
+  CHECK(column(marks, "ts_ns") ==
+        std::vector<std::string>{"1000", "1300", "2000", "2300", "3000", "3300", "4000", "4300"});
+  CHECK(column(marks, "iteration") == std::vector<std::string>{"0", "0", "1", "1", "2", "2", "", ""});
+  CHECK(column(marks, "tid")[0] == "10");
+  const auto counters = csv_records(read_file(scratch("csv-marks.counters.csv")));
+  CHECK(column(counters, "value") == std::vector<std::string>{"0.5", "1.5", "2.5"});
+  CHECK(column(counters, "ts_ns") == std::vector<std::string>{"1400", "2400", "3400"});
+  CHECK(column(counters, "iteration") == std::vector<std::string>{"0", "1", "2"});
+  const std::string allocs = read_file(scratch("csv-marks.allocs.csv"));
+  CHECK(allocs == std::string(reader::allocs_csv_header) + ",iteration\n");  // none recorded: the header alone
+
+  SUBCASE("the selection applies to the tables it fits") {
+    const auto selected = run_cli({"csv", dump, "-o", "-", "--min-dur", "50ns", "--window", "1us:3.25us"});
+    REQUIRE_MESSAGE(selected.exit_code == 0, selected.err);
+    // Times count from the first event (1000): the window is [2000, 4250].
+    CHECK(column(csv_records(selected.out), "start_ns") == std::vector<std::string>{"2100", "3100", "4100"});
+    CHECK(selected.out.find("iteration") == std::string::npos);  // no --per: no column
+    const auto filtered = run_cli({"csv", dump, "-o", "-", "--tables", "marks", "--filter", "^fr"});
+    REQUIRE(filtered.exit_code == 0);
+    CHECK(column(csv_records(filtered.out), "name") == std::vector<std::string>(4, "frame"));
+  }
+  SUBCASE("usage errors") {
+    const auto bad = run_cli({"csv", dump, "--tables", "mark"});
+    CHECK(bad.exit_code == 1);
+    CHECK(bad.err.find("did you mean 'marks'") != std::string::npos);
+    CHECK(run_cli({"csv", dump, "--tables", "spans,marks", "-o", "-"}).exit_code == 1);
+    CHECK(run_cli({"csv", dump, "--focus", "slowest:2", "--per", "frame"}).exit_code == 1);
+    const auto missing = run_cli({"csv", dump, "--per", "fram", "-o", "-"});
+    CHECK(missing.exit_code == 2);
+    CHECK(missing.err.find("no span or mark named \"fram\"") != std::string::npos);
+  }
+}
+
+TEST_CASE("csv --tables allocs: every allocation and free with its pool's and all pools' live bytes") {
+  std::string dump;
+  REQUIRE(recorded_once("csv-annotations.etr", {"annotations"}, dump));
+  const auto r = run_cli({"csv", dump, "-o", "-", "--tables", "allocs", "--per", "layer"});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const auto rows = csv_records(r.out);
+  // trace_app's annotations mode: 2 weights allocations in "load"; per
+  // layer i (4) scratch of (i + 1) * 100 and 50 bytes, both freed; then a
+  // free never allocated, 64 bytes allocated and freed twice, free(NULL).
+  REQUIRE(rows.size() == 2 + 4 * 4 + 5);
+  CHECK(column(rows, "kind")[0] == "alloc");
+  CHECK(rows[1].at("pool") == "weights");
+  CHECK(rows[1].at("pool_live_bytes") == "1500");
+  CHECK(rows[1].at("iteration").empty());  // in "load", before the first layer
+  for (int i = 0; i < 4; ++i) {
+    CAPTURE(i);
+    const auto* row = &rows[static_cast<std::size_t>(2 + 4 * i)];
+    const std::string scratch_bytes = std::to_string((i + 1) * 100);
+    CHECK(row[0].at("kind") == "alloc");
+    CHECK(row[0].at("bytes") == scratch_bytes);
+    CHECK(row[0].at("live_bytes") == std::to_string(1500 + (i + 1) * 100));
+    CHECK(row[1].at("pool_live_bytes") == std::to_string((i + 1) * 100 + 50));
+    CHECK(row[2].at("kind") == "free");
+    CHECK(row[2].at("bytes") == "50");
+    CHECK(row[3].at("pool") == "scratch");
+    CHECK(row[3].at("pool_live_bytes") == "0");
+    CHECK(row[3].at("live_bytes") == "1500");
+    for (int k = 0; k < 4; ++k) CHECK(row[k].at("iteration") == std::to_string(i));
+  }
+  const auto* tail = &rows[18];
+  CHECK(tail[0].at("address") == "0xdead0");
+  CHECK(tail[0].at("pool").empty());  // never allocated: no pool, nothing changes
+  CHECK(tail[0].at("live_bytes").empty());
+  CHECK(tail[2].at("live_bytes") == "1500");
+  CHECK(tail[3].at("bytes").empty());  // the second free of the same block
+  CHECK(tail[4].at("address") == "0x0");
 }
 
 }  // namespace csv_test

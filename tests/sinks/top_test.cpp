@@ -359,7 +359,9 @@ TEST_CASE("top --follow on a terminal redraws the table in place") {
   ::close(master);
   INFO(shown);
   CHECK(exit_code_of(status) == 0);
-  CHECK(shown.rfind("\033[H\033[2J== ", 0) == 0);  // home and clear, then the header
+  CHECK(shown.rfind("\033[H\033[2J", 0) == 0);  // home and clear, then the status line
+  CHECK(!contains(shown, "== "));                 // not the "== ... ==" lines that separate refreshes in a pipe
+  CHECK(contains(shown, " UTC " + path + ": 4 span(s) read, writer finished"));
   CHECK(contains(shown, "writer finished"));
   CHECK(last_table(shown).count("conv1") == 1);
 }
@@ -397,6 +399,62 @@ TEST_CASE("top_window keeps only the window's spans, and at most max_samples of 
   CHECK(all.rows[0].per_second == doctest::Approx(101e9 / 1000));
 }
 
+namespace {
+
+/// One writer (ns clock) whose thread 1 runs spans "step" of 100, 200, ...,
+/// 1000 ns, 1000 ns apart, and whose threads 1 and 2 each record marks
+/// "tick": thread 1 at 0, 2500, 5500 (iterations of 2500 and 3000 ns),
+/// thread 2 at 500 and 1500 (one of 1000 ns).
+bytes iteration_dump() {
+  dump_builder d;
+  d.process(1);
+  definitions defs;
+  defs.category(1, "c").site(1, fmt::site_kind::span, 1, "step").site(2, fmt::site_kind::mark, 1, "tick");
+  d.defs(1, defs).thread(1, 1, 10, "main").thread(1, 2, 11, "other");
+  events e(1, 0);
+  e.instant(2, 0);
+  for (std::uint64_t k = 1; k <= 10; ++k) {
+    e.span(1, 1000 * k, 1000 * k + 100 * k);
+    if (k == 2) e.instant(2, 2500);
+    if (k == 5) e.instant(2, 5500);
+  }
+  d.event_chunk(1, e);
+  events other(2, 0);
+  other.instant(2, 500).instant(2, 1500);
+  d.event_chunk(1, other).end(1);
+  return d.build();
+}
+
+}  // namespace
+
+TEST_CASE("top --per NAME: the iteration's count, rate, p50, p99 and max over the window, once and following") {
+  const std::string path = write_dump("top_per.etr", iteration_dump());
+  // Spans: 10 iterations of 100..1000 ns; the spans cover 10 us (first
+  // begin 1000, last end 11000): 1,000,000 a second.
+  process_result r = run({EDGETRACE_TEST_CLI, "top", path, "--per", "step"});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(contains(r.out, "iteration \"step\" (span): 10, 1000000.0/s, p50 500 ns, p99 1.000 us, max 1.000 us\n"));
+  // Marks: thread 1's 2500 and 3000 ns, thread 2's 1000 ns.
+  r = run({EDGETRACE_TEST_CLI, "top", path, "--per", "tick"});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(contains(r.out, "iteration \"tick\" (between marks): 3, "));
+  CHECK(contains(r.out, "p50 2.500 us, p99 3.000 us, max 3.000 us\n"));
+  // A window of 2500 ns, [8500, 11000]: the spans that ended at 8800, 9900 and 11000.
+  r = run({EDGETRACE_TEST_CLI, "top", path, "--per", "step", "--window", "2500ns"});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(contains(r.out, "iteration \"step\" (span): 3, "));
+  CHECK(contains(r.out, "p50 900 ns, p99 1.000 us, max 1.000 us\n"));
+  // Following: the same lines from the follower's spans and marks.
+  r = run({EDGETRACE_TEST_CLI, "top", path, "--follow", "--per", "tick"});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(contains(r.out, "iteration \"tick\" (between marks): 3, "));
+  CHECK(last_table(r.out).count("tick") == 0);  // marks are not rows
+  CHECK(last_table(r.out).at("step").calls == "10");
+  r = run({EDGETRACE_TEST_CLI, "top", path, "--follow", "--per", "later"});  // may appear later: not an error
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.out, "iteration \"later\": none ended in the window\n"));
+}
+
 TEST_CASE("top: errors and help") {
   const std::string text = write_dump("top_not_a_dump.etr", bytes{'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd', '!',
                                                                   '!', '!', '!', '!', '!'});
@@ -420,6 +478,8 @@ TEST_CASE("top: errors and help") {
       {{"top", good, "--follow", "--interval", "0"}, 1, "--interval needs a number of seconds > 0"},
       {{"top", good, "--top", "0"}, 1, "--top needs a whole number >= 1"},
       {{"top", good, "--bogus"}, 1, "unknown option '--bogus'"},
+      {{"top", good, "--per", "nope"}, 2, "--per: no span or mark named \"nope\""},
+      {{"top", good, "--per", ""}, 1, "--per needs a span or mark name"},
   };
   for (const error_case& c : cases) {
     std::vector<std::string> argv{EDGETRACE_TEST_CLI};

@@ -107,9 +107,11 @@ int parse_options(const command& c, const arguments& args, const std::vector<con
 bool parse_count(const std::string& text, std::uint64_t& value);
 /// After read_metadata: moves a --window given from the first event onto
 /// `r`'s clock, and for --focus slowest:N (with --per NAME) finds the
-/// iterations to keep, saying so on stderr and in `s.focus_note`. The exit
-/// code (a usage or input error when the focus cannot be made).
-int prepare_selection(const command& c, const parsed_options& p, et::dump_reader& r, et::event_selection& s);
+/// iterations to keep, saying so on stderr and in `s.focus_note`. --per
+/// alone is a usage error unless `per_alone` (csv's iteration column). The
+/// exit code (a usage or input error when the focus cannot be made).
+int prepare_selection(const command& c, const parsed_options& p, et::dump_reader& r, et::event_selection& s,
+                      bool per_alone = false);
 /// DUMP, -o OUT and the selection of json and perfetto.
 struct conversion_arguments {
   parsed_options options;
@@ -209,11 +211,10 @@ class percent_line {
 };
 
 /// Writes OUT ('-': stdout) with `convert(FILE*, error) -> bool` from the
-/// opened dump `r`. A failed conversion leaves no partial OUT behind; the
-/// exit code is report()'s (3 for a damaged dump).
+/// opened dump `r`. A failed conversion leaves no partial OUT behind.
+/// exit_ok, or the error's exit code (said on stderr).
 template <class Convert>
-int write_one_output(const et::dump_reader& r, const std::string& dump, const std::string& output,
-                     const std::string& what, Convert&& convert) {
+int write_one_file(const std::string& output, const et::dump_reader& r, const std::string& dump, Convert&& convert) {
   const bool to_stdout = output == "-";
   std::FILE* out = to_stdout ? stdout : std::fopen(output.c_str(), "wb");
   if (!out) return output_error(output, "cannot write");
@@ -228,24 +229,16 @@ int write_one_output(const et::dump_reader& r, const std::string& dump, const st
     if (!to_stdout) remove_partial_output(output);  // never leave half a file behind
     return input_error(ok || error.rfind("write", 0) == 0 ? output : dump, error.empty() ? "write error" : error);
   }
-  return report(r, dump, true, what + (to_stdout ? " written to stdout" : " written to " + output));
+  return exit_ok;
 }
 
-/// A command that converts one DUMP to one OUT (default: DUMP with .etr
-/// replaced by `extension`) with `convert(reader, FILE*, error) -> bool`.
+/// write_one_file, then report(): the exit code is report()'s (3 for a
+/// damaged dump).
 template <class Convert>
-int convert_one_dump(const command& c, const arguments& args, const char* extension, const std::string& what,
-                     Convert&& convert) {
-  dump_arguments a;
-  if (const int rc = parse_dump_arguments(c, args, true, a); rc != exit_ok || a.help) {
-    if (a.help && rc == exit_ok) command_help(c);
-    return rc;
-  }
-  const std::string output = a.has_output ? a.output : with_extension(a.dump, extension);
-  if (const int rc = refuse_overwriting_inputs({a.dump}, {output}); rc != exit_ok) return rc;
-  et::dump_reader r;
-  if (!r.open(a.dump) || !r.read_metadata()) return input_error(a.dump, r.error());
-  return write_one_output(r, a.dump, output, what, [&](std::FILE* out, std::string& error) { return convert(r, out, error); });
+int write_one_output(const et::dump_reader& r, const std::string& dump, const std::string& output,
+                     const std::string& what, Convert&& convert) {
+  if (const int rc = write_one_file(output, r, dump, convert); rc != exit_ok) return rc;
+  return report(r, dump, true, what + (output == "-" ? " written to stdout" : " written to " + output));
 }
 
 }  // namespace edgetrace_cli

@@ -100,14 +100,30 @@ const command commands[] = {
      "  --format table|csv|json     output format (default table)\n"
      "  -o, --output OUT            write to OUT instead of standard output\n",
      run_summary},
-    {"csv", "DUMP [-o OUT]", "one CSV line per span in time order (times, depth, phase, flow, arguments)",
+    {"csv", "DUMP [-o OUT] [--tables LIST] [--per NAME] [selection]",
+     "one CSV line per span in time order; marks, counters, allocations as tables",
      "Writes OUT (default: DUMP with .etr replaced by .csv; '-' for stdout);\n"
      "loads with pandas.read_csv(OUT). Rows come in time order (start, then\n"
      "pid and tid, then depth). After the span's own columns: phase, flow,\n"
      "flow_id, then one column per argument key (arg:KEY, empty when the\n"
      "span has no such argument), so df.groupby('arg:op') works. Columns\n"
      "are in docs/ANALYSIS.md.\n"
-     "  -o, --output OUT   output file, '-' for standard output\n",
+     "  -o, --output OUT     output file, '-' for standard output (one table)\n"
+     "  --tables LIST        which tables: spans (default), marks (marks and\n"
+     "                       instants), counters (counter samples), allocs\n"
+     "                       (EDGETRACE_ALLOC/FREE with live bytes), or all.\n"
+     "                       One table goes to OUT; with several, spans go to\n"
+     "                       OUT and each other table to its own file beside\n"
+     "                       it: run.csv, run.marks.csv, run.counters.csv,\n"
+     "                       run.allocs.csv\n"
+     "  --per NAME           adds an 'iteration' column to every table: the\n"
+     "                       number (from 0, in order of begin) of the iteration\n"
+     "                       the row lies in, each outermost span NAME on its\n"
+     "                       thread or the time between marks NAME; empty outside\n"
+     "  --min-dur T          leave out spans shorter than T (e.g. 20us)\n"
+     "  --filter REGEX       keep spans, marks and counters whose name matches\n"
+     "  --window FROM:TO     keep what lies in [FROM, TO], times from the first\n"
+     "                       event (spans that overlap it, whole), as for json\n",
      run_csv},
     {"merge", "DUMP DUMP... -o OUT.etr|OUT.json [--clock auto|monotonic|realtime]",
      "put several processes' dumps on one timeline",
@@ -159,7 +175,7 @@ const command commands[] = {
      "ring's size and the chunks it overwrote; records before the window are\n"
      "not counted as missing (docs/ANALYSIS.md).\n",
      run_info},
-    {"top", "DUMP [--follow] [--window SECONDS] [--interval SECONDS] [--top N]",
+    {"top", "DUMP [--follow] [--window SECONDS] [--interval SECONDS] [--top N] [--per NAME]",
      "per-name table over the last seconds of a trace; --follow watches a live dump",
      "One row per span name: calls, calls/s, mean, p50, p99 and max of the spans\n"
      "that ended in the last SECONDS of the trace (up to its latest span), the\n"
@@ -169,12 +185,16 @@ const command commands[] = {
      "                       written is waited for); a file truncated under it is\n"
      "                       read again from its start. Ends by itself when the\n"
      "                       writer's end record arrives, or on Ctrl-C (exit 0).\n"
-     "                       On a terminal the table is redrawn in place; otherwise\n"
-     "                       each refresh is printed after a line\n"
-     "                       '== HH:MM:SS UTC DUMP: ... =='\n"
+     "                       On a terminal the table is redrawn in place under a\n"
+     "                       status line; otherwise each refresh is printed after\n"
+     "                       a line '== HH:MM:SS UTC DUMP: ... =='\n"
      "  --window SECONDS     how far back the table looks (default 5; e.g. 2.5, 500ms)\n"
      "  --interval SECONDS   time between refreshes with --follow (default 1)\n"
      "  --top N              rows shown (default 20)\n"
+     "  --per NAME           a line above the table for the iteration: how many\n"
+     "                       ended in the window, per second, p50, p99 and max;\n"
+     "                       an iteration is each span NAME (nested ones too), or\n"
+     "                       the time between two marks NAME of one thread\n"
      "Memory: the spans of the window, at most about 1M (24 MB); past that the\n"
      "window is shortened and the table says so.\n",
      run_top},

@@ -294,12 +294,14 @@ static int selection_from(const command& c, const parsed_options& p, et::event_s
   return exit_ok;
 }
 
-int prepare_selection(const command& c, const parsed_options& p, et::dump_reader& r, et::event_selection& s) {
+int prepare_selection(const command& c, const parsed_options& p, et::dump_reader& r, et::event_selection& s,
+                      bool per_alone) {
   if (s.window_begin_ns != std::numeric_limits<std::int64_t>::min()) s.window_begin_ns += r.first_ns();
   if (s.window_end_ns != std::numeric_limits<std::int64_t>::max()) s.window_end_ns += r.first_ns();
   const std::string* focus = p.get("--focus");
   const std::string* per = p.get("--per");
-  if (focus == nullptr) return per == nullptr ? exit_ok : usage_error(&c, "--per NAME goes with --focus slowest:N here");
+  if (focus == nullptr)
+    return per == nullptr || per_alone ? exit_ok : usage_error(&c, "--per NAME goes with --focus slowest:N here");
   std::uint64_t n = 0;
   if (focus->rfind("slowest:", 0) != 0 || !parse_count(focus->substr(8), n) || n == 0)
     return usage_error(&c, "--focus needs slowest:N (N >= 1: the N slowest iterations in full), not '" + *focus + "'");

@@ -30,6 +30,16 @@ bool parse_seconds(const std::string& text, std::uint64_t& ns) {
   return et::parse_duration(text, ns) && ns != 0 && ns <= 86400000000000ull;
 }
 
+/// Whether some writer of `r` defines a span or a mark named `name`.
+bool names_span_or_mark(const et::dump_reader& r, const std::string& name) {
+  for (const auto& w : r.writers())
+    for (const auto& site : w.second.sites)
+      if (site.second.name == name && (site.second.kind == edgetrace::format::site_kind::span ||
+                                       site.second.kind == edgetrace::format::site_kind::mark))
+        return true;
+  return false;
+}
+
 /// Set by SIGINT or SIGTERM: `top --follow` stops after the refresh under way.
 volatile std::sig_atomic_t stop_following = 0;
 extern "C" void on_stop_signal(int) { stop_following = 1; }
@@ -54,8 +64,14 @@ int follow_top(const std::string& dump, const et::top_options& options, std::uin
   std::uint64_t spans = 0;
   for (;;) {
     const bool polled = follower.poll([&](const et::followed_span& s) {
+      const bool iteration = !options.per.empty() && *s.name == options.per;
+      if (s.mark) {
+        if (iteration) window.add_iteration_mark(std::uint64_t{s.writer} << 40 ^ s.thread_id, s.end_ns);
+        return;
+      }
       ++spans;
       window.add(s.key, *s.name, s.end_ns, static_cast<std::uint64_t>(s.end_ns - s.begin_ns));
+      if (iteration) window.add_iteration_span(s.end_ns, static_cast<std::uint64_t>(s.end_ns - s.begin_ns));
     });
     if (!polled) return input_error(dump, follower.error());
     const bool done = follower.finished();
@@ -74,18 +90,22 @@ int follow_top(const std::string& dump, const et::top_options& options, std::uin
     ::gmtime_r(&now, &tm);
     char clock[16];
     std::strftime(clock, sizeof clock, "%H:%M:%S", &tm);
-    std::string head = std::string("== ") + clock + " UTC " + dump + ": " + std::to_string(spans) + " span(s) read";
+    // A pipe gets "== ... ==" lines that separate one refresh from the
+    // next; a terminal, redrawn in place, a plain status line.
+    std::string head = (terminal ? std::string() : std::string("== ")) + clock + " UTC " + dump + ": " +
+                       std::to_string(spans) + " span(s) read";
     if (follower.restarts() != 0) head += ", file restarted " + std::to_string(follower.restarts()) + " time(s)";
     if (follower.bytes_skipped() != 0) head += ", " + std::to_string(follower.bytes_skipped()) + " corrupt bytes skipped";
     if (done)
-      head += ", writer finished ==\n";
+      head += ", writer finished";
     else if (gone != 0)
       head += ", writer gone: process " + std::to_string(gone) + " has ended without an end record (killed or "
-              "crashed?); no data since " + std::to_string(static_cast<long long>(quiet)) + " s ago ==\n";
+              "crashed?); no data since " + std::to_string(static_cast<long long>(quiet)) + " s ago";
     else if (quiet >= stale_after_seconds)
-      head += ", STALE: no data for " + std::to_string(static_cast<long long>(quiet)) + " s (writer stopped or stuck?) ==\n";
-    else
-      head += " ==\n";
+      head += ", STALE: no data for " + std::to_string(static_cast<long long>(quiet)) + " s (writer stopped or stuck?)";
+    else if (terminal)
+      head += " (Ctrl-C stops)";
+    head += terminal ? "\n" : " ==\n";
     std::string text = head + et::top_table(window.table(), options);
     if (terminal) text = "\033[H\033[2J" + text;  // home, clear: redraw in place
     else text += "\n";
@@ -114,7 +134,7 @@ int run_top(const command& c, const arguments& args) {
     if (a == "--follow" || a == "-f") follow = true;
     else rest.push_back(a);
   parsed_options p;
-  if (const int rc = parse_options(c, rest, {"--window", "--interval", "--top"}, p); rc != exit_ok) return rc;
+  if (const int rc = parse_options(c, rest, {"--window", "--interval", "--top", "--per"}, p); rc != exit_ok) return rc;
   if (p.help) return command_help(c);
   if (p.positional.empty()) return usage_error(&c, "'top' needs a DUMP file");
   if (p.positional.size() > 1) return usage_error(&c, "unexpected argument '" + p.positional[1] + "' (one DUMP at a time)");
@@ -134,13 +154,24 @@ int run_top(const command& c, const arguments& args) {
     if (!parse_count(*v, n) || n == 0) return usage_error(&c, "--top needs a whole number >= 1, not '" + *v + "'");
     options.rows = static_cast<std::size_t>(n);
   }
+  if (const std::string* v = p.get("--per")) {
+    if (v->empty()) return usage_error(&c, "--per needs a span or mark name (e.g. --per frame)");
+    options.per = *v;
+  }
   if (follow) return follow_top(dump, options, interval_ns);
   et::dump_reader r;
   if (!r.open(dump) || !r.read_metadata()) return input_error(dump, r.error());
+  if (!options.per.empty() && !names_span_or_mark(r, options.per))
+    return input_error(dump, "--per: no span or mark named \"" + options.per + "\" in the dump");
   et::top_window window(options);
   if (!r.read_events([&](const et::event& e) {
-        if (e.kind == et::event_kind::span)
+        const bool iteration = !options.per.empty() && e.site != nullptr && e.site->name == options.per;
+        if (e.kind == et::event_kind::span) {
           window.add(e.site, e.site->name, e.end_ns, static_cast<std::uint64_t>(e.end_ns - e.begin_ns));
+          if (iteration) window.add_iteration_span(e.end_ns, static_cast<std::uint64_t>(e.end_ns - e.begin_ns));
+        } else if (iteration && e.kind == et::event_kind::instant && e.site->kind == edgetrace::format::site_kind::mark) {
+          window.add_iteration_mark(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(e.thread)), e.end_ns);
+        }
       }))
     return input_error(dump, r.error());
   if (const int rc = write_text("", et::top_table(window.table(), options)); rc != exit_ok) return rc;

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,11 @@ struct followed_span {
   const void* key = nullptr;
   std::int64_t begin_ns = 0;  ///< CLOCK_MONOTONIC, with the calibration known so far
   std::int64_t end_ns = 0;
+  /// An EDGETRACE_MARK rather than a span (begin_ns == end_ns): `top --per`
+  /// measures the time between two marks of one thread.
+  bool mark = false;
+  std::uint32_t writer = 0;     ///< the writer id and its thread's id: which thread
+  std::uint64_t thread_id = 0;
 };
 
 /// Reads a dump while its writer appends to it. Each poll() reads the whole
@@ -61,8 +67,8 @@ class dump_follower {
   }
 
   /// Reads every whole chunk appended since the last call and calls
-  /// `sink(const followed_span&)` for each span of its events chunks, in
-  /// file order. Returns false only on an I/O error or when the file turns
+  /// `sink(const followed_span&)` for each span and mark of its events
+  /// chunks, in file order. Returns false only on an I/O error or when the file turns
   /// out not to be a dump (error()). Cost: one pread per chunk header and
   /// one per chunk, a CRC, and the events' decoding.
   template <class Sink>
@@ -124,6 +130,7 @@ class dump_follower {
  private:
   struct writer_state {
     std::map<std::uint64_t, std::string> sites;  ///< span names by site id (other kinds too: cheap)
+    std::set<std::uint64_t> marks;              ///< the site ids of marks
     std::vector<calibration_pair> calibration;
     clock_model clock;
     bool clock_current = false;
@@ -271,6 +278,8 @@ class dump_follower {
             !in.varint(line))
           return;
         w.sites[id] = std::move(name);  // the node stays put: keys handed out stay valid
+        if (kind == static_cast<std::uint8_t>(format::site_kind::mark)) w.marks.insert(id);
+        else w.marks.erase(id);
       } else {
         return;
       }
@@ -287,7 +296,8 @@ class dump_follower {
     if (!in.varint(thread_id) || !in.varint(base)) return;
     const bool timed = w.clock.rate_known();
     detail::decode_events(in, base, [&](const detail::raw_event& e) {
-      if (e.type != format::event_type::span) return true;
+      const bool mark = e.type == format::event_type::instant && w.marks.count(e.id) != 0;
+      if (e.type != format::event_type::span && !mark) return true;
       const auto site = w.sites.find(e.id);
       if (site == w.sites.end()) return true;  // never defined: nothing to name it by
       if (!timed) {
@@ -297,8 +307,11 @@ class dump_follower {
       followed_span s;
       s.name = &site->second;
       s.key = &site->second;
-      s.begin_ns = w.clock.to_ns(e.begin);
+      s.begin_ns = w.clock.to_ns(mark ? e.end : e.begin);
       s.end_ns = w.clock.to_ns(e.end);
+      s.mark = mark;
+      s.writer = chunk_writer_;
+      s.thread_id = thread_id;
       sink(static_cast<const followed_span&>(s));
       return true;
     });

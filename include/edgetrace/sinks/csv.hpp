@@ -17,6 +17,8 @@
 #include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/decode/span_walker.hpp>
 #include <edgetrace/sinks/output.hpp>
+#include <edgetrace/sinks/selection.hpp>
+#include <edgetrace/sinks/summary/iterations.hpp>
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
@@ -28,12 +30,20 @@ namespace reader {
 inline constexpr char spans_csv_header[] =
     "name,category,thread,pid,tid,start_ns,dur_ns,self_ns,depth,gpu_start_ns,gpu_dur_ns,phase,flow,flow_id";
 
-/// How write_spans_csv sorts.
+/// What the CSV tables keep and how they sort.
 struct csv_options {
   /// Bytes of rows sorted in memory; past it rows go to sorted runs in
   /// temporary files, merged at the end (detail::sorted_rows). Sorting
   /// takes about as much again: 24 MiB keeps `edgetrace csv` under 64 MB.
   std::size_t sort_memory = std::size_t{24} << 20;
+  /// --min-dur, --filter and --window (a focus does not apply to tables):
+  /// the spans table takes all three, marks and counters the filter (by
+  /// name) and the window, allocations the window.
+  event_selection selection;
+  /// --per NAME: when set, every table gains an `iteration` column, the
+  /// number of the iteration the row belongs to (iteration_windows::number_of,
+  /// from 0; empty outside every iteration).
+  const iteration_windows* iterations = nullptr;
 };
 
 namespace detail {
@@ -60,7 +70,14 @@ inline const std::string& phase_at(const writer_info& w, std::int64_t ns) {
 /// from one span to the next.
 class spans_csv_rows {
  public:
-  spans_csv_rows(const dump_reader& r, const std::vector<std::string>& keys) : notes_(r, span_order::walk_spans), keys_(keys) {}
+  spans_csv_rows(const dump_reader& r, const std::vector<std::string>& keys, const iteration_windows* iterations)
+      : notes_(r, span_order::walk_spans), keys_(keys), iterations_(iterations) {}
+
+  /// Takes `s`'s arguments and flow steps without a row (a span the
+  /// selection leaves out keeps them: they never pass to its parent).
+  void skip(const span_record& s) {
+    notes_.claim(s.thread, s.begin_ns, s.end_ns, [](const annotation&) {}, s.depth == 0);
+  }
 
   /// The row of `s`, line break included; valid until the next call.
   const std::string& row(const span_record& s) {
@@ -98,6 +115,10 @@ class spans_csv_rows {
     } else {
       line_ += ',';
     }
+    if (iterations_ != nullptr) {
+      line_ += ',';
+      if (const std::int64_t n = iterations_->number_of(s.thread, s.begin_ns, s.end_ns); n >= 0) number(n);
+    }
     for (const std::string& key : keys_) {
       line_ += ',';
       if (const annotation* a = last_with_key(args_, key)) line_ += csv_field(a->value_text());
@@ -116,6 +137,7 @@ class spans_csv_rows {
 
   span_annotations notes_;
   const std::vector<std::string>& keys_;
+  const iteration_windows* iterations_;
   const thread_info* last_thread_ = nullptr;
   std::string thread_prefix_;  // ",thread,pid,tid,"
   const site_info* last_site_ = nullptr;
@@ -127,8 +149,9 @@ class spans_csv_rows {
 
 }  // namespace detail
 
-/// Writes every span of an opened dump as CSV, one row per span in time
-/// order (begin, then pid and tid, then depth). Each row carries the
+/// Writes the spans of an opened dump that options.selection keeps as CSV,
+/// one row per span in time order (begin, then pid and tid, then depth),
+/// with an iteration column after flow_id when options.iterations is set. Each row carries the
 /// span's phase, its flow step (the last one when it has several) and the
 /// last value of each argument key. Memory: the arguments of the spans
 /// still open (span_annotations), one stack of open ancestors per thread, and
@@ -140,15 +163,29 @@ inline bool write_spans_csv(dump_reader& r, std::FILE* out, std::uint64_t* rows 
   const std::vector<std::string> keys = detail::argument_keys(r);
   detail::buffered_output o(out);
   o.write(spans_csv_header);
+  if (options.iterations != nullptr) o.write(",iteration");
   for (const std::string& key : keys) o.write("," + detail::csv_field("arg:" + key));
   o.put('\n');
   std::uint64_t count = 0;
-  detail::spans_csv_rows rows_of(r, keys);
+  detail::spans_csv_rows rows_of(r, keys, options.iterations);
   detail::sorted_rows sorted(options.sort_memory);
+  detail::event_filter filter(options.selection);
+  const bool selects = options.selection.selects();
   bool sort_ok = true;
   const bool ok = walk_spans(
       r,
       [&](const span_record& s) {
+        if (selects) {
+          event e;
+          e.kind = event_kind::span;
+          e.site = s.site;
+          e.begin_ns = s.begin_ns;
+          e.end_ns = s.end_ns;
+          if (!filter.keep(e)) {
+            rows_of.skip(s);
+            return;
+          }
+        }
         const std::string& line = rows_of.row(s);
         sort_ok = sort_ok && sorted.add(detail::row_key{s.begin_ns, s.writer->pid, s.thread->os_tid, s.depth}, line);
         ++count;

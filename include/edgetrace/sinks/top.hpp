@@ -26,6 +26,17 @@ struct top_options {
   /// Spans kept at most (24 bytes each: 24 MiB). Past it the oldest go
   /// first, and the table says its window is shorter than asked.
   std::size_t max_samples = std::size_t{1} << 20;
+  /// --per NAME: also the iteration's rate and latency over the window
+  /// (every span NAME, or the time between two marks NAME of one thread).
+  std::string per;
+};
+
+/// The iteration's line of the table (with top_options::per).
+struct top_iteration {
+  bool from_marks = false;     ///< marks seen under that name (else spans)
+  std::uint64_t count = 0;     ///< iterations that ended in the window
+  double per_second = 0;       ///< count / the window's covered length
+  std::uint64_t p50_ns = 0, p99_ns = 0, max_ns = 0;
 };
 
 /// One row of the table: spans of one name that ended in the window.
@@ -44,6 +55,7 @@ struct top_result {
   std::int64_t latest_ns = 0;    ///< the latest span end seen: the window ends there
   std::uint64_t window_ns = 0;   ///< the window's covered length (shorter while the trace is)
   bool capped = false;           ///< max_samples cut the window short
+  top_iteration iteration;       ///< with top_options::per
 };
 
 /// The spans of the last window_ns of a trace, by name. Feed spans in
@@ -81,6 +93,23 @@ class top_window {
     // Spans that left the window go now (memory stays the window's).
     const std::int64_t cutoff = cutoff_ns();
     while (!samples_.empty() && samples_.front().end_ns < cutoff) samples_.pop_front();
+  }
+
+  /// With top_options::per: a span named `per` is one iteration (call
+  /// after add()). Memory: 16 bytes per iteration in the window.
+  void add_iteration_span(std::int64_t end_ns, std::uint64_t duration_ns) { add_iteration(end_ns, duration_ns); }
+  /// With top_options::per: a mark named `per` at `ns` on `thread` (any
+  /// key that tells threads apart); the time since that thread's previous
+  /// one is an iteration.
+  void add_iteration_mark(std::uint64_t thread, std::int64_t ns) {
+    from_marks_ = true;
+    const auto previous = last_mark_.find(thread);
+    if (previous != last_mark_.end() && ns >= previous->second)
+      add_iteration(ns, static_cast<std::uint64_t>(ns - previous->second));
+    last_mark_[thread] = ns;
+    if (!has_spans_ || ns > latest_ns_) latest_ns_ = ns;
+    first_ns_ = has_spans_ ? std::min(first_ns_, ns) : ns;
+    has_spans_ = true;
   }
 
   /// The table of the spans that ended in [latest - window_ns, latest].
@@ -123,6 +152,15 @@ class top_window {
     });
     out.rows_before_top = out.rows.size();
     if (options_.rows != 0 && out.rows.size() > options_.rows) out.rows.resize(options_.rows);
+    latency_stats iterations(options_.max_samples + 1);
+    for (const iteration& it : iterations_)
+      if (it.end_ns >= cutoff) iterations.add(it.duration_ns);
+    out.iteration.from_marks = from_marks_;
+    out.iteration.count = iterations.count();
+    out.iteration.per_second = seconds > 0 ? static_cast<double>(iterations.count()) / seconds : 0;
+    out.iteration.p50_ns = iterations.percentile(50);
+    out.iteration.p99_ns = iterations.percentile(99);
+    out.iteration.max_ns = iterations.max();
     return out;
   }
 
@@ -134,12 +172,25 @@ class top_window {
     std::uint64_t duration_ns;
     std::uint32_t row;
   };
+  struct iteration {
+    std::int64_t end_ns;
+    std::uint64_t duration_ns;
+  };
+  void add_iteration(std::int64_t end_ns, std::uint64_t duration_ns) {
+    iterations_.push_back(iteration{end_ns, duration_ns});
+    if (iterations_.size() > options_.max_samples) iterations_.pop_front();
+    const std::int64_t cutoff = cutoff_ns();
+    while (!iterations_.empty() && iterations_.front().end_ns < cutoff) iterations_.pop_front();
+  }
   std::int64_t cutoff_ns() const noexcept {
     return latest_ns_ - static_cast<std::int64_t>(std::min<std::uint64_t>(options_.window_ns, std::uint64_t{1} << 62));
   }
 
   top_options options_;
   std::deque<sample> samples_;
+  std::deque<iteration> iterations_;
+  std::unordered_map<std::uint64_t, std::int64_t> last_mark_;  // per thread: its latest mark
+  bool from_marks_ = false;
   std::unordered_map<const void*, std::uint32_t> keys_;
   std::unordered_map<std::string, std::uint32_t> rows_by_name_;
   std::vector<std::string> names_;
@@ -162,6 +213,18 @@ inline std::string top_table(const top_result& t, const top_options& options) {
                 : t.window_ns < options.window_ns ? " (the trace is shorter than the window)"
                                                   : "");
   out += line;
+  if (!options.per.empty()) {
+    const top_iteration& it = t.iteration;
+    if (it.count == 0) {
+      std::snprintf(line, sizeof line, "iteration \"%.60s\": none ended in the window\n", options.per.c_str());
+    } else {
+      std::snprintf(line, sizeof line, "iteration \"%.60s\" (%s): %llu, %.1f/s, p50 %s, p99 %s, max %s\n",
+                    options.per.c_str(), it.from_marks ? "between marks" : "span",
+                    static_cast<unsigned long long>(it.count), it.per_second, detail::readable_time(it.p50_ns).c_str(),
+                    detail::readable_time(it.p99_ns).c_str(), detail::readable_time(it.max_ns).c_str());
+    }
+    out += line;
+  }
   std::vector<std::vector<std::string>> cells;
   cells.push_back({"name", "calls", "calls/s", "mean", "p50", "p99", "max"});
   for (const top_row& r : t.rows) {

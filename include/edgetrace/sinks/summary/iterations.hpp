@@ -87,6 +87,7 @@ class iteration_windows {
     }
     // Windows of several threads may overlap: look up in their union.
     std::sort(mark_windows_.begin(), mark_windows_.end());
+    number_span_windows();
     for (const window& w : mark_windows_) {
       if (!merged_.empty() && w.first <= merged_.back().second) merged_.back().second = std::max(merged_.back().second, w.second);
       else merged_.push_back(w);
@@ -110,6 +111,28 @@ class iteration_windows {
     return begin >= it->first && end <= it->second;
   }
 
+  /// The number of the iteration a span of `thread` over [begin, end]
+  /// belongs to, counted from 0 in order of begin over every thread; -1
+  /// when it belongs to none. Spans: as contains() decides. Marks: the
+  /// latest iteration that began at or before `begin`, when `begin` is
+  /// before its end (where iterations of several threads overlap, the
+  /// latest begun wins). Cost: one binary search.
+  std::int64_t number_of(const thread_info* thread, std::int64_t begin, std::int64_t end) const {
+    const auto at = [&](const std::vector<window>& list) {
+      auto it = std::upper_bound(list.begin(), list.end(), window{begin, std::numeric_limits<std::int64_t>::max()});
+      return it == list.begin() ? list.size() : static_cast<std::size_t>(it - list.begin()) - 1;
+    };
+    if (marks_) {
+      const std::size_t i = at(mark_windows_);
+      return i < mark_windows_.size() && begin < mark_windows_[i].second ? static_cast<std::int64_t>(i) : -1;
+    }
+    const auto found = span_windows_.find(thread);
+    if (found == span_windows_.end()) return -1;
+    const std::size_t i = at(found->second);
+    if (i == found->second.size() || begin < found->second[i].first || end > found->second[i].second) return -1;
+    return span_numbers_.at(thread)[i];
+  }
+
   bool from_marks() const noexcept { return marks_; }
   std::uint64_t count() const noexcept { return count_; }        ///< iterations kept
   std::uint64_t total_ns() const noexcept { return total_ns_; }  ///< their summed durations
@@ -117,6 +140,21 @@ class iteration_windows {
   std::uint64_t cut_at_pause() const noexcept { return cut_at_pause_; }
 
  private:
+  /// Numbers the span iterations of every thread in order of begin.
+  void number_span_windows() {
+    std::vector<std::pair<window, std::pair<const thread_info*, std::size_t>>> all;
+    for (const auto& entry : span_windows_)
+      for (std::size_t i = 0; i < entry.second.size(); ++i) all.push_back({entry.second[i], {entry.first, i}});
+    std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+      if (a.first != b.first) return a.first < b.first;
+      return a.second.first->os_tid != b.second.first->os_tid ? a.second.first->os_tid < b.second.first->os_tid
+                                                               : a.second.first < b.second.first;
+    });
+    for (const auto& entry : span_windows_) span_numbers_[entry.first].resize(entry.second.size());
+    for (std::size_t n = 0; n < all.size(); ++n)
+      span_numbers_[all[n].second.first][all[n].second.second] = static_cast<std::int64_t>(n);
+  }
+
   void add(std::vector<window>& list, const window& w) {
     list.push_back(w);
     ++count_;
@@ -126,6 +164,7 @@ class iteration_windows {
 
   bool marks_ = false;
   std::map<const thread_info*, std::vector<window>> span_windows_;  ///< outermost instances, by begin
+  std::map<const thread_info*, std::vector<std::int64_t>> span_numbers_;  ///< their numbers (number_of)
   std::vector<window> mark_windows_;                                 ///< every thread's, by begin
   std::vector<window> merged_;                                       ///< their union, for contains()
   std::uint64_t count_ = 0;
