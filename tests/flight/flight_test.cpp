@@ -418,6 +418,25 @@ TEST_CASE("flight: snapshot() writes exactly OUTPUT.1, which holds the spans bef
   CHECK(dump.named("after_trigger").size() == 1000);  // in the 300 ms after the call
 }
 
+TEST_CASE("flight: an argument of the layer still open when the window closed is said to be in an open span") {
+  const std::string output = fresh_outputs("flight-open");
+  const auto r = run({app, "flight-open-layer"}, flight_env(output, {"EDGETRACE_FLIGHT_AFTER_MS=50"}));
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string path = snapshot_file("flight-open", 1);
+  REQUIRE(file_exists(path));
+  const auto info = run({EDGETRACE_TEST_CLI, "info", path});
+  CAPTURE(info.out);
+  CHECK(info.exit_code == 0);
+  CHECK_FALSE(contains(info.out, "unattached"));
+  CHECK(contains(info.out, "in open spans  1 argument(s) or flow step(s) recorded in a span still open when the "
+                           "snapshot's window closed"));
+  const auto summary = run({EDGETRACE_TEST_CLI, "summary", path});
+  CHECK(summary.exit_code == 0);
+  CHECK_FALSE(contains(summary.out, "outside every span"));
+  CHECK(contains(summary.out, "1 argument(s) or flow step(s) recorded in a span still open when the snapshot's window"));
+}
+
 TEST_CASE("flight: a snapshot still waiting for its window at exit is written then, and says how long it recorded") {
   const std::string output = fresh_outputs("flight-cut");
   // The app idles 500 ms after the call, then exits: well inside 60 s.

@@ -218,6 +218,8 @@ class span_annotations {
   void claim(const thread_info* thread, std::int64_t begin_ns, std::int64_t end_ns, Fn&& fn, bool outermost = false) {
     claimed_.clear();
     if (total_ == 0 || thread == nullptr) return;
+    std::int64_t& last_end = last_end_[thread].ns;
+    last_end = std::max(last_end, end_ns);
     std::vector<annotation>& pending = pending_[thread];
     // Pending holds what was read and not claimed, in reading order: the
     // newest read (nearest to this span) last. Forward the span takes the
@@ -246,6 +248,23 @@ class span_annotations {
   /// thread the dump does not name). Meaningful after every span was fed.
   std::uint64_t unclaimed() const noexcept { return total_ - claimed_count_; }
 
+  /// Of unclaimed(), those recorded after the last span fed on their
+  /// thread ended (all of a thread no span was fed for): in a span still
+  /// open when the recording, or a flight snapshot's window, ended (no end
+  /// record: no span to attach to), or else outside every span. Reads
+  /// `r`'s annotations chunks again (one pass); meaningful after every
+  /// span was fed.
+  std::uint64_t unclaimed_after_last_span(const dump_reader& r) {
+    if (unclaimed() == 0) return 0;
+    std::uint64_t after = 0;
+    r.for_each_annotation([&](const annotation& a) {
+      const bool span_note = a.type == format::annotation_record::arg || a.type == format::annotation_record::arg_name ||
+                             a.type == format::annotation_record::flow;
+      if (span_note && a.thread != nullptr && a.ns > last_end_[a.thread].ns) ++after;
+    });
+    return std::min(after, unclaimed());
+  }
+
   /// Unclaimed annotations one thread may hold back for spans still to
   /// come (about 6 MB); past this the oldest half is dropped.
   static constexpr std::size_t max_pending = std::size_t{1} << 16;
@@ -254,10 +273,39 @@ class span_annotations {
   annotation_stream stream_;
   bool backward_;
   detail::by_thread<std::vector<annotation>> pending_;
+  struct latest {
+    std::int64_t ns = std::numeric_limits<std::int64_t>::min();
+  };
+  detail::by_thread<latest> last_end_;  ///< per thread: the latest end of a span fed
   std::vector<annotation> claimed_;
   std::uint64_t total_ = 0;
   std::uint64_t claimed_count_ = 0;
 };
+
+/// The arguments and flow steps no span claimed, in two parts that the
+/// outputs say apart.
+struct unattached_notes {
+  std::uint64_t outside = 0;  ///< recorded outside every span
+  /// Recorded after their thread's last span ended
+  /// (span_annotations::unclaimed_after_last_span).
+  std::uint64_t open = 0;
+  bool snapshot = false;  ///< the dump is a flight recorder's window
+  /// What `open` means, after "N argument(s) or flow step(s) ".
+  std::string open_text() const {
+    return snapshot ? "recorded in a span still open when the snapshot's window closed (its end is after the window)"
+                    : "recorded after their thread's last span ended: in a span still open when the recording ended, "
+                      "or outside every span";
+  }
+};
+
+/// Splits `notes`' unclaimed annotations (after every span was fed).
+inline unattached_notes unattached(const dump_reader& r, span_annotations& notes) {
+  unattached_notes u;
+  u.snapshot = r.snapshot() != nullptr;
+  u.open = notes.unclaimed_after_last_span(r);
+  u.outside = notes.unclaimed() - u.open;
+  return u;
+}
 
 /// One memory pool of one writer (EDGETRACE_ALLOC's pool name).
 struct memory_pool {

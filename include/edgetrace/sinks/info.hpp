@@ -397,9 +397,12 @@ inline bool write_info(dump_reader& r, std::FILE* out, const info_options& optio
   field("", "totals",
         format_text("%llu spans, %llu instants, %llu counters, %llu dropped in %llu threads", ull(totals.spans),
                     ull(totals.instants), ull(totals.counters), ull(totals.dropped), ull(totals.threads)));
-  if (!notes.empty() && notes.unclaimed() != 0)
-    field("", "unattached", format_text("%llu argument(s) or flow step(s) recorded outside every span",
-                                        ull(notes.unclaimed())));
+  if (!notes.empty() && notes.unclaimed() != 0) {
+    const unattached_notes u = unattached(r, notes);
+    if (u.outside != 0)
+      field("", "unattached", format_text("%llu argument(s) or flow step(s) recorded outside every span", ull(u.outside)));
+    if (u.open != 0) field("", "in open spans", std::to_string(u.open) + " argument(s) or flow step(s) " + u.open_text());
+  }
   text += detail::diagnostics_text(r);
   return detail::write_text(out, text, error);
 }

@@ -95,6 +95,22 @@ inline int flight_call_mode(int argc, char** argv) {
   return 0;
 }
 
+/// "flight-open-layer": a span "before", then a span "layer" with one
+/// argument (batch = 8) that calls snapshot("open") and lasts 400 ms,
+/// longer than the test's after-window: the snapshot's window closes while
+/// the layer is open.
+inline int flight_open_layer_mode(int, char**) {
+  { EDGETRACE_SCOPE(app, "before"); }
+  {
+    EDGETRACE_SCOPE(app, "layer");
+    EDGETRACE_ARG(app, "batch", 8);
+    edgetrace::snapshot("open");
+    sleep_ms(400);
+  }
+  sleep_ms(100);
+  return 0;
+}
+
 /// "flight-idle N": N spans before_trigger and exit: no trigger.
 inline int flight_idle_mode(int argc, char** argv) {
   record("before", argc > 2 ? std::atoi(argv[2]) : 1000);
@@ -166,6 +182,7 @@ inline const app_mode snapshot_modes[] = {
     {"flight-call", flight_call_mode},
     {"flight-signal", flight_call_mode},
     {"flight-idle", flight_idle_mode},
+    {"flight-open-layer", flight_open_layer_mode},
     {"flight-crash", flight_crash_mode},
 #if !EDGETRACE_SEPARATE_RUNTIME
     {"flight-crash-locked", flight_crash_locked_mode},

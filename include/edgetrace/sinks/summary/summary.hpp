@@ -477,10 +477,16 @@ class summary_builder : private detail::summary_selection {
 
   /// Notes on annotations that were not used: arguments and flow steps
   /// outside every span, and allocation records that do not add up.
-  void add_annotation_notes(const dump_reader& r, const span_annotations& notes, const memory_timelines& memory) {
-    if (notes.unclaimed() != 0)
-      result_.notes.push_back(r.path() + ": " + std::to_string(notes.unclaimed()) +
-                              " argument(s) or flow step(s) recorded outside every span; not attached");
+  void add_annotation_notes(const dump_reader& r, span_annotations& notes, const memory_timelines& memory) {
+    if (notes.unclaimed() != 0) {
+      const unattached_notes u = unattached(r, notes);
+      if (u.outside != 0)
+        result_.notes.push_back(r.path() + ": " + std::to_string(u.outside) +
+                                " argument(s) or flow step(s) recorded outside every span; not attached");
+      if (u.open != 0)
+        result_.notes.push_back(r.path() + ": " + std::to_string(u.open) + " argument(s) or flow step(s) " +
+                                u.open_text() + "; not attached");
+    }
     memory_mismatches m;
     for (const auto& entry : memory.all()) m += entry.second.mismatches();
     if (m.total() == 0) return;
