@@ -10,10 +10,13 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <memory>
+#include <regex>
 #include <string>
 #include <vector>
 
 #include <support/dump_builder.hpp>
+#include <support/files.hpp>
 #include <support/json_lite.hpp>
 
 namespace chrome_json_test {
@@ -251,10 +254,12 @@ TEST_CASE("children never stick out of their parents after rounding") {
   CHECK(viewer_order_breaks(c.doc) == 0);
 }
 
-TEST_CASE("slices that touch in ns touch in speedscope too: a slice never ends after the next one starts") {
-  // Back-to-back slices some ms into the run (ts 3308.960 + dur 0.030 is
-  // past 3308.990 in doubles), each third one inside a parent that ends
-  // with it, on two threads whose first slices start at different times.
+namespace {
+
+/// Back-to-back slices some ms into the run (ts 3308.960 + dur 0.030 is
+/// past 3308.990 in doubles), each third one inside a parent that ends
+/// with it, on two threads whose first slices start at different times.
+bytes touching_dump() {
   dump_builder d;
   d.process(1, process_fields{});
   d.calibration(1, {{0, 1000000}, {1000000000, 1001000000}});
@@ -274,13 +279,76 @@ TEST_CASE("slices that touch in ns touch in speedscope too: a slice never ends a
     d.event_chunk(1, e);
   }
   d.end(1);
-  converted c(d.build(), "touching.etr");
+  return d.build();
+}
+
+value parse_json_file(const std::string& path) {
+  value doc;
+  std::string error;
+  const bool parsed = json_lite::parse(read_file(path), doc, error);
+  INFO(error);
+  REQUIRE(parsed);
+  return doc;
+}
+
+}  // namespace
+
+TEST_CASE("slices that touch in ns touch in speedscope too: a slice never ends after the next one starts") {
+  converted c(touching_dump(), "touching.etr");
   REQUIRE(c.ok);
   REQUIRE(c.with("X").size() == 2 * 7000);
   // Without the exact dur, hundreds of ends land after the next start.
   CHECK(viewer_order_breaks(c.doc) == 0);
   CHECK(c.result.exact_durs > 0);
   CHECK(c.result.exact_durs < c.result.spans / 2);  // most durs keep their three decimals
+}
+
+TEST_CASE("slices that touch stay in order in speedscope when a selection leaves some out, and in every file of a split") {
+  const std::string path = temp_path("touching_selected.etr");
+  REQUIRE(write_file(path, touching_dump()));
+  er::dump_reader r;
+  REQUIRE(r.open(path));
+  REQUIRE(r.read_metadata());
+  er::chrome_json_options options;
+  std::size_t slices = 0;
+  SUBCASE("--filter: the iterations left out") {
+    options.filter = std::make_shared<const std::regex>("^(load|layer)$");
+    slices = 2 * 6000;
+  }
+  SUBCASE("--window from the middle: each track's first slice is no longer its first span") {
+    options.window_begin_ns = r.first_ns() + (r.last_ns() - r.first_ns()) / 2;
+    slices = 0;
+  }
+  SUBCASE("--min-dur: the shortest left out") {
+    options.min_dur_ns = 20;
+    slices = 0;
+  }
+  const std::string out = temp_path("touching_selected.json");
+  std::FILE* f = std::fopen(out.c_str(), "wb");
+  REQUIRE(f);
+  er::chrome_json_result result;
+  std::string error;
+  CHECK_MESSAGE(er::write_chrome_json(r, f, options, &result, &error), error);
+  REQUIRE(std::fclose(f) == 0);
+  const value doc = parse_json_file(out);
+  std::size_t x = 0;
+  for (const value& e : doc["traceEvents"].items) x += e["ph"].str() == "X" ? 1 : 0;
+  CHECK(x > 1000);
+  if (slices != 0) CHECK(x == slices);
+  CHECK(x < 2 * 7000);
+  CHECK(viewer_order_breaks(doc) == 0);
+  CHECK(result.exact_durs > 0);
+
+  std::vector<er::chrome_json_part> parts;
+  er::chrome_json_input in;
+  in.reader = &r;
+  REQUIRE_MESSAGE(er::write_chrome_json_split({in}, temp_path("touching_split.json"), 200000, options, parts, &error),
+                  error);
+  CHECK(parts.size() >= 3);
+  for (const er::chrome_json_part& part : parts) {
+    CAPTURE(part.path);
+    CHECK(viewer_order_breaks(parse_json_file(part.path)) == 0);
+  }
 }
 
 TEST_CASE("odd names are escaped and invalid UTF-8 is replaced") {

@@ -72,6 +72,41 @@ bool convert_input(const chrome_json_input& in, event_filter& filter, DocFor&& d
   return true;
 }
 
+/// Where each track's first slice begins in each file when a selection
+/// leaves events out or a split divides them (first_slices knows only
+/// where the first of all slices begins): one forward pass over each
+/// input's events and GPU spans, kept by the selection's rules.
+/// `part_of(ns)` is the file (< `parts`) of an event that starts at ns, a
+/// GPU span going with its launch, as convert_input sends them. False on a
+/// read error.
+template <class PartOf>
+bool kept_first_slices(const std::vector<chrome_json_input>& inputs, const event_selection& selection,
+                       std::size_t parts, PartOf&& part_of, progress_meter& progress, std::vector<track_starts>& out,
+                       std::string* error) {
+  out.assign(parts, {});
+  event_filter filter(selection);
+  auto note = [&out](std::size_t part, std::uint64_t pid, std::uint64_t tid, std::int64_t ns) {
+    const auto known = out[part].emplace(std::make_pair(pid, tid), ns).first;
+    known->second = std::min(known->second, ns);
+  };
+  for (const chrome_json_input& in : inputs) {
+    dump_reader& r = *in.reader;
+    const bool ok = r.read_events([&](const event& e) {
+      progress.tick();
+      if (e.kind != event_kind::span || e.thread == nullptr || !filter.keep(e)) return;
+      const std::int64_t ns = e.begin_ns + in.shift_ns;
+      note(part_of(ns), in.pid(*e.writer), e.thread->os_tid, ns);
+    });
+    if (!ok) return fail_with(error, r.error());
+    if (r.has_gpu())
+      r.read_gpu_spans([&](const gpu_span& g) {
+        if (g.resolved && filter.keep_gpu(g))
+          note(part_of(g.host_begin_ns + in.shift_ns), gpu_pid(in.pid(*g.writer)), g.stream->id, g.begin_ns + in.shift_ns);
+      });
+  }
+  return true;
+}
+
 /// Reads every input's metadata (pass 1) when not done yet.
 inline bool read_all_metadata(const std::vector<chrome_json_input>& inputs, std::string* error) {
   for (const chrome_json_input& in : inputs)

@@ -179,6 +179,9 @@ inline bool write_split_files(const std::vector<chrome_json_input>& inputs, cons
     std::fill(window_of.begin() + static_cast<std::ptrdiff_t>(window_start[w]),
               window_of.begin() + static_cast<std::ptrdiff_t>(end), static_cast<std::uint32_t>(w));
   }
+  auto part_of = [&](std::int64_t ns) { return static_cast<std::size_t>(window_of[sizes.slice_of(ns)]); };
+  std::vector<track_starts> starts;
+  if (!kept_first_slices(inputs, options, count, part_of, progress, starts, error)) return false;
   std::vector<std::FILE*> files(count, nullptr);
   std::vector<std::unique_ptr<chrome_json_document>> docs(count);
   bool ok = true;
@@ -194,6 +197,7 @@ inline bool write_split_files(const std::vector<chrome_json_input>& inputs, cons
       break;
     }
     docs[w] = std::make_unique<chrome_json_document>(files[w], origin, 256u << 10);
+    docs[w]->set_track_starts(starts[w]);
     docs[w]->begin(inputs);
   }
   if (ok) {
@@ -251,7 +255,7 @@ inline bool write_chrome_json_split(const std::vector<chrome_json_input>& inputs
   for (const chrome_json_input& in : inputs)
     if (in.reader->has_events()) sizes.last = std::max(sizes.last, in.reader->last_ns() + in.shift_ns);
   sizes.bytes.assign(detail::split_sizes::slices, 0);
-  detail::progress_meter progress = detail::json_progress(options, inputs, 2);
+  detail::progress_meter progress = detail::json_progress(options, inputs, 3);
   const std::int64_t origin = sizes.first - 1000;
   if (!detail::measure_split(inputs, options, origin, max_parts, progress, sizes, error)) return false;
   const std::vector<std::size_t> window_start = sizes.pack(max_bytes);

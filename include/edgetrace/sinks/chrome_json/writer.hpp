@@ -28,11 +28,20 @@ inline bool write_chrome_json(const std::vector<chrome_json_input>& inputs, std:
                               std::string* error = nullptr, const std::string& extra_other_data = {}) {
   if (!detail::read_all_metadata(inputs, error)) return false;
   detail::chrome_json_document doc(out, detail::earliest_ns(inputs) - 1000);
-  // Every slice is written: each track's first one is known before any is.
-  if (!options.selects()) doc.set_track_starts(detail::first_slices(inputs));
+  detail::progress_meter progress = detail::json_progress(options, inputs, options.selects() ? 2 : 1);
+  // Each track's first slice is known before any is written: from pass 1
+  // when every slice is, else from a pass with the selection.
+  if (!options.selects()) {
+    doc.set_track_starts(detail::first_slices(inputs));
+  } else {
+    std::vector<detail::track_starts> starts;
+    if (!detail::kept_first_slices(inputs, options, 1, [](std::int64_t) { return std::size_t{0}; }, progress, starts,
+                                   error))
+      return false;
+    doc.set_track_starts(starts[0]);
+  }
   doc.begin(inputs);
   detail::event_filter filter(options);
-  detail::progress_meter progress = detail::json_progress(options, inputs, 1);
   std::uint64_t flow_id = 0;
   bool read_ok = true;
   for (const chrome_json_input& in : inputs) {
