@@ -70,6 +70,7 @@
 #include <edgetrace/sinks/latency.hpp>
 #include <edgetrace/sinks/merge.hpp>
 #include <edgetrace/sinks/perfetto/protobuf.hpp>
+#include <edgetrace/sinks/perfetto/split.hpp>
 #include <edgetrace/sinks/perfetto/writer.hpp>
 #include <edgetrace/sinks/report.hpp>
 #include <edgetrace/sinks/summary/summary.hpp>

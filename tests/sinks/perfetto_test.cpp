@@ -966,4 +966,76 @@ TEST_CASE("perfetto: '-o -' writes the same bytes to stdout; bad input is a clea
   CHECK(t.unmatched_ends == 0);
 }
 
+TEST_CASE("perfetto --split-mb: files by time window, each within its size, together every slice, instant, counter and argument once") {
+  const std::string dump = record_perfetto_workload("perfetto_split");
+  const expected_trace x = expect_from_dump(dump);
+  et::dump_reader r;
+  REQUIRE(r.open(dump));
+  REQUIRE(r.read_metadata());
+  // The whole trace's packets, then files of about a quarter of that.
+  std::uint64_t whole = 0;
+  {
+    const std::string out = scratch("perfetto_split_whole.pftrace");
+    std::FILE* f = std::fopen(out.c_str(), "wb");
+    REQUIRE(f);
+    REQUIRE(et::write_perfetto(r, f));
+    REQUIRE(std::fclose(f) == 0);
+    whole = read_file(out).size();
+  }
+  const std::uint64_t max_bytes = whole / 4 + 2000;
+  std::vector<et::perfetto_part> parts;
+  std::string error;
+  et::perfetto_options options;
+  REQUIRE_MESSAGE(et::write_perfetto_split(r, scratch("perfetto_split.pftrace"), max_bytes, options, parts, &error), error);
+  CHECK(parts.size() >= 4);
+  CHECK(parts.size() <= et::perfetto_max_parts);
+  std::multiset<slice_key> slices;
+  std::multiset<point_key> instants;
+  std::multiset<std::tuple<std::string, std::int64_t, double>> counters;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::string>, std::map<std::string, std::string>> args;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const et::perfetto_part& part = parts[i];
+    CAPTURE(part.path);
+    char number[24];
+    std::snprintf(number, sizeof number, "%03zu", i + 1);
+    CHECK(part.path == scratch(std::string("perfetto_split-") + number + ".pftrace"));
+    CHECK(part.plain_bytes <= max_bytes);
+    CHECK(part.plain_bytes == read_file(part.path).size());  // not deflated: the library's default
+    if (i + 1 < parts.size()) CHECK(part.to_ns == parts[i + 1].from_ns);
+    const decoded_trace t = decode_checked(part.path);
+    std::set<std::string> thread_names;  // every file describes every thread
+    for (const auto& track : t.tracks)
+      if (track.second.tid >= 0) thread_names.insert(track.second.name);
+    CHECK(thread_names.count("main") == 1);
+    CHECK(thread_names.count("worker") == 1);
+    auto tid_of = [&](std::uint64_t track) { return t.tracks.at(track).tid; };
+    for (const auto& sl : t.slices) {
+      CHECK(sl.begin >= part.from_ns);  // in the file of the window it starts in
+      CHECK(sl.begin < part.to_ns);
+      slices.insert(slice_key{sl.name, tid_of(sl.track), sl.begin, sl.end});
+      if (!sl.args.empty()) args[{tid_of(sl.track), sl.begin, sl.name}] = sl.args;
+    }
+    for (const auto& in : t.instants) instants.insert(point_key{std::get<0>(in), tid_of(std::get<1>(in)), std::get<2>(in)});
+    counters.insert(t.counters.begin(), t.counters.end());
+  }
+  CHECK(slices == x.slices);
+  CHECK(args == x.args);
+  CHECK(instants == x.instants);
+  CHECK(counters == x.counters);
+
+  // Too small a file for one window's events: refused, nothing left behind.
+  std::vector<et::perfetto_part> none;
+  CHECK_FALSE(et::write_perfetto_split(r, scratch("perfetto_split_tiny.pftrace"), 300, options, none, &error));
+  CHECK(error.rfind("cannot split into files of at most 0.0 MB", 0) == 0);
+  CHECK(none.empty());
+  CHECK(!file_exists(scratch("perfetto_split_tiny-001.pftrace")));
+  // The CLI: N MB, several files, never stdout.
+  const auto one = run_cli({"perfetto", dump, "--split-mb", "1", "-o", scratch("perfetto_split_cli.pftrace")});
+  CHECK_MESSAGE(one.exit_code == 0, one.err);
+  CHECK(file_exists(scratch("perfetto_split_cli-001.pftrace")));
+  CHECK(!file_exists(scratch("perfetto_split_cli-002.pftrace")));
+  CHECK(run_cli({"perfetto", dump, "--split-mb", "1", "-o", "-"}).exit_code == 1);
+  CHECK(run_cli({"perfetto", dump, "--split-mb", "0"}).exit_code == 1);
+}
+
 }  // namespace perfetto_test

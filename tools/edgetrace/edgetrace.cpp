@@ -15,6 +15,18 @@ namespace edgetrace_cli {
 
 namespace {
 
+/// The selection options json and perfetto share (one text, in both helps).
+#define SELECTION_HELP                                                                  \
+  "  --min-dur T        leave out spans shorter than T (e.g. 50us, 1ms)\n"               \
+  "  --filter REGEX     keep only spans, instants and counters whose name matches\n"     \
+  "  --window FROM:TO   keep what lies between two times from the first event\n"        \
+  "                     (e.g. 1.5s:2s; 2s: to the end; :500ms from the start):\n"       \
+  "                     spans that overlap it, whole; instants and counters in it\n"    \
+  "  --focus slowest:N --per NAME   the N slowest iterations (instances of span\n"      \
+  "                     NAME) and one either side of each in full; every other\n"       \
+  "                     iteration as its one NAME slice (said on stderr and in\n"       \
+  "                     the output's metadata)\n"
+
 const command commands[] = {
     {"json", "DUMP [-o OUT] [--split-mb N] [--min-dur T] [--filter REGEX] [--window FROM:TO] [--focus slowest:N --per NAME]",
      "convert a dump to Chrome trace JSON (Perfetto UI, chrome://tracing, speedscope)",
@@ -27,14 +39,7 @@ const command commands[] = {
      "                     at most 256 files, each but the last nearly full; a split that\n"
      "                     would need more is refused before anything is written, with\n"
      "                     the smallest N that fits\n"
-     "  --min-dur T        leave out spans shorter than T (e.g. 50us, 1ms)\n"
-     "  --filter REGEX     keep only spans, instants and counters whose name matches\n"
-     "  --window FROM:TO   keep what lies between two times from the first event\n"
-     "                     (e.g. 1.5s:2s; 2s: to the end; :500ms from the start):\n"
-     "                     spans that overlap it, whole; instants and counters in it\n"     "  --focus slowest:N --per NAME   the N slowest iterations (instances of span\n"
-     "                     NAME) and one either side of each in full; every other\n"
-     "                     iteration as its one NAME slice (said on stderr and in\n"
-     "                     the output's metadata)\n"
+     SELECTION_HELP
      "A JSON estimated (about 100 bytes an event, 22 an argument; not with --min-dur\n"
      "or --filter) or found to be over 1 GB, more than Perfetto UI or Chrome open,\n"
      "gets a warning naming --split-mb, --min-dur, --filter and `edgetrace perfetto`\n"
@@ -44,7 +49,7 @@ const command commands[] = {
      "events (DevTools).\n",
      run_json},
     {"perfetto",
-     "DUMP [-o OUT] [--compress deflate|none] [--min-dur T] [--filter REGEX] [--window FROM:TO] [--focus slowest:N --per NAME]",
+     "DUMP [-o OUT] [--compress deflate|none] [--split-mb N] [--min-dur T] [--filter REGEX] [--window FROM:TO] [--focus slowest:N --per NAME]",
      "convert a dump to a Perfetto protobuf trace (.pftrace): smaller, for big traces",
      "Writes OUT (default: DUMP with .etr replaced by .pftrace; '-' for stdout)\n"
      "in Perfetto's own format, which ui.perfetto.dev and trace_processor load\n"
@@ -55,16 +60,15 @@ const command commands[] = {
      "  -o, --output OUT   output file, '-' for standard output\n"
      "  --compress deflate|none  deflate the packets (TracePacket.compressed_packets,\n"
      "                     as Perfetto's own service does; trace_processor and the\n"
-     "                     UI expand them): about 3x smaller. The default where this\n"
-     "                     edgetrace was built with zlib, else none\n"
-     "  --min-dur T        leave out spans shorter than T (e.g. 50us, 1ms)\n"
-     "  --filter REGEX     keep only spans, instants and counters whose name matches\n"
-     "  --window FROM:TO   keep what lies between two times from the first event\n"
-     "                     (e.g. 1.5s:2s; 2s: to the end; :500ms from the start):\n"
-     "                     spans that overlap it, whole; instants and counters in it\n"     "  --focus slowest:N --per NAME   the N slowest iterations (instances of span\n"
-     "                     NAME) and one either side of each in full; every other\n"
-     "                     iteration as its one NAME slice (said on stderr and in\n"
-     "                     the output's metadata)\n"
+     "                     UI expand them): 8 to 70 times smaller (dense spans: 12\n"
+     "                     bytes an event plain, 0.2 deflated). The default where\n"
+     "                     this edgetrace was built with zlib, else none\n"
+     "  --split-mb N       write OUT-001.pftrace, OUT-002.pftrace, ... one time window\n"
+     "                     per file, each loadable on its own, each at most N MB\n"
+     "                     (10^6 bytes) of packets as a viewer loads them (before\n"
+     "                     deflate: the files are smaller), at most 64 files; a split\n"
+     "                     that cannot keep that is refused, nothing written\n"
+     SELECTION_HELP
      "A span left out keeps its own arguments and flow steps. On a terminal:\n"
      "progress in percent, then one line: file, packets, slices, size.\n",
      run_perfetto},

@@ -2,7 +2,11 @@
 // The `edgetrace perfetto` subcommand: Perfetto protobuf (TrackEvent), compressed with zlib where the CLI has it, with json's selection (--min-dur, --filter, --window) and progress.
 #include "cli.hpp"
 
+#include <edgetrace/sinks/perfetto/split.hpp>
 #include <edgetrace/sinks/perfetto/writer.hpp>
+
+#include <string>
+#include <vector>
 
 #if EDGETRACE_CLI_ZLIB
 #include <zlib.h>
@@ -28,11 +32,45 @@ constexpr bool have_zlib = true;
 constexpr bool have_zlib = false;
 #endif
 
+/// `perfetto --split-mb`: the files, then what was written. Exit code.
+int run_perfetto_split(const command& c, et::dump_reader& r, const std::string& dump, const std::string& output,
+                       et::perfetto_options& options, std::uint64_t split_mb) {
+  std::vector<et::perfetto_part> parts;
+  std::string error;
+  bool ok;
+  {
+    percent_line progress(dump);
+    options.progress = progress.callback();
+    ok = et::write_perfetto_split(r, output, split_mb * 1000000, options, parts, &error);
+  }
+  if (!ok) {
+    // A promise the split cannot keep is the option's value, not the input.
+    if (error.rfind("cannot split", 0) == 0) return usage_error(&c, dump + ": " + error);
+    return input_error(error.find(": write error") != std::string::npos ? output : dump, error);
+  }
+  std::string list;
+  std::uint64_t slices = 0, bytes = 0, plain = 0, largest = 0;
+  for (const et::perfetto_part& part : parts) {
+    list += (list.empty() ? "" : ", ") + part.path;
+    slices += part.result.slices + part.result.gpu_slices;
+    bytes += part.bytes;
+    plain += part.plain_bytes;
+    largest = std::max(largest, part.plain_bytes);
+  }
+  const int rc = report(r, dump, true, std::to_string(parts.size()) + " Perfetto file(s) written: " + list);
+  if (::isatty(2) == 1 && rc == exit_ok)
+    std::fprintf(stderr, "edgetrace: wrote %s .. %s: %zu files, %llu slices, %s (%s of packets, largest %s)\n",
+                 parts.front().path.c_str(), parts.back().path.c_str(), parts.size(),
+                 static_cast<unsigned long long>(slices), size_text(bytes).c_str(), size_text(plain).c_str(),
+                 size_text(largest).c_str());
+  return rc;
+}
+
 }  // namespace
 
 int run_perfetto(const command& c, const arguments& args) {
   conversion_arguments a;
-  if (int rc; !parse_conversion(c, args, {"--compress"}, ".pftrace", a, rc)) return rc;
+  if (int rc; !parse_conversion(c, args, {"--compress", "--split-mb"}, ".pftrace", a, rc)) return rc;
   const std::string& dump = a.dump;
   const std::string& output = a.output;
   et::perfetto_options options;
@@ -49,10 +87,20 @@ int run_perfetto(const command& c, const arguments& args) {
 #if EDGETRACE_CLI_ZLIB
   if (compress) options.compress = deflate_packets;
 #endif
-  if (const int rc = refuse_overwriting_inputs({dump}, {output}); rc != exit_ok) return rc;
+  std::uint64_t split_mb = 0;
+  std::vector<std::string> outputs{output};
+  if (const std::string* v = a.options.get("--split-mb")) {
+    if (!parse_count(*v, split_mb) || split_mb == 0)
+      return usage_error(&c, "--split-mb needs a whole number of MB >= 1, not '" + *v + "'");
+    if (output == "-") return usage_error(&c, "--split-mb writes several files; give -o OUT.pftrace, not '-'");
+    outputs.clear();
+    for (std::size_t i = 1; i <= et::perfetto_max_parts; ++i) outputs.push_back(et::detail::numbered_path(output, i));
+  }
+  if (const int rc = refuse_overwriting_inputs({dump}, outputs); rc != exit_ok) return rc;
   et::dump_reader r;
   if (!r.open(dump) || !r.read_metadata()) return input_error(dump, r.error());
   if (const int rc = prepare_selection(c, a.options, r, options); rc != exit_ok) return rc;
+  if (split_mb != 0) return run_perfetto_split(c, r, dump, output, options, split_mb);
   et::perfetto_result result;
   const int rc = write_one_output(r, dump, output, "Perfetto trace", [&](std::FILE* out, std::string& error) {
     percent_line progress(dump);

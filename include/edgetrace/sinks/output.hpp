@@ -295,6 +295,17 @@ inline std::string render_table(const std::vector<std::vector<std::string>>& cel
   return out;
 }
 
+/// Path of part `index` (1-based) of a split output: "run.json" ->
+/// "run-001.json", "trace" -> "trace-001".
+inline std::string numbered_path(const std::string& path, std::size_t index) {
+  char number[32];
+  std::snprintf(number, sizeof number, "-%03zu", index);
+  const std::size_t slash = path.find_last_of('/');
+  const std::size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return path + number;
+  return path.substr(0, dot) + number + path.substr(dot);
+}
+
 /// Counts records read over all passes of a conversion and reports whole
 /// percents to `callback` (one call per change: at most 101).
 class progress_meter {

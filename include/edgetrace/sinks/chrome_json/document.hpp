@@ -328,6 +328,11 @@ class chrome_json_document {
   void set_track_starts(const track_starts& starts) {
     for (const auto& entry : starts) track_start_[entry.first] = ts(entry.second);
   }
+  /// For a document that only counts (a split's measure): each dur as long
+  /// as it is where a file whose track starts near the slice (a split
+  /// file's own first slice) or the whole document needs the exact dur, so
+  /// that the count is not much below what the files take.
+  void count_local_durs() { local_durs_ = true; }
 
   chrome_json_result& result() noexcept { return result_; }
   /// Bytes of the document so far.
@@ -495,6 +500,7 @@ class chrome_json_document {
   /// its time as every slice start, so what touches or nests in ns touches
   /// or nests in the viewer too.
   void write_dur(std::uint64_t begin, std::uint64_t end, std::uint64_t pid, std::uint64_t tid) {
+    if (local_durs_ && write_local_dur(begin, end)) return;
     if (track_start_.empty()) return o_.write_us(end - begin);
     if (pid != start_pid_ || tid != start_tid_ || start_ == nullptr) {
       const auto found = track_start_.find({pid, tid});
@@ -515,6 +521,15 @@ class chrome_json_document {
     if (from + dur != to || dur < 0) return o_.write_us(end - begin);
     o_.write_shortest(dur);
     ++result_.exact_durs;
+  }
+  /// count_local_durs(): when a track starting at this slice would need the
+  /// exact dur, writes it (as long as a file's own will be) and says so.
+  bool write_local_dur(std::uint64_t begin, std::uint64_t end) {
+    const double to = static_cast<double>(end) / 1000.0 - static_cast<double>(begin) / 1000.0;
+    if (static_cast<double>(end - begin) / 1000.0 == to || to < 0) return false;
+    o_.write_shortest(to);
+    ++result_.exact_durs;
+    return true;
   }
   void write_pid_tid(std::uint64_t pid, std::uint64_t tid) {
     o_.write(",\"pid\":");
@@ -537,6 +552,7 @@ class chrome_json_document {
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint64_t> track_start_;  // ts units
   std::uint64_t start_pid_ = 0, start_tid_ = 0;  // write_dur's last track
   const std::uint64_t* start_ = nullptr;
+  bool local_durs_ = false;  // count_local_durs()
 };
 
 }  // namespace detail

@@ -33,12 +33,7 @@ struct chrome_json_part {
 
 /// Path of part `index` (1-based) of `path`: "run.json" -> "run-001.json".
 inline std::string chrome_json_part_path(const std::string& path, std::size_t index) {
-  char number[32];
-  std::snprintf(number, sizeof number, "-%03zu", index);
-  const std::size_t slash = path.find_last_of('/');
-  const std::size_t dot = path.find_last_of('.');
-  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return path + number;
-  return path.substr(0, dot) + number + path.substr(dot);
+  return detail::numbered_path(path, index);
 }
 
 namespace detail {
@@ -116,6 +111,19 @@ inline bool measure_split(const std::vector<chrome_json_input>& inputs, const ch
   // doc_for() is called before each event is written: it settles the
   // previous one.
   chrome_json_document counter(nullptr, origin, 64u << 10);
+  // Durs as long as a file writes them: exact where either a track that
+  // starts near the slice (a file's own first slice) or the whole
+  // document's needs it. A file may still come out a little apart from
+  // this count: write_chrome_json_split checks, and plans again.
+  counter.count_local_durs();
+  if (!options.selects()) {
+    counter.set_track_starts(first_slices(inputs));
+  } else {
+    std::vector<track_starts> starts;
+    if (!kept_first_slices(inputs, options, 1, [](std::int64_t) { return std::size_t{0}; }, progress, starts, error))
+      return false;
+    counter.set_track_starts(starts[0]);
+  }
   counter.begin(inputs);
   const std::uint64_t header = counter.bytes();
   std::size_t pending = split_sizes::slices;
@@ -229,14 +237,20 @@ inline bool write_split_files(const std::vector<chrome_json_input>& inputs, cons
 /// Writes the dumps as several JSON documents, each covering one time
 /// window (an event goes to the window holding its start; a GPU span to its
 /// launch's) and each loadable on its own (all process and thread metadata
-/// in every file). The promise, kept or refused before any file is written:
+/// in every file). The promise, refused before any file is written when it
+/// cannot be kept:
 ///  * every file is at most `max_bytes` (10^6 bytes per MB), metadata and
 ///    trailer included;
 ///  * at most `max_parts` files (chrome_json_max_parts by default);
-///  * windows are filled in time order, so each file but the last is at
-///    least `max_bytes` less one 1/2^20 of the time range's events.
+///  * windows are filled in time order, so each file but the last is
+///    nearly full.
 /// A first pass renders the whole conversion into a document that only
-/// counts bytes, per 1/2^20 of the time range; the second writes the files.
+/// counts bytes, per 1/2^20 of the time range (a dur at its exact length
+/// wherever a file's own first slice may need it: count_local_durs); the
+/// next finds each file's first slices, the last writes the files. A file
+/// that still came out over `max_bytes` has its window's count scaled by
+/// what it took, and the files are planned and written again (at most 4
+/// tries).
 /// When more than `max_parts` files, or more than `max_bytes` in one slice,
 /// would be needed, returns false with nothing written and `error` saying
 /// which --split-mb would do (or to leave events out with --min-dur or
@@ -255,16 +269,38 @@ inline bool write_chrome_json_split(const std::vector<chrome_json_input>& inputs
   for (const chrome_json_input& in : inputs)
     if (in.reader->has_events()) sizes.last = std::max(sizes.last, in.reader->last_ns() + in.shift_ns);
   sizes.bytes.assign(detail::split_sizes::slices, 0);
-  detail::progress_meter progress = detail::json_progress(options, inputs, 3);
+  detail::progress_meter progress = detail::json_progress(options, inputs, options.selects() ? 4 : 3);
   const std::int64_t origin = sizes.first - 1000;
   if (!detail::measure_split(inputs, options, origin, max_parts, progress, sizes, error)) return false;
-  const std::vector<std::size_t> window_start = sizes.pack(max_bytes);
-  if (window_start.empty() || window_start.size() > max_parts)
-    return error ? detail::fail_with(error, detail::split_refusal(sizes, window_start, max_bytes, max_parts)) : false;
-  if (!detail::write_split_files(inputs, path, options, sizes, origin, window_start, progress, parts, error))
-    return false;
-  progress.finish();
-  return true;
+  // A file's durs are exact against its own first slices (speedscope), so
+  // its size may differ a little from the count: when a file is over
+  // max_bytes, each window's slices are scaled by what its file took over
+  // its count, and the windows packed again.
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    const std::vector<std::size_t> window_start = sizes.pack(max_bytes);
+    if (window_start.empty() || window_start.size() > max_parts)
+      return error ? detail::fail_with(error, detail::split_refusal(sizes, window_start, max_bytes, max_parts)) : false;
+    if (!detail::write_split_files(inputs, path, options, sizes, origin, window_start, progress, parts, error))
+      return false;
+    if (std::all_of(parts.begin(), parts.end(), [&](const chrome_json_part& p) { return p.bytes <= max_bytes; })) {
+      progress.finish();
+      return true;
+    }
+    for (std::size_t w = 0; w < parts.size(); ++w) {
+      const std::size_t begin = window_start[w];
+      const std::size_t end = w + 1 < window_start.size() ? window_start[w + 1] : detail::split_sizes::slices;
+      std::uint64_t counted = sizes.overhead;
+      for (std::size_t i = begin; i < end; ++i) counted += sizes.bytes[i];
+      const double ratio = 1.002 * static_cast<double>(parts[w].bytes) / static_cast<double>(counted);
+      if (ratio > 1)
+        for (std::size_t i = begin; i < end; ++i)
+          sizes.bytes[i] = static_cast<std::uint64_t>(std::ceil(static_cast<double>(sizes.bytes[i]) * ratio));
+      std::remove(parts[w].path.c_str());
+    }
+    parts.clear();
+  }
+  return detail::fail_with(error, "cannot split into files of at most " + detail::megabytes_text(max_bytes) +
+                                      ": after 4 tries a file was still bigger; nothing written. Use a larger --split-mb");
 }
 
 }  // namespace reader

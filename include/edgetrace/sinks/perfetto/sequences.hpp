@@ -44,12 +44,16 @@ namespace detail {
 class perfetto_thread_sequences {
  public:
   static constexpr std::size_t default_segment_events = std::size_t{1} << 20;
-  static constexpr std::size_t segment_bytes = std::size_t{8} << 20;
+  static constexpr std::size_t default_segment_bytes = std::size_t{8} << 20;
 
   /// `segment_events`: how many events are buffered over all threads
   /// before each thread's are written as a sequence (0: the default).
-  perfetto_thread_sequences(perfetto_stream& s, perfetto_result& result, std::size_t segment_events = 0)
-      : s_(s), result_(result), segment_events_(segment_events != 0 ? segment_events : default_segment_events) {}
+  perfetto_thread_sequences(perfetto_stream& s, perfetto_result& result, std::size_t segment_events = 0,
+                            std::size_t segment_bytes = 0)
+      : s_(s),
+        result_(result),
+        segment_events_(segment_events != 0 ? segment_events : default_segment_events),
+        segment_bytes_(segment_bytes != 0 ? segment_bytes : default_segment_bytes) {}
 
   /// One event on thread track `track` (`name`/`category` null: none, for
   /// slice ends); flow ids and arguments go on slice begins.
@@ -69,7 +73,7 @@ class perfetto_thread_sequences {
                                  static_cast<std::uint32_t>(body.size())});
     seg.bytes.append(body.data(), body.size());
     buffered_bytes_ += body.size() + sizeof(record);
-    if (++buffered_events_ >= segment_events_ || buffered_bytes_ >= segment_bytes) flush();
+    if (++buffered_events_ >= segment_events_ || buffered_bytes_ >= segment_bytes_) flush();
   }
 
   /// Writes every thread's buffered events as a sequence of its own.
@@ -169,6 +173,7 @@ class perfetto_thread_sequences {
   perfetto_stream& s_;
   perfetto_result& result_;
   const std::size_t segment_events_;
+  const std::size_t segment_bytes_;
   std::map<std::uint64_t, segment> segments_;  // by track uuid
   std::uint64_t last_track_ = 0;
   segment* last_ = nullptr;

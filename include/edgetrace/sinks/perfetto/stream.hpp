@@ -55,7 +55,7 @@ inline std::uint64_t perfetto_launch_id(std::uint32_t writer, std::uint64_t os_t
 /// reused buffer, then copied once to the output buffer.
 class perfetto_stream {
  public:
-  explicit perfetto_stream(std::FILE* out) : o_(out) {}
+  explicit perfetto_stream(std::FILE* out, std::size_t buffer = std::size_t{1} << 20) : o_(out, buffer) {}
 
   /// A track descriptor packet: a process, a thread, a counter or a named
   /// track. `pid`/`tid` < 0: not that kind.

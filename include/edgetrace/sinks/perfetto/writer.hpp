@@ -49,9 +49,13 @@ namespace detail {
 /// track ids handed out so far; one member per part of the trace.
 class perfetto_conversion {
  public:
-  perfetto_conversion(std::FILE* out, const perfetto_options& options, std::uint64_t records)
-      : s_(out),
-        threads_(s_, res_, options.thread_segment_events),
+  /// `buffer`: the output buffer's bytes; `segment_bytes`: thread events
+  /// buffered before a segment is written (0: 8 MiB). A split makes both
+  /// smaller, one conversion per file.
+  perfetto_conversion(std::FILE* out, const perfetto_options& options, std::uint64_t records,
+                      std::size_t buffer = std::size_t{1} << 20, std::size_t segment_bytes = 0)
+      : s_(out, buffer),
+        threads_(s_, res_, options.thread_segment_events, segment_bytes),
         host_(threads_, res_),
         selection_(options),
         filter_(selection_),
@@ -74,16 +78,20 @@ class perfetto_conversion {
     host_.read_annotations(r);
   }
 
-  /// Capture markers: instants on the process track.
-  void write_capture_markers(const dump_reader& r) {
+  /// Capture markers: instants on the process track (those at a time
+  /// `in_file(ns)` accepts: a split's file takes those in its window).
+  template <class InFile>
+  void write_capture_markers(const dump_reader& r, InFile&& in_file) {
     for (const writer_info* w : r.writers_in_order()) {
       const std::uint64_t track = process_track_[w->pid];
       for (const recording_change& change : w->recording) {
+        if (!in_file(change.ns)) continue;
         const std::string name = change.on ? "edgetrace: recording on" : "edgetrace: recording off";
         s_.event(change.ns, track, perfetto_proto::type_instant, &name, &edgetrace_category_);
         ++res_.capture_markers;
       }
       for (const phase_change& change : w->phases) {
+        if (!in_file(change.ns)) continue;
         const std::string name = "phase: " + change.name;
         s_.event(change.ns, track, perfetto_proto::type_instant, &name, &edgetrace_category_);
         ++res_.capture_markers;
@@ -92,13 +100,16 @@ class perfetto_conversion {
   }
 
   /// Memory pools (EDGETRACE_ALLOC/FREE): a counter track "memory: POOL" of
-  /// the process, one sample of live bytes per change, as in the JSON.
-  void write_memory(const dump_reader& r) {
+  /// the process, one sample of live bytes per change, as in the JSON (the
+  /// samples `in_file(ns)` accepts).
+  template <class InFile>
+  void write_memory(const dump_reader& r, InFile&& in_file) {
     const memory_timelines memory(r);
     for (const auto& entry : memory.all()) {
       const memory_timeline& m = entry.second;
       std::vector<std::uint64_t> pool_track(m.pools().size(), 0);
       for (const memory_timeline::point& p : m.points()) {
+        if (!in_file(p.ns)) continue;
         if (!filter_.keep_point(p.ns)) {
           ++res_.filtered;
           continue;
@@ -114,11 +125,8 @@ class perfetto_conversion {
     }
   }
 
-  /// A "GPU" process per writer with GPU spans, a track per stream, and
-  /// the resolved GPU spans as slices (the end of their launch's flow).
-  /// False on a read error.
-  bool write_gpu(dump_reader& r) {
-    std::map<const gpu_stream_info*, std::uint64_t> stream_track;
+  /// A "GPU" process per writer with GPU spans and a track per stream.
+  void describe_gpu(const dump_reader& r) {
     for (const writer_info* w : r.writers_in_order()) {
       if (w->gpu.streams.empty()) continue;
       const std::uint64_t gpu_process = next_uuid_++;
@@ -128,73 +136,94 @@ class perfetto_conversion {
         std::string name = "GPU " + std::to_string(st->device);
         const auto device = w->gpu.devices.find(st->device);
         if (device != w->gpu.devices.end() && !device->second.name.empty()) name += " (" + device->second.name + ")";
-        stream_track[st] = next_uuid_;
+        stream_track_[st] = next_uuid_;
         s_.descriptor(next_uuid_++, gpu_process, -1, -1, name + " " + st->label(), false);
       }
     }
-    const std::string unknown = "(unknown site)", unknown_category = "unknown";
+  }
+
+  /// A resolved GPU span as a slice on its stream's track when `kept`, the
+  /// end of its launch's flow when `launch_kept` (its launching span is
+  /// written too).
+  void on_gpu(const gpu_span& g, bool kept, bool launch_kept) {
+    if (!kept) {
+      ++res_.filtered;
+      return;
+    }
+    static const std::string unknown = "(unknown site)", unknown_category = "unknown";
+    const std::uint64_t track = stream_track_[g.stream];
+    std::vector<std::uint64_t> terminating;
+    if (launch_kept && g.thread != nullptr && g.site != nullptr) {
+      host_.launch_sites().insert(g.site);
+      terminating.push_back(perfetto_launch_id(g.writer->id, g.os_tid, g.host_begin_tick));
+      ++res_.launch_flows;
+    }
+    s_.event(g.begin_ns, track, perfetto_proto::type_slice_begin,
+             g.site ? (g.site->name.empty() ? &unknown : &g.site->name) : &unknown,
+             g.site ? &g.site->category : &unknown_category, {}, terminating);
+    s_.event(g.end_ns, track, perfetto_proto::type_slice_end, nullptr, nullptr);
+    ++res_.gpu_slices;
+  }
+
+  /// describe_gpu, then the resolved GPU spans as slices (the end of their
+  /// launch's flow). False on a read error.
+  bool write_gpu(dump_reader& r) {
+    describe_gpu(r);
     return r.read_gpu_spans([&](const gpu_span& g) {
-      if (!g.resolved) return;
-      if (!filter_.keep_gpu(g)) {
-        ++res_.filtered;
-        return;
-      }
-      const std::uint64_t track = stream_track[g.stream];
-      std::vector<std::uint64_t> terminating;
-      if (g.thread != nullptr && g.site != nullptr && filter_.keep_launch(g)) {
-        host_.launch_sites().insert(g.site);
-        terminating.push_back(perfetto_launch_id(g.writer->id, g.os_tid, g.host_begin_tick));
-        ++res_.launch_flows;
-      }
-      s_.event(g.begin_ns, track, perfetto_proto::type_slice_begin,
-               g.site ? (g.site->name.empty() ? &unknown : &g.site->name) : &unknown,
-               g.site ? &g.site->category : &unknown_category, {}, terminating);
-      s_.event(g.end_ns, track, perfetto_proto::type_slice_end, nullptr, nullptr);
-      ++res_.gpu_slices;
+      if (g.resolved) on_gpu(g, filter_.keep_gpu(g), g.thread != nullptr && g.site != nullptr && filter_.keep_launch(g));
     });
   }
 
-  /// The host events, backwards: spans to their thread's slices, instants,
-  /// counters (a track per counter name and process), loss records. False
-  /// on a read error.
+  /// One host event of the backward pass, `kept` by the selection: a span
+  /// to its thread's slices (held when left out), an instant, a counter (a
+  /// track per counter name and process), a loss record.
+  void on_event(const event& e, bool kept) {
+    static const std::string unnamed = "(unnamed)";
+    if (e.kind == event_kind::span) return host_.on_span(e, kept);
+    if (!kept) {
+      ++res_.filtered;
+      return;
+    }
+    switch (e.kind) {
+      case event_kind::span: break;
+      case event_kind::instant:
+        threads_.event(host_.track(e.thread), e.begin_ns, perfetto_proto::type_instant,
+                       e.site->name.empty() ? &unnamed : &e.site->name, &e.site->category);
+        ++res_.instants;
+        break;
+      case event_kind::counter: {
+        auto found = counter_track_.find({e.writer, e.site});
+        if (found == counter_track_.end()) {
+          found = counter_track_.emplace(std::make_pair(e.writer, e.site), next_uuid_++).first;
+          s_.descriptor(found->second, process_track_[e.writer->pid], -1, -1, e.site->name, true);
+        }
+        s_.counter(e.begin_ns, found->second, e.value);
+        ++res_.counters;
+        break;
+      }
+      case event_kind::loss: {
+        const std::string name = "edgetrace: " + std::to_string(e.count) + " records lost";
+        threads_.event(host_.track(e.thread), e.begin_ns, perfetto_proto::type_instant, &name, &edgetrace_category_);
+        ++res_.loss_markers;
+        break;
+      }
+    }
+  }
+
+  /// After the backward pass: the begins still held (when it read whole),
+  /// and the thread events still buffered.
+  void end_events(bool read_ok) {
+    if (read_ok) host_.finish();
+    threads_.flush();
+  }
+
+  /// The host events, backwards (on_event). False on a read error.
   bool write_events(dump_reader& r) {
-    std::map<std::pair<const writer_info*, const site_info*>, std::uint64_t> counter_track;
-    const std::string unnamed = "(unnamed)";
     const bool ok = r.read_events_backward([&](const event& e) {
       progress_.tick();
-      const bool kept = filter_.keep(e);
-      if (e.kind == event_kind::span) return host_.on_span(e, kept);
-      if (!kept) {
-        ++res_.filtered;
-        return;
-      }
-      switch (e.kind) {
-        case event_kind::span: break;
-        case event_kind::instant:
-          threads_.event(host_.track(e.thread), e.begin_ns, perfetto_proto::type_instant,
-                         e.site->name.empty() ? &unnamed : &e.site->name, &e.site->category);
-          ++res_.instants;
-          break;
-        case event_kind::counter: {
-          auto found = counter_track.find({e.writer, e.site});
-          if (found == counter_track.end()) {
-            found = counter_track.emplace(std::make_pair(e.writer, e.site), next_uuid_++).first;
-            s_.descriptor(found->second, process_track_[e.writer->pid], -1, -1, e.site->name, true);
-          }
-          s_.counter(e.begin_ns, found->second, e.value);
-          ++res_.counters;
-          break;
-        }
-        case event_kind::loss: {
-          const std::string name = "edgetrace: " + std::to_string(e.count) + " records lost";
-          threads_.event(host_.track(e.thread), e.begin_ns, perfetto_proto::type_instant, &name, &edgetrace_category_);
-          ++res_.loss_markers;
-          break;
-        }
-      }
+      on_event(e, filter_.keep(e));
     });
-    if (ok) host_.finish();
-    threads_.flush();
+    end_events(ok);
     if (ok) progress_.finish();
     return ok;
   }
@@ -218,6 +247,8 @@ class perfetto_conversion {
   perfetto_host_tracks host_;
   std::uint64_t next_uuid_ = 1;
   std::map<std::uint64_t, std::uint64_t> process_track_;  // by pid
+  std::map<const gpu_stream_info*, std::uint64_t> stream_track_;
+  std::map<std::pair<const writer_info*, const site_info*>, std::uint64_t> counter_track_;
   const std::string edgetrace_category_ = "edgetrace";
   const event_selection& selection_;
   event_filter filter_;
@@ -264,8 +295,9 @@ inline bool write_perfetto(dump_reader& r, std::FILE* out, const perfetto_option
   if (!r.metadata_read() && !r.read_metadata()) return detail::fail_with(error, r.error());
   detail::perfetto_conversion c(out, options, r.event_records());
   c.describe_tracks(r);
-  c.write_capture_markers(r);
-  c.write_memory(r);
+  const auto whole = [](std::int64_t) { return true; };
+  c.write_capture_markers(r, whole);
+  c.write_memory(r, whole);
   bool ok = !r.has_gpu() || c.write_gpu(r);
   if (ok) ok = c.write_events(r);
   perfetto_result res;
