@@ -244,13 +244,38 @@ TEST_CASE("json warns when its output will be too big for a browser, and names t
   const auto small = edgetrace_test::run({cli, "json", pipeline_dump(), "-o", out}, {"EDGETRACE_JSON_WARN_MB=1"});
   CHECK(small.exit_code == 0);
   CHECK(small.err.empty());
+  const auto estimate_of = [](const std::string& err) {
+    const std::size_t at = err.find("will be about ");
+    REQUIRE_MESSAGE(at != std::string::npos, err);
+    const double value = std::strtod(err.c_str() + at + 14, nullptr);
+    return err.compare(at + 14 + err.substr(at + 14).find(' ') + 1, 2, "MB") == 0 ? value * 1000 : value;  // kB
+  };
   // With --min-dur or --filter the output may be far smaller than the
-  // estimate: no warning before, only about what was written.
+  // whole estimate: the estimate is of what the selection keeps (here the
+  // capture markers, instants and counters: a quarter of it), said once.
   const auto filtered =
       edgetrace_test::run({cli, "json", pipeline_dump(), "-o", out, "--min-dur", "1s"}, {"EDGETRACE_JSON_WARN_MB=0"});
   CHECK(filtered.exit_code == 0);
-  CHECK(filtered.err.find("will be about") == std::string::npos);
-  CHECK_MESSAGE(filtered.err.find("the JSON is ") != std::string::npos, filtered.err);
+  CHECK(estimate_of(filtered.err) < estimate_of(big.err) / 3);
+  CHECK(std::count(filtered.err.begin(), filtered.err.end(), '\n') == 1);
+  // A selection that keeps it all: the estimate after the selection warns
+  // before anything is written, once.
+  const auto kept_all =
+      edgetrace_test::run({cli, "json", pipeline_dump(), "-o", out, "--filter", "."}, {"EDGETRACE_JSON_WARN_MB=0"});
+  CHECK(kept_all.exit_code == 0);
+  CHECK_MESSAGE(kept_all.err.find("will be about") != std::string::npos, kept_all.err);
+  CHECK(std::count(kept_all.err.begin(), kept_all.err.end(), '\n') == 1);
+  CHECK(estimate_of(kept_all.err) == doctest::Approx(estimate_of(big.err)).epsilon(0.01));
+  // One that keeps the first half of the time: between the two.
+  edgetrace::reader::dump_reader r;
+  REQUIRE(r.open(pipeline_dump()));
+  REQUIRE(r.read_metadata());
+  const std::string half = std::to_string((r.last_ns() - r.first_ns()) / 2000) + "us";
+  const auto windowed =
+      edgetrace_test::run({cli, "json", pipeline_dump(), "-o", out, "--window", ":" + half}, {"EDGETRACE_JSON_WARN_MB=0"});
+  CHECK(windowed.exit_code == 0);
+  CHECK(estimate_of(windowed.err) > estimate_of(filtered.err));
+  CHECK(estimate_of(windowed.err) < estimate_of(big.err));
 }
 
 TEST_CASE("with --split-mb, a flow cut by a window boundary stays whole in every file") {

@@ -40,8 +40,8 @@ const command commands[] = {
      "                     would need more is refused before anything is written, with\n"
      "                     the smallest N that fits\n"
      SELECTION_HELP
-     "A JSON estimated (about 100 bytes an event, 22 an argument; not with --min-dur\n"
-     "or --filter) or found to be over 1 GB, more than Perfetto UI or Chrome open,\n"
+     "A JSON estimated (about 100 bytes an event, 22 an argument; with a selection,\n"
+     "of what it keeps) or found to be over 1 GB, more than Perfetto UI or Chrome open,\n"
      "gets a warning naming --split-mb, --min-dur, --filter and `edgetrace perfetto`\n"
      "(EDGETRACE_JSON_WARN_MB sets the figure).\n"
      "On a terminal: progress in percent, then one line: file, events, size.\n"

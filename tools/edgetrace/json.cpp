@@ -104,14 +104,22 @@ int run_json_split(const command& c, et::dump_reader& r, const std::string& dump
 /// when it is bigger than a browser opens. Exit code.
 int run_json_single(et::dump_reader& r, const std::string& dump, const std::string& output,
                     et::chrome_json_options& options) {
-  // Warn before the work when the estimate is over what a browser opens;
-  // with --min-dur or --filter the output may be far smaller, so only the
-  // size written is judged (after).
+  // Warn before the work when the estimate is over what a browser opens.
+  // With a selection, the estimate is scaled by the share of the records it
+  // keeps, counted by the conversion's first pass before anything is
+  // written.
   std::uint64_t records = 0;
   const std::uint64_t estimate = json_estimate(r, records);
-  const bool filtered = options.selects();
-  const bool warned = !filtered && estimate > json_warn_bytes();
+  bool warned = !options.selects() && estimate > json_warn_bytes();
   if (warned) warn_json_too_big(dump, "will be about", estimate, records);
+  options.selected = [&](std::uint64_t kept, std::uint64_t read) {
+    if (read == 0) return;
+    const auto share = static_cast<long double>(kept) / static_cast<long double>(read);
+    const auto selected = static_cast<std::uint64_t>(static_cast<long double>(estimate) * share);
+    if (selected <= json_warn_bytes()) return;
+    warned = true;
+    warn_json_too_big(dump, "will be about", selected, static_cast<std::uint64_t>(static_cast<long double>(records) * share));
+  };
   const bool to_stdout = output == "-";
   std::FILE* out = to_stdout ? stdout : std::fopen(output.c_str(), "wb");
   if (!out) return output_error(output, "cannot write");

@@ -82,9 +82,10 @@ bool convert_input(const chrome_json_input& in, event_filter& filter, DocFor&& d
 template <class PartOf>
 bool kept_first_slices(const std::vector<chrome_json_input>& inputs, const event_selection& selection,
                        std::size_t parts, PartOf&& part_of, progress_meter& progress, std::vector<track_starts>& out,
-                       std::string* error) {
+                       std::string* error, std::uint64_t* kept_records = nullptr, std::uint64_t* read_records = nullptr) {
   out.assign(parts, {});
   event_filter filter(selection);
+  std::uint64_t kept = 0, read = 0;
   auto note = [&out](std::size_t part, std::uint64_t pid, std::uint64_t tid, std::int64_t ns) {
     const auto known = out[part].emplace(std::make_pair(pid, tid), ns).first;
     known->second = std::min(known->second, ns);
@@ -93,7 +94,10 @@ bool kept_first_slices(const std::vector<chrome_json_input>& inputs, const event
     dump_reader& r = *in.reader;
     const bool ok = r.read_events([&](const event& e) {
       progress.tick();
-      if (e.kind != event_kind::span || e.thread == nullptr || !filter.keep(e)) return;
+      ++read;
+      if (!filter.keep(e)) return;
+      ++kept;
+      if (e.kind != event_kind::span || e.thread == nullptr) return;
       const std::int64_t ns = e.begin_ns + in.shift_ns;
       note(part_of(ns), in.pid(*e.writer), e.thread->os_tid, ns);
     });
@@ -104,6 +108,8 @@ bool kept_first_slices(const std::vector<chrome_json_input>& inputs, const event
           note(part_of(g.host_begin_ns + in.shift_ns), gpu_pid(in.pid(*g.writer)), g.stream->id, g.begin_ns + in.shift_ns);
       });
   }
+  if (kept_records) *kept_records = kept;
+  if (read_records) *read_records = read;
   return true;
 }
 

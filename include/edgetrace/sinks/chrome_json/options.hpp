@@ -24,6 +24,12 @@ struct chrome_json_options : event_selection {
   /// When set, called with the percentage done (0..100) each time it
   /// changes, and with 100 at the end of a successful conversion.
   std::function<void(unsigned percent)> progress;
+  /// When set and the selection leaves something out: called once, before
+  /// anything is written, with the records the selection keeps (spans,
+  /// instants, counters, loss records) and the records read, from the pass
+  /// that finds each track's first kept slice; the CLI's size estimate
+  /// after the selection.
+  std::function<void(std::uint64_t kept, std::uint64_t read)> selected;
 };
 
 /// What write_chrome_json wrote.

@@ -35,10 +35,12 @@ inline bool write_chrome_json(const std::vector<chrome_json_input>& inputs, std:
     doc.set_track_starts(detail::first_slices(inputs));
   } else {
     std::vector<detail::track_starts> starts;
+    std::uint64_t kept = 0, read = 0;
     if (!detail::kept_first_slices(inputs, options, 1, [](std::int64_t) { return std::size_t{0}; }, progress, starts,
-                                   error))
+                                   error, &kept, &read))
       return false;
     doc.set_track_starts(starts[0]);
+    if (options.selected) options.selected(kept, read);
   }
   doc.begin(inputs);
   detail::event_filter filter(options);
