@@ -19,6 +19,8 @@
 #include <support/analysis_workload.hpp>
 #include <support/dump_builder.hpp>
 #include <support/files.hpp>
+#include <support/process.hpp>
+#include <support/test_env.hpp>
 
 namespace perfetto_test {
 
@@ -1036,6 +1038,19 @@ TEST_CASE("perfetto --split-mb: files by time window, each within its size, toge
   CHECK(!file_exists(scratch("perfetto_split_cli-002.pftrace")));
   CHECK(run_cli({"perfetto", dump, "--split-mb", "1", "-o", "-"}).exit_code == 1);
   CHECK(run_cli({"perfetto", dump, "--split-mb", "0"}).exit_code == 1);
+
+  // A trace over what a browser holds (EDGETRACE_PERFETTO_WARN_MB=0 makes
+  // any "too big"; the default is 500 MB of packets) gets one warning with
+  // the ways out; a split's files are within their N MB: none.
+  const std::string big = scratch("perfetto_split_big.pftrace");
+  const auto warned = edgetrace_test::run({cli, "perfetto", dump, "-o", big}, {"EDGETRACE_PERFETTO_WARN_MB=0"});
+  CHECK(warned.exit_code == 0);
+  for (const char* hint : {"warning: ", "of packets", "--split-mb", "--min-dur", "trace_processor --httpd"})
+    CHECK_MESSAGE(warned.err.find(hint) != std::string::npos, hint);
+  CHECK(std::count(warned.err.begin(), warned.err.end(), '\n') == 1);
+  const auto split = edgetrace_test::run({cli, "perfetto", dump, "-o", big, "--split-mb", "1"}, {"EDGETRACE_PERFETTO_WARN_MB=0"});
+  CHECK(split.exit_code == 0);
+  CHECK(split.err.empty());
 }
 
 }  // namespace perfetto_test

@@ -70,7 +70,9 @@ const command commands[] = {
      "                     that cannot keep that is refused, nothing written\n"
      SELECTION_HELP
      "A span left out keeps its own arguments and flow steps. On a terminal:\n"
-     "progress in percent, then one line: file, packets, slices, size.\n",
+     "progress in percent, then one line: file, packets, slices, size. Over 500 MB\n"
+     "of packets, more than Perfetto UI may hold in a browser, a warning names the\n"
+     "ways out (EDGETRACE_PERFETTO_WARN_MB sets the figure).\n",
      run_perfetto},
     {"summary", "DUMP... [options]", "per-name table: calls, total, self, mean, min, percentiles, max, share",
      "One row per span name (or category, or thread) over all DUMPs; iteration\n"

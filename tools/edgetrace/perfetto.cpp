@@ -5,6 +5,7 @@
 #include <edgetrace/sinks/perfetto/split.hpp>
 #include <edgetrace/sinks/perfetto/writer.hpp>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,17 @@ constexpr bool have_zlib = true;
 #else
 constexpr bool have_zlib = false;
 #endif
+
+/// Above this many bytes of packets (before deflate) `perfetto` warns: the
+/// in-browser Perfetto UI holds about 2 GB at run time, 2 to 4 times the
+/// packets (Perfetto's "Visualising large traces").
+/// EDGETRACE_PERFETTO_WARN_MB sets another figure (in MB; the tests use it).
+std::uint64_t perfetto_warn_bytes() {
+  const char* v = std::getenv("EDGETRACE_PERFETTO_WARN_MB");
+  std::uint64_t mb = 0;
+  if (v != nullptr && parse_count(v, mb)) return mb * 1000000;
+  return 500000000;
+}
 
 /// `perfetto --split-mb`: the files, then what was written. Exit code.
 int run_perfetto_split(const command& c, et::dump_reader& r, const std::string& dump, const std::string& output,
@@ -107,9 +119,19 @@ int run_perfetto(const command& c, const arguments& args) {
     options.progress = progress.callback();
     return et::write_perfetto(r, out, options, &result, &error);
   });
-  if (rc != exit_ok || output == "-" || ::isatty(2) != 1) return rc;
+  if (rc != exit_ok && rc != exit_damaged) return rc;
   struct stat written {};
-  const std::uint64_t bytes = ::stat(output.c_str(), &written) == 0 ? static_cast<std::uint64_t>(written.st_size) : 0;
+  const std::uint64_t bytes =
+      output != "-" && ::stat(output.c_str(), &written) == 0 ? static_cast<std::uint64_t>(written.st_size) : 0;
+  const std::uint64_t packets = result.compressed_packets != 0 ? result.plain_bytes : bytes;
+  if (packets > perfetto_warn_bytes())
+    std::fprintf(stderr,
+                 "edgetrace: warning: %s: the trace holds %s of packets, more than ui.perfetto.dev may hold in a "
+                 "browser (about 2 GB at run time, 2 to 4 times the packets): use --split-mb N for files of N MB, "
+                 "--min-dur T, --filter REGEX or --window FROM:TO to leave events out, or open it with "
+                 "`trace_processor --httpd %s` and the UI\n",
+                 dump.c_str(), size_text(packets).c_str(), output.c_str());
+  if (output == "-" || ::isatty(2) != 1 || rc != exit_ok) return rc;
   std::string details = std::to_string(result.slices + result.gpu_slices) + " slices";
   if (result.filtered != 0) details += ", " + std::to_string(result.filtered) + " left out by the selection";
   if (result.compressed_packets != 0) details += ", deflate: " + size_text(result.plain_bytes) + " before";
