@@ -112,6 +112,7 @@ struct decoded_trace {
   bool flags_ok = true;
   std::map<std::uint64_t, decoded_track> tracks;
   std::map<std::uint64_t, decoded_sequence> sequences;
+  std::size_t clears = 0;  // packets that cleared their sequence's incremental state (a segment each)
   std::size_t compressed_packets = 0, largest_compressed_packet = 0;  // TracePackets holding compressed_packets
   std::vector<decoded_event> events;
 
@@ -293,7 +294,7 @@ decoded_trace decode_perfetto(const std::string& file_bytes) {
       else scan.skip(static_cast<std::uint32_t>(key & 7));
     }
     decoded_sequence& seq = t.sequences[sequence];
-    if (flags & 1u) seq = decoded_sequence{}, seq.cleared = true;
+    if (flags & 1u) seq = decoded_sequence{}, seq.cleared = true, ++t.clears;
     // Sequence 1 marks every packet as needing its state; a thread's
     // sequence clears its state in its first packet only.
     t.flags_ok = t.flags_ok && sequence != 0 && seq.cleared && (sequence == 1 ? flags == 1u || flags == 2u : flags <= 1u);
@@ -642,11 +643,13 @@ TEST_CASE("perfetto: a real run decodes to exactly the dump's slices, instants, 
   CHECK(x.arrows.size() == 40);  // decode (main) -> consume (worker), one per request
   CHECK(arrows == x.arrows);
 
-  // Thread events in segments of 37 (each a sequence of its own, with its
-  // own interning and clock): the same slices, arguments, instants and arrows.
+  // Thread events in segments of 37 (each clearing its thread's sequence,
+  // with its own interning and clock): the same slices, arguments, instants
+  // and arrows.
   {
     const decoded_trace u = convert_segmented(dump, scratch("perfetto_run_37.pftrace"), 37);
-    CHECK(u.sequences.size() > 10);
+    CHECK(u.clears > 10);
+    CHECK(u.sequences.size() == 3);  // sequence 1 and one per thread, however many segments
     std::multiset<slice_key> slices37;
     std::map<std::tuple<std::int64_t, std::int64_t, std::string>, std::map<std::string, std::string>> args37;
     for (const auto& sl : u.slices) {

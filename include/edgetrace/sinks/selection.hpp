@@ -6,11 +6,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <functional>
 #include <map>
 #include <memory>
+#include <queue>
 #include <regex>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -60,12 +63,16 @@ namespace detail {
 inline std::vector<std::pair<std::int64_t, std::int64_t>> merged_windows(
     std::vector<std::pair<std::int64_t, std::int64_t>> windows) {
   std::sort(windows.begin(), windows.end());
-  std::vector<std::pair<std::int64_t, std::int64_t>> merged;
+  std::size_t merged = 0;  // in place: no second copy of a list that may hold millions
   for (const auto& w : windows) {
-    if (!merged.empty() && w.first <= merged.back().second) merged.back().second = std::max(merged.back().second, w.second);
-    else merged.push_back(w);
+    if (merged != 0 && w.first <= windows[merged - 1].second)
+      windows[merged - 1].second = std::max(windows[merged - 1].second, w.second);
+    else
+      windows[merged++] = w;
   }
-  return merged;
+  windows.resize(merged);
+  windows.shrink_to_fit();
+  return windows;
 }
 /// The window of `windows` (sorted, merged) that starts last at or before
 /// `at`, or null.
@@ -93,6 +100,9 @@ struct focus_result {
 inline bool focus_slowest(dump_reader& r, const std::string& name, std::size_t n, event_selection& s,
                           focus_result& result, std::string& error) {
   using window = std::pair<std::int64_t, std::int64_t>;
+  // Memory: 16 bytes an instance (its window), the N slowest, and the
+  // windows of every iteration once merged (16 bytes each again, the
+  // threads' own lists freed as they are merged in).
   std::map<const thread_info*, std::vector<window>> found;
   const bool ok = r.read_events([&](const event& e) {
     if (e.kind == event_kind::span && e.site != nullptr && e.site->name == name)
@@ -102,39 +112,55 @@ inline bool focus_slowest(dump_reader& r, const std::string& name, std::size_t n
     error = r.error();
     return false;
   }
-  std::vector<window> all;
-  std::vector<std::pair<std::int64_t, std::pair<std::size_t, std::size_t>>> by_duration;  // (-dur, (thread #, index))
-  std::vector<std::vector<window>> threads;
+  // The slowest: a min-heap held to n of (duration, ~thread #, ~index), so
+  // that of equal durations the earliest listed stay.
+  using ranked = std::tuple<std::int64_t, std::size_t, std::size_t>;
+  std::priority_queue<ranked, std::vector<ranked>, std::greater<ranked>> slowest;
+  std::vector<std::vector<window>*> threads;
+  std::size_t total = 0;
   for (auto& entry : found) {
-    std::sort(entry.second.begin(), entry.second.end());
-    std::vector<window> outer;
-    for (const window& w : entry.second)
-      if (outer.empty() || w.second > outer.back().second) outer.push_back(w);  // nested in the previous: not one
-    for (std::size_t i = 0; i < outer.size(); ++i) {
-      by_duration.push_back({-(outer[i].second - outer[i].first), {threads.size(), i}});
-      all.push_back(outer[i]);
+    std::vector<window>& list = entry.second;
+    std::sort(list.begin(), list.end());
+    std::size_t kept = 0;  // outermost instances, in place: one nested in the previous is not one
+    for (const window& w : list)
+      if (kept == 0 || w.second > list[kept - 1].second) list[kept++] = w;
+    list.resize(kept);
+    list.shrink_to_fit();
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      slowest.push(ranked{list[i].second - list[i].first, ~threads.size(), ~i});
+      if (slowest.size() > n) slowest.pop();
     }
-    threads.push_back(std::move(outer));
+    total += list.size();
+    threads.push_back(&list);
   }
-  if (all.empty()) {
+  if (total == 0) {
     error = "--focus: no span named \"" + name + "\" in the dump (--per names the span of one iteration)";
     return false;
   }
-  result.iterations = all.size();
-  result.slowest = std::min(n, all.size());
-  std::partial_sort(by_duration.begin(), by_duration.begin() + static_cast<std::ptrdiff_t>(result.slowest),
-                    by_duration.end());
+  result.iterations = total;
+  result.slowest = slowest.size();
   std::set<std::pair<std::size_t, std::size_t>> kept;
-  for (std::size_t i = 0; i < result.slowest; ++i) {
-    const auto at = by_duration[i].second;
+  result.threshold_ns = std::get<0>(slowest.top());  // the fastest of the slowest
+  for (; !slowest.empty(); slowest.pop()) {
+    const std::pair<std::size_t, std::size_t> at{~std::get<1>(slowest.top()), ~std::get<2>(slowest.top())};
     kept.insert(at);
     if (at.second > 0) kept.insert({at.first, at.second - 1});
-    if (at.second + 1 < threads[at.first].size()) kept.insert({at.first, at.second + 1});
-    result.threshold_ns = -by_duration[i].first;
+    if (at.second + 1 < threads[at.first]->size()) kept.insert({at.first, at.second + 1});
   }
   std::vector<window> kept_windows;
-  for (const auto& at : kept) kept_windows.push_back(threads[at.first][at.second]);
+  for (const auto& at : kept) kept_windows.push_back((*threads[at.first])[at.second]);
   result.kept = kept.size();
+  std::vector<window> all;
+  if (threads.size() == 1) {
+    all = std::move(*threads.front());
+  } else {
+    all.reserve(total);
+    for (std::vector<window>* list : threads) {
+      all.insert(all.end(), list->begin(), list->end());
+      std::vector<window>().swap(*list);
+    }
+  }
+  found.clear();
   s.focus_name = name;
   s.focus_iterations = detail::merged_windows(std::move(all));
   s.focus_kept = detail::merged_windows(std::move(kept_windows));

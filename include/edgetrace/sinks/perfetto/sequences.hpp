@@ -35,12 +35,14 @@ namespace detail {
 /// events or `segment_bytes` bytes are buffered over all threads, and at
 /// the end, each thread's buffer is sorted by time, stable (events at the
 /// same ns keep the order they came in, which is the order their slices
-/// need, as before), and written as a new sequence: a first packet that
-/// clears the sequence's incremental state and holds its defaults, every
-/// name and category the segment uses, and a ClockSnapshot that sets the
-/// incremental clock (64) to the segment's first time on BOOTTIME (the
-/// clock the other packets' absolute times are read on); then one packet
-/// per event. Sequence ids count up from 2 (1 is perfetto_stream's).
+/// need, as before), and written as a segment of the thread's sequence: a
+/// first packet that clears the sequence's incremental state and holds its
+/// defaults, every name and category the segment uses, and a ClockSnapshot
+/// that sets the incremental clock (64) to the segment's first time on
+/// BOOTTIME (the clock the other packets' absolute times are read on); then
+/// one packet per event. One sequence id per thread, counting up from 2 (1
+/// is perfetto_stream's): one byte in every packet for up to 126 threads,
+/// however many segments.
 class perfetto_thread_sequences {
  public:
   static constexpr std::size_t default_segment_events = std::size_t{1} << 20;
@@ -114,7 +116,12 @@ class perfetto_thread_sequences {
     namespace p = perfetto_proto;
     if (seg.records.empty()) return;
     std::stable_sort(seg.records.begin(), seg.records.end(), [](const record& a, const record& b) { return a.ns < b.ns; });
-    const std::uint64_t sequence = next_sequence_++;
+    // One sequence per thread, its incremental state cleared by each
+    // segment's first packet (as the SDK clears it periodically): ids stay
+    // under 128, one byte in every packet, however many segments.
+    const auto known = sequence_of_track_.emplace(track, next_sequence_);
+    if (known.second) ++next_sequence_;
+    const std::uint64_t sequence = known.first->second;
     const auto first = static_cast<std::uint64_t>(seg.records.front().ns);
     pb_.clear();
     pb_.add_varint(p::packet_trusted_packet_sequence_id, sequence);
@@ -156,7 +163,7 @@ class perfetto_thread_sequences {
       previous = ns;
     }
     ++result_.thread_sequences;
-    seg = segment{};  // the next segment is a new sequence: its own interning
+    seg = segment{};  // the next segment clears the sequence again: its own interning
   }
   void append_key(std::uint32_t field, protobuf_writer::wire_type type) {
     protobuf_writer::append_varint(packet_, (static_cast<std::uint64_t>(field) << 3) | type);
@@ -179,6 +186,7 @@ class perfetto_thread_sequences {
   segment* last_ = nullptr;
   std::size_t buffered_events_ = 0, buffered_bytes_ = 0;
   std::uint64_t next_sequence_ = 2;
+  std::unordered_map<std::uint64_t, std::uint64_t> sequence_of_track_;  ///< a thread's track -> its sequence
   protobuf_writer pb_;
   std::string packet_;
 };
