@@ -212,16 +212,21 @@ class percent_line {
 
 /// Writes OUT ('-': stdout) with `convert(FILE*, error) -> bool` from the
 /// opened dump `r`. A failed conversion leaves no partial OUT behind.
-/// exit_ok, or the error's exit code (said on stderr).
+/// `reading_line`: show progress_line while it runs (a conversion that
+/// shows its own percent_line says false). exit_ok, or the error's exit
+/// code (said on stderr).
 template <class Convert>
-int write_one_file(const std::string& output, const et::dump_reader& r, const std::string& dump, Convert&& convert) {
+int write_one_file(const std::string& output, const et::dump_reader& r, const std::string& dump, Convert&& convert,
+                   bool reading_line = true) {
   const bool to_stdout = output == "-";
   std::FILE* out = to_stdout ? stdout : std::fopen(output.c_str(), "wb");
   if (!out) return output_error(output, "cannot write");
   std::string error;
   bool ok;
-  {
+  if (reading_line) {
     progress_line progress("converting", r);
+    ok = convert(out, error);
+  } else {
     ok = convert(out, error);
   }
   const bool closed = to_stdout ? std::fflush(out) == 0 : std::fclose(out) == 0;
@@ -236,8 +241,8 @@ int write_one_file(const std::string& output, const et::dump_reader& r, const st
 /// damaged dump).
 template <class Convert>
 int write_one_output(const et::dump_reader& r, const std::string& dump, const std::string& output,
-                     const std::string& what, Convert&& convert) {
-  if (const int rc = write_one_file(output, r, dump, convert); rc != exit_ok) return rc;
+                     const std::string& what, Convert&& convert, bool reading_line = true) {
+  if (const int rc = write_one_file(output, r, dump, convert, reading_line); rc != exit_ok) return rc;
   return report(r, dump, true, what + (output == "-" ? " written to stdout" : " written to " + output));
 }
 

@@ -114,11 +114,14 @@ int run_perfetto(const command& c, const arguments& args) {
   if (const int rc = prepare_selection(c, a.options, r, options); rc != exit_ok) return rc;
   if (split_mb != 0) return run_perfetto_split(c, r, dump, output, options, split_mb);
   et::perfetto_result result;
-  const int rc = write_one_output(r, dump, output, "Perfetto trace", [&](std::FILE* out, std::string& error) {
-    percent_line progress(dump);
-    options.progress = progress.callback();
-    return et::write_perfetto(r, out, options, &result, &error);
-  });
+  const int rc = write_one_output(
+      r, dump, output, "Perfetto trace",
+      [&](std::FILE* out, std::string& error) {
+        percent_line progress(dump);
+        options.progress = progress.callback();
+        return et::write_perfetto(r, out, options, &result, &error);
+      },
+      false);  // its percent line is its progress
   if (rc != exit_ok && rc != exit_damaged) return rc;
   struct stat written {};
   const std::uint64_t bytes =
