@@ -5,6 +5,7 @@
 #include <edgetrace/decode/follow.hpp>
 #include <edgetrace/sinks/latency.hpp>
 #include <edgetrace/sinks/summary/format.hpp>
+#include <edgetrace/sinks/summary/iterations.hpp>
 #include <edgetrace/sinks/top.hpp>
 #include <csignal>
 #include <chrono>
@@ -28,16 +29,6 @@ bool parse_seconds(const std::string& text, std::uint64_t& ns) {
     return ns != 0;
   }
   return et::parse_duration(text, ns) && ns != 0 && ns <= 86400000000000ull;
-}
-
-/// Whether some writer of `r` defines a span or a mark named `name`.
-bool names_span_or_mark(const et::dump_reader& r, const std::string& name) {
-  for (const auto& w : r.writers())
-    for (const auto& site : w.second.sites)
-      if (site.second.name == name && (site.second.kind == edgetrace::format::site_kind::span ||
-                                       site.second.kind == edgetrace::format::site_kind::mark))
-        return true;
-  return false;
 }
 
 /// Set by SIGINT or SIGTERM: `top --follow` stops after the refresh under way.
@@ -161,8 +152,10 @@ int run_top(const command& c, const arguments& args) {
   if (follow) return follow_top(dump, options, interval_ns);
   et::dump_reader r;
   if (!r.open(dump) || !r.read_metadata()) return input_error(dump, r.error());
-  if (!options.per.empty() && !names_span_or_mark(r, options.per))
-    return input_error(dump, "--per: no span or mark named \"" + options.per + "\" in the dump");
+  if (bool span = false, mark = false; !options.per.empty()) {
+    std::string error;
+    if (!et::iteration_windows::named(r, options.per, span, mark, error)) return input_error(dump, error);
+  }
   et::top_window window(options);
   if (!r.read_events([&](const et::event& e) {
         const bool iteration = !options.per.empty() && e.site != nullptr && e.site->name == options.per;

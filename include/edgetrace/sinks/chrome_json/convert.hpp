@@ -113,6 +113,26 @@ bool kept_first_slices(const std::vector<chrome_json_input>& inputs, const event
   return true;
 }
 
+/// Each track's first slice in one document of everything `options`
+/// keeps: from pass 1 when it keeps every slice (no pass), else from
+/// kept_first_slices; with a selection and `tell`, options.selected hears
+/// the records kept and read. False on a read error.
+inline bool document_first_slices(const std::vector<chrome_json_input>& inputs, const chrome_json_options& options,
+                                  progress_meter& progress, track_starts& out, std::string* error, bool tell = true) {
+  if (!options.selects()) {
+    out = first_slices(inputs);
+    return true;
+  }
+  std::vector<track_starts> starts;
+  std::uint64_t kept = 0, read = 0;
+  if (!kept_first_slices(inputs, options, 1, [](std::int64_t) { return std::size_t{0}; }, progress, starts, error,
+                         &kept, &read))
+    return false;
+  out = std::move(starts[0]);
+  if (tell && options.selected) options.selected(kept, read);
+  return true;
+}
+
 /// Reads every input's metadata (pass 1) when not done yet.
 inline bool read_all_metadata(const std::vector<chrome_json_input>& inputs, std::string* error) {
   for (const chrome_json_input& in : inputs)

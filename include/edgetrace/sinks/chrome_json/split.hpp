@@ -116,14 +116,9 @@ inline bool measure_split(const std::vector<chrome_json_input>& inputs, const ch
   // document's needs it. A file may still come out a little apart from
   // this count: write_chrome_json_split checks, and plans again.
   counter.count_local_durs();
-  if (!options.selects()) {
-    counter.set_track_starts(first_slices(inputs));
-  } else {
-    std::vector<track_starts> starts;
-    if (!kept_first_slices(inputs, options, 1, [](std::int64_t) { return std::size_t{0}; }, progress, starts, error))
-      return false;
-    counter.set_track_starts(starts[0]);
-  }
+  track_starts starts;  // the split's files are within their size: nothing to tell
+  if (!document_first_slices(inputs, options, progress, starts, error, false)) return false;
+  counter.set_track_starts(starts);
   counter.begin(inputs);
   const std::uint64_t header = counter.bytes();
   std::size_t pending = split_sizes::slices;

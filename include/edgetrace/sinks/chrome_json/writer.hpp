@@ -31,17 +31,9 @@ inline bool write_chrome_json(const std::vector<chrome_json_input>& inputs, std:
   detail::progress_meter progress = detail::json_progress(options, inputs, options.selects() ? 2 : 1);
   // Each track's first slice is known before any is written: from pass 1
   // when every slice is, else from a pass with the selection.
-  if (!options.selects()) {
-    doc.set_track_starts(detail::first_slices(inputs));
-  } else {
-    std::vector<detail::track_starts> starts;
-    std::uint64_t kept = 0, read = 0;
-    if (!detail::kept_first_slices(inputs, options, 1, [](std::int64_t) { return std::size_t{0}; }, progress, starts,
-                                   error, &kept, &read))
-      return false;
-    doc.set_track_starts(starts[0]);
-    if (options.selected) options.selected(kept, read);
-  }
+  detail::track_starts starts;
+  if (!detail::document_first_slices(inputs, options, progress, starts, error)) return false;
+  doc.set_track_starts(starts);
   doc.begin(inputs);
   detail::event_filter filter(options);
   std::uint64_t flow_id = 0;

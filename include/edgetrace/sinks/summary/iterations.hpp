@@ -47,16 +47,7 @@ class iteration_windows {
   template <class Keep>
   bool collect(dump_reader& r, const std::string& name, Keep&& keep, std::string& error) {
     bool span_named = false, mark_named = false;
-    for (const auto& w : r.writers())
-      for (const auto& s : w.second.sites)
-        if (s.second.name == name) {
-          span_named = span_named || s.second.kind == format::site_kind::span;
-          mark_named = mark_named || s.second.kind == format::site_kind::mark;
-        }
-    if (!span_named && !mark_named) {
-      error = "--per: no span or mark named \"" + name + "\" in the dump";
-      return false;
-    }
+    if (!named(r, name, span_named, mark_named, error)) return false;
     marks_ = !span_named;  // a span of that name wins: it says exactly what belongs to it
     std::map<const thread_info*, std::vector<window>> found;
     const bool ok = r.read_events([&](const event& e) {
@@ -93,6 +84,20 @@ class iteration_windows {
       else merged_.push_back(w);
     }
     return true;
+  }
+
+  /// Whether some writer of `r` defines a span (`span`) or a mark (`mark`)
+  /// named `name`; false, with `error` saying so, when neither.
+  static bool named(const dump_reader& r, const std::string& name, bool& span, bool& mark, std::string& error) {
+    for (const auto& w : r.writers())
+      for (const auto& s : w.second.sites)
+        if (s.second.name == name) {
+          span = span || s.second.kind == format::site_kind::span;
+          mark = mark || s.second.kind == format::site_kind::mark;
+        }
+    if (span || mark) return true;
+    error = "--per: no span or mark named \"" + name + "\" in the dump";
+    return false;
   }
 
   /// Whether a span of `thread` over [begin, end] belongs to an iteration.
