@@ -139,6 +139,7 @@ inline int annotations_mode(int, char**) {
   EDGETRACE_FREE(app, arena + 3584);
   EDGETRACE_FREE(app, nullptr);
   EDGETRACE_ARG(app, "orphan", 1);
+  gap();  // else the next span may begin in the orphan's own nanosecond, and claim it
   // Requests 1..3: enqueued on this thread, processed on another.
   for (std::uint64_t id = 1; id <= 3; ++id) {
     {
