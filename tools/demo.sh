@@ -7,8 +7,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-# 1. Tools: a compiler, make and cmake (only what is missing is installed).
-bash tools/install_missing.sh cmake make g++
+# 1. Tools: a compiler, ninja and cmake (only what is missing is installed).
+bash tools/install_missing.sh cmake ninja-build g++
 
 # 2. Configure with the release preset (tests and benchmarks off: they need
 #    doctest and Google Benchmark) and build the example, the converter and

@@ -33,7 +33,7 @@ summaries=()
 note() { echo "== $*"; }
 
 # --- 1. Dependencies (only what is missing) ---------------------------------
-packages=(cmake make g++ clang binutils doctest-dev)
+packages=(cmake make ninja-build g++ clang binutils doctest-dev)
 ((do_aarch64)) && packages+=(g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user qemu-user-binfmt)
 bash tools/install_missing.sh "${packages[@]}"
 

@@ -37,7 +37,7 @@ step_done() {  # records how long the step named $1 took
 }
 
 # --- 1. Dependencies (only what is missing) ---------------------------------
-packages=(cmake make g++ clang binutils doctest-dev libbenchmark-dev libclang-rt-14-dev zlib1g-dev)
+packages=(cmake ninja-build g++ clang binutils doctest-dev libbenchmark-dev libclang-rt-14-dev zlib1g-dev)
 bash tools/install_missing.sh "${packages[@]}"
 step_done "dependencies"
 
