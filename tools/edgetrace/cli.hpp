@@ -142,6 +142,11 @@ int summary_options_from(const command& c, const parsed_options& p, et::summary_
 /// The reader's diagnostics as warnings (`all`) and, for a damaged dump, a
 /// line saying what was lost. The exit code.
 int report(const et::dump_reader& r, const std::string& file, bool all, const std::string& outcome);
+/// The end of a --split-mb conversion: report() with the files' list
+/// ("N <kind> file(s) written: a, b"), then, on a terminal and when it went
+/// well, "wrote FIRST .. LAST: N files, <totals>".
+int report_split(const et::dump_reader& r, const std::string& dump, const std::vector<std::string>& paths,
+                 const char* kind, const std::string& totals);
 /// The worst exit code of the readers' damage reports.
 int report_all(const std::vector<std::unique_ptr<et::dump_reader>>& readers, const std::string& outcome);
 /// Opens the dumps; on failure prints the error and returns exit_input.

@@ -84,20 +84,16 @@ int run_json_split(const command& c, et::dump_reader& r, const std::string& dump
     if (parts.empty() && error.rfind("cannot split", 0) == 0) return usage_error(&c, dump + ": " + error);
     return input_error(dump, error);
   }
-  std::string list;
+  std::vector<std::string> paths;
   std::uint64_t events = 0, bytes = 0, largest = 0;
   for (const auto& part : parts) {
-    list += (list.empty() ? "" : ", ") + part.path;
+    paths.push_back(part.path);
     events += part.result.events;
     bytes += part.bytes;
     largest = std::max(largest, part.bytes);
   }
-  const int rc = report(r, dump, true, std::to_string(parts.size()) + " JSON file(s) written: " + list);
-  if (::isatty(2) == 1 && rc == exit_ok)
-    std::fprintf(stderr, "edgetrace: wrote %s .. %s: %zu files, %llu events, %s (largest %s)\n",
-                 parts.front().path.c_str(), parts.back().path.c_str(), parts.size(),
-                 static_cast<unsigned long long>(events), size_text(bytes).c_str(), size_text(largest).c_str());
-  return rc;
+  return report_split(r, dump, paths, "JSON",
+                      std::to_string(events) + " events, " + size_text(bytes) + " (largest " + size_text(largest) + ")");
 }
 
 /// `json` into one document (a file, or stdout for "-"), with a warning

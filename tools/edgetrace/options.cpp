@@ -488,6 +488,18 @@ int build_summary(const std::vector<std::unique_ptr<et::dump_reader>>& readers, 
   return exit_ok;
 }
 
+/// The end of a --split-mb conversion: the files' list, then one line on a terminal.
+int report_split(const et::dump_reader& r, const std::string& dump, const std::vector<std::string>& paths,
+                 const char* kind, const std::string& totals) {
+  std::string list;
+  for (const std::string& path : paths) list += (list.empty() ? "" : ", ") + path;
+  const int rc = report(r, dump, true, std::to_string(paths.size()) + " " + kind + " file(s) written: " + list);
+  if (::isatty(2) == 1 && rc == exit_ok)
+    std::fprintf(stderr, "edgetrace: wrote %s .. %s: %zu files, %s\n", paths.front().c_str(), paths.back().c_str(),
+                 paths.size(), totals.c_str());
+  return rc;
+}
+
 /// The worst exit code of the readers' damage reports.
 int report_all(const std::vector<std::unique_ptr<et::dump_reader>>& readers, const std::string& outcome) {
   int rc = exit_ok;

@@ -60,22 +60,18 @@ int run_perfetto_split(const command& c, et::dump_reader& r, const std::string& 
     if (error.rfind("cannot split", 0) == 0) return usage_error(&c, dump + ": " + error);
     return input_error(error.find(": write error") != std::string::npos ? output : dump, error);
   }
-  std::string list;
+  std::vector<std::string> paths;
   std::uint64_t slices = 0, bytes = 0, plain = 0, largest = 0;
   for (const et::perfetto_part& part : parts) {
-    list += (list.empty() ? "" : ", ") + part.path;
+    paths.push_back(part.path);
     slices += part.result.slices + part.result.gpu_slices;
     bytes += part.bytes;
     plain += part.plain_bytes;
     largest = std::max(largest, part.plain_bytes);
   }
-  const int rc = report(r, dump, true, std::to_string(parts.size()) + " Perfetto file(s) written: " + list);
-  if (::isatty(2) == 1 && rc == exit_ok)
-    std::fprintf(stderr, "edgetrace: wrote %s .. %s: %zu files, %llu slices, %s (%s of packets, largest %s)\n",
-                 parts.front().path.c_str(), parts.back().path.c_str(), parts.size(),
-                 static_cast<unsigned long long>(slices), size_text(bytes).c_str(), size_text(plain).c_str(),
-                 size_text(largest).c_str());
-  return rc;
+  return report_split(r, dump, paths, "Perfetto",
+                      std::to_string(slices) + " slices, " + size_text(bytes) + " (" + size_text(plain) +
+                          " of packets, largest " + size_text(largest) + ")");
 }
 
 }  // namespace

@@ -65,8 +65,7 @@ class diagnostic_log {
 
  private:
   std::vector<diagnostic> diagnostics_;
-  std::uint64_t dropped_ = 0;
-  std::uint64_t damage_count_ = 0;
+  std::uint64_t dropped_ = 0, damage_count_ = 0;
 };
 
 }  // namespace detail

@@ -23,9 +23,7 @@ namespace detail {
 /// then depth (a parent before a child that begins at the same tick).
 struct row_key {
   std::int64_t begin_ns = 0;
-  std::uint64_t pid = 0;
-  std::uint64_t tid = 0;
-  std::uint64_t depth = 0;
+  std::uint64_t pid = 0, tid = 0, depth = 0;
   bool operator<(const row_key& o) const noexcept {
     return std::tie(begin_ns, pid, tid, depth) < std::tie(o.begin_ns, o.pid, o.tid, o.depth);
   }
