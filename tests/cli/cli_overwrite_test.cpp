@@ -29,7 +29,7 @@ using edgetrace_test::tmp;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+using edgetrace_test::contains;
 
 /// Runs the tests in tmp/overwrite (relative names like "./ow.etr" are
 /// what users type), and goes back on destruction.

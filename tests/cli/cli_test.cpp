@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <support/dump_builder.hpp>
+#include <support/files.hpp>
 #include <support/json_lite.hpp>
 
 extern char** environ;
@@ -63,9 +64,7 @@ std::string write_dump(const std::string& name, const bytes& b) {
   return path;
 }
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using edgetrace_test::contains;
 
 bool valid_json(const std::string& text) {
   json_lite::value v;
@@ -78,46 +77,29 @@ bool valid_json(const std::string& text) {
 }  // namespace
 
 TEST_CASE("usage errors exit 1 with a usage line") {
-  SUBCASE("no command") {
-    const run_result r = run_cli({});
+  struct usage_case {
+    const char* what;
+    std::vector<std::string> args;
+    std::vector<const char*> said, not_said;
+  };
+  const usage_case cases[] = {
+      {"no command", {}, {"usage: edgetrace"}, {}},
+      {"near-miss command", {"jsno", "x.etr"}, {"edgetrace: error: unknown command 'jsno'; did you mean 'json'?"}, {}},
+      {"unrelated command", {"frobnicate"}, {"unknown command 'frobnicate'"}, {"did you mean"}},
+      {"missing DUMP", {"json"}, {"'json' needs a DUMP file", "usage: edgetrace json DUMP [-o OUT]"}, {}},
+      {"unknown option", {"json", "x.etr", "--ouput", "y.json"},
+       {"unknown option '--ouput' for 'json'; did you mean '--output'?"}, {}},
+      {"-o without a value", {"json", "x.etr", "-o"}, {"needs a file name"}, {}},
+      {"two dumps to info", {"info", "a.etr", "b.etr"}, {}, {}},
+      {"unknown help topic", {"help", "inof"}, {"did you mean 'info'?"}, {}},
+  };
+  for (const usage_case& c : cases) {
+    CAPTURE(c.what);
+    const run_result r = run_cli(c.args);
+    CAPTURE(r.err);
     CHECK(r.code == 1);
-    CHECK(contains(r.err, "usage: edgetrace"));
-  }
-  SUBCASE("near-miss command") {
-    const run_result r = run_cli({"jsno", "x.etr"});
-    CHECK(r.code == 1);
-    CHECK(contains(r.err, "edgetrace: error: unknown command 'jsno'; did you mean 'json'?"));
-  }
-  SUBCASE("unrelated command") {
-    const run_result r = run_cli({"frobnicate"});
-    CHECK(r.code == 1);
-    CHECK(contains(r.err, "unknown command 'frobnicate'"));
-    CHECK_FALSE(contains(r.err, "did you mean"));
-  }
-  SUBCASE("missing DUMP") {
-    const run_result r = run_cli({"json"});
-    CHECK(r.code == 1);
-    CHECK(contains(r.err, "'json' needs a DUMP file"));
-    CHECK(contains(r.err, "usage: edgetrace json DUMP [-o OUT]"));
-  }
-  SUBCASE("unknown option") {
-    const run_result r = run_cli({"json", "x.etr", "--ouput", "y.json"});
-    CHECK(r.code == 1);
-    CHECK(contains(r.err, "unknown option '--ouput' for 'json'; did you mean '--output'?"));
-  }
-  SUBCASE("-o without a value") {
-    const run_result r = run_cli({"json", "x.etr", "-o"});
-    CHECK(r.code == 1);
-    CHECK(contains(r.err, "needs a file name"));
-  }
-  SUBCASE("two dumps to info") {
-    const run_result r = run_cli({"info", "a.etr", "b.etr"});
-    CHECK(r.code == 1);
-  }
-  SUBCASE("unknown help topic") {
-    const run_result r = run_cli({"help", "inof"});
-    CHECK(r.code == 1);
-    CHECK(contains(r.err, "did you mean 'info'?"));
+    for (const char* text : c.said) CHECK_MESSAGE(contains(r.err, text), text);
+    for (const char* text : c.not_said) CHECK_MESSAGE(!contains(r.err, text), text);
   }
 }
 
@@ -260,20 +242,23 @@ TEST_CASE("info describes the dump") {
   const run_result r = run_cli({"info", path});
   CHECK(r.code == 0);
   CHECK(r.err.empty());
-  CHECK(contains(r.out, "file           " + path + "\n"));
-  CHECK(contains(r.out, "format " + (std::to_string(edgetrace::format::version_major) + "." + std::to_string(edgetrace::format::version_minor))));
-  CHECK(contains(r.out, "status         complete\n"));
-  CHECK(contains(r.out, "writer 0xa1b2c3d4\n"));
-  CHECK(contains(r.out, "  process        app (pid 1234)\n"));
-  CHECK(contains(r.out, "  clock          CLOCK_MONOTONIC, 1000.000 MHz fitted from 2 calibration pairs\n"));
-  CHECK(contains(r.out, "  ring capacity  4096 records per thread\n"));
-  CHECK(contains(r.out, "  flush period   10000 us\n"));
-  CHECK(contains(r.out, "  duration       1.200 us\n"));
-  CHECK(contains(r.out, "  tid   name    spans  instants  counters  dropped  written  check\n"));
-  CHECK(contains(r.out, "  1234  main        2         1         1        0        4  ok\n"));
-  CHECK(contains(r.out, "  1235  worker      2         0         0        5        2  ok\n"));
-  CHECK(contains(r.out, "totals         4 spans, 1 instants, 1 counters, 5 dropped in 2 threads\n"));
-  CHECK(contains(r.out, "diagnostics (0)\n  none\n"));
+  for (const std::string& line : std::vector<std::string>{
+           "file           " + path + "\n",
+           "format " + (std::to_string(edgetrace::format::version_major) + "." + std::to_string(edgetrace::format::version_minor)),
+           "status         complete\n",
+           "writer 0xa1b2c3d4\n",
+           "  process        app (pid 1234)\n",
+           "  clock          CLOCK_MONOTONIC, 1000.000 MHz fitted from 2 calibration pairs\n",
+           "  ring capacity  4096 records per thread\n",
+           "  flush period   10000 us\n",
+           "  duration       1.200 us\n",
+           "  tid   name    spans  instants  counters  dropped  written  check\n",
+           "  1234  main        2         1         1        0        4  ok\n",
+           "  1235  worker      2         0         0        5        2  ok\n",
+           "totals         4 spans, 1 instants, 1 counters, 5 dropped in 2 threads\n",
+           "diagnostics (0)\n  none\n",
+       })
+    CHECK_MESSAGE(contains(r.out, line), line);
 
   bytes b = sample_dump().build();
   dump_builder d = sample_dump();

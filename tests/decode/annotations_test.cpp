@@ -30,7 +30,7 @@ using json_lite::value;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+using edgetrace_test::contains;
 
 /// The JSON of a dump, parsed.
 value json_of(const std::string& dump) {
@@ -138,8 +138,7 @@ TEST_CASE("annotations: memory peaks per span equal the values computed from the
 
   // The same through the library: the timeline and its mismatch counts.
   edgetrace::reader::dump_reader reader;
-  REQUIRE(reader.open(annotations_dump()));
-  REQUIRE(reader.read_metadata());
+  REQUIRE_MESSAGE(edgetrace_test::opened(reader, annotations_dump()), reader.error());
   const edgetrace::reader::memory_timelines memory(reader);
   REQUIRE(memory.all().size() == 1);
   const edgetrace::reader::memory_timeline& m = memory.all().begin()->second;
@@ -251,8 +250,7 @@ TEST_CASE("annotations: an allocation and its bytes are dropped together when th
   REQUIRE(r.exit_code == 0);
   CHECK(r.out == "issued 300000\n");
   edgetrace::reader::dump_reader reader;
-  REQUIRE(reader.open(path));
-  REQUIRE(reader.read_metadata());
+  REQUIRE_MESSAGE(edgetrace_test::opened(reader, path), reader.error());
   REQUIRE(reader.read_events([](const edgetrace::reader::event&) {}));
   REQUIRE(reader.writers().size() == 1);
   const auto& w = reader.writers().begin()->second;
@@ -282,8 +280,7 @@ TEST_CASE("annotations: a dense loop of arguments costs at most 4 bytes per argu
   const auto r = run({app, "arg-dense", std::to_string(spans)}, {"EDGETRACE_OUTPUT=" + path});
   REQUIRE(r.exit_code == 0);
   edgetrace::reader::dump_reader reader;
-  REQUIRE(reader.open(path));
-  REQUIRE(reader.read_metadata());
+  REQUIRE_MESSAGE(edgetrace_test::opened(reader, path), reader.error());
   REQUIRE(reader.read_events([](const edgetrace::reader::event&) {}));
   CHECK(reader.version_minor() == edgetrace::format::version_minor);
   REQUIRE(reader.writers().size() == 1);

@@ -73,9 +73,7 @@ events spans_of(std::uint64_t site, std::uint64_t from, int n) {
   return e;
 }
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using edgetrace_test::contains;
 
 }  // namespace
 

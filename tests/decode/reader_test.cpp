@@ -135,11 +135,7 @@ TEST_CASE("round trip: every event, name and number comes back exactly") {
 }
 
 TEST_CASE("rebase records and thread renames") {
-  dump_builder d;
-  d.process(1).calibration(1, {{0, 0}, {1000000, 1000000}});
-  definitions defs;
-  defs.category(1, "c").site(1, fmt::site_kind::span, 1, "s");
-  d.defs(1, defs).thread(1, 1, 50, "before");
+  dump_builder d = edgetrace_test::one_site_dump(fmt::site_kind::span, "c", "s", 50, "before");
   events e(1, 5000);
   e.span(1, 5000, 5100);
   e.rebase(4000);  // ticks went backwards
@@ -489,53 +485,36 @@ TEST_CASE("an events chunk that fails midway keeps the events before the error")
     CHECK(bad->offset == d.offset_of(d.chunk_count() - 1));
     CHECK(l.reader.stats().events_chunks_damaged == 1);
   }
-  SUBCASE("malformed varint at the end") {
-    events e(2, 10000);
-    e.instant(3, 10001).instant(3, 10002);
-    e.u8(0x80);
-    d.event_chunk(0xA1B2C3D4u, e);
-    loaded l(d.build(), "bad_varint.etr");
+  // The rest: one damaged chunk each, after sample_dump's 7 events.
+  struct damaged_chunk {
+    const char* what;
+    std::uint64_t thread, base_tick;
+    void (*append)(events&);
+    std::uint32_t writer;
+    std::size_t events_kept;
+    std::vector<const char*> diagnostics;
+  };
+  const damaged_chunk cases[] = {
+      {"malformed varint at the end", 2, 10000, [](events& e) { e.instant(3, 10001).instant(3, 10002).u8(0x80); },
+       0xA1B2C3D4u, 9, {"malformed varint"}},
+      {"unknown special subtype", 2, 10000, [](events& e) { e.instant(3, 10001).varint(5 << 2 | 3).varint(1); },
+       0xA1B2C3D4u, 8, {"unknown special record"}},
+      {"span longer than its end tick", 2, 10, [](events& e) { e.varint(1 << 2).varint(5).varint(100); }, 0xA1B2C3D4u,
+       7, {"span longer than its end tick"}},
+      {"unknown thread", 9, 10, [](events& e) { e.instant(3, 11); }, 0xA1B2C3D4u, 7, {"unknown thread id 9"}},
+      {"events of a writer with no other chunk", 1, 10, [](events& e) { e.instant(3, 11); }, 0x5555u, 7,
+       {"writer 0x00005555 has no process record", "unknown thread id 1"}},
+  };
+  for (const damaged_chunk& c : cases) {
+    CAPTURE(c.what);
+    dump_builder damaged = sample_dump();
+    events e(c.thread, c.base_tick);
+    c.append(e);
+    damaged.event_chunk(c.writer, e);
+    loaded l(damaged.build(), "damaged_chunk.etr");
     REQUIRE(l.ok);
-    CHECK(l.events.size() == 9);
-    CHECK(l.diag("malformed varint"));
-  }
-  SUBCASE("unknown special subtype") {
-    events e(2, 10000);
-    e.instant(3, 10001);
-    e.varint(5 << 2 | 3).varint(1);
-    d.event_chunk(0xA1B2C3D4u, e);
-    loaded l(d.build(), "bad_special.etr");
-    REQUIRE(l.ok);
-    CHECK(l.events.size() == 8);
-    CHECK(l.diag("unknown special record"));
-  }
-  SUBCASE("span longer than its end tick") {
-    events e(2, 10);
-    e.varint(1 << 2).varint(5).varint(100);
-    d.event_chunk(0xA1B2C3D4u, e);
-    loaded l(d.build(), "bad_span.etr");
-    REQUIRE(l.ok);
-    CHECK(l.events.size() == 7);
-    CHECK(l.diag("span longer than its end tick"));
-  }
-  SUBCASE("unknown thread") {
-    events e(9, 10);
-    e.instant(3, 11);
-    d.event_chunk(0xA1B2C3D4u, e);
-    loaded l(d.build(), "unknown_thread.etr");
-    REQUIRE(l.ok);
-    CHECK(l.events.size() == 7);
-    CHECK(l.diag("unknown thread id 9"));
-  }
-  SUBCASE("events of a writer with no other chunk") {
-    events e(1, 10);
-    e.instant(3, 11);
-    d.event_chunk(0x5555u, e);
-    loaded l(d.build(), "orphan_writer.etr");
-    REQUIRE(l.ok);
-    CHECK(l.events.size() == 7);
-    CHECK(l.diag("writer 0x00005555 has no process record"));
-    CHECK(l.diag("unknown thread id 1"));
+    CHECK(l.events.size() == c.events_kept);
+    for (const char* diagnostic : c.diagnostics) CHECK_MESSAGE(l.diag(diagnostic), diagnostic);
   }
 }
 

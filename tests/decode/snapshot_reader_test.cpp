@@ -25,9 +25,7 @@ namespace et = edgetrace::reader;
 
 namespace {
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using edgetrace_test::contains;
 
 /// The line of `text` that starts (after spaces) with `label`; "" if none.
 std::string line_of(const std::string& text, const std::string& label) {
@@ -77,8 +75,7 @@ bytes sample_with(const bytes& chunk) {
 /// as a flight recorder's ring would have overwritten them.
 bytes rebuild(const std::string& source, const bytes& extra, std::size_t drop_events, std::uint32_t* writer = nullptr) {
   et::dump_reader r;
-  REQUIRE(r.open(source));
-  REQUIRE(r.read_metadata());
+  REQUIRE_MESSAGE(edgetrace_test::opened(r, source), r.error());
   const std::string original = read_file(source);
   bytes out(original.begin(), original.begin() + fmt::file_header_size);
   std::size_t dropped = 0;
@@ -129,8 +126,7 @@ TEST_CASE("a snapshot-like dump of a real run: info shows the snapshot and repor
   std::uint32_t writer = 0;
   const std::string windowed = write_dump("snapshot_windowed.etr", rebuild(source, {}, 3, &writer));
   et::dump_reader plain;
-  REQUIRE(plain.open(windowed));
-  REQUIRE(plain.read_metadata());
+  REQUIRE_MESSAGE(edgetrace_test::opened(plain, windowed), plain.error());
   REQUIRE(plain.writers().size() == 1);
   const et::writer_info& pw = plain.writers().begin()->second;
   REQUIRE(pw.has_events);
@@ -151,8 +147,7 @@ TEST_CASE("a snapshot-like dump of a real run: info shows the snapshot and repor
 
   SUBCASE("the reader's model") {
     et::dump_reader r;
-    REQUIRE(r.open(path));
-    REQUIRE(r.read_metadata());
+    REQUIRE_MESSAGE(edgetrace_test::opened(r, path), r.error());
     REQUIRE(r.snapshot() != nullptr);
     const et::snapshot_record& s = *r.snapshot();
     CHECK(s.info.sequence == 3);

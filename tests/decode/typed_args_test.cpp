@@ -68,8 +68,7 @@ std::map<std::string, const reader::annotation*> span_args(const std::vector<rea
 void retag_annotations(const std::string& in, const std::string& out, std::uint8_t from, std::uint8_t to,
                        std::uint64_t& retagged) {
   reader::dump_reader r;
-  REQUIRE(r.open(in));
-  REQUIRE(r.read_metadata());
+  REQUIRE_MESSAGE(edgetrace_test::opened(r, in), r.error());
   std::string bytes(format::file_header_size, '\0');
   format::write_file_header(reinterpret_cast<unsigned char*>(&bytes[0]));
   retagged = 0;
@@ -103,8 +102,7 @@ void retag_annotations(const std::string& in, const std::string& out, std::uint8
 /// Tags of every annotations record of a dump, counted.
 std::map<int, std::uint64_t> annotation_tags(const std::string& path) {
   reader::dump_reader r;
-  REQUIRE(r.open(path));
-  REQUIRE(r.read_metadata());
+  REQUIRE_MESSAGE(edgetrace_test::opened(r, path), r.error());
   std::map<int, std::uint64_t> tags;
   REQUIRE(r.for_each_chunk([&](const reader::dump_reader::raw_chunk& c) {
     if (c.type != format::chunk_type::annotations) return;
@@ -169,8 +167,7 @@ TEST_CASE("typed args: a float's text is the float's shortest, a double's the do
 TEST_CASE("typed args: floats and bools read back exactly; integers and names as before") {
   traced_layer{}.run();  // not recording in this process: it only has to compile
   reader::dump_reader r;
-  REQUIRE(r.open(typed_dump()));
-  REQUIRE(r.read_metadata());
+  REQUIRE_MESSAGE(edgetrace_test::opened(r, typed_dump()), r.error());
   REQUIRE(r.read_events([](const reader::event&) {}));  // spans count in thread stats too
   CHECK(r.version_minor() >= 5);  // typed arguments came in 1.5
   REQUIRE(r.writers().size() == 1);
@@ -242,8 +239,7 @@ TEST_CASE("typed args: a dense loop of floats costs about 11 bytes per argument 
   const std::string path = fresh("float-dense.etr");
   REQUIRE(run({app, "float-dense", std::to_string(spans)}, {"EDGETRACE_OUTPUT=" + path}).exit_code == 0);
   reader::dump_reader r;
-  REQUIRE(r.open(path));
-  REQUIRE(r.read_metadata());
+  REQUIRE_MESSAGE(edgetrace_test::opened(r, path), r.error());
   std::vector<double> values;
   r.for_each_annotation([&values](const reader::annotation& a) { values.push_back(a.real_value()); });
   REQUIRE(values.size() == spans);
@@ -317,8 +313,7 @@ TEST_CASE("typed args: summary groups by a float's text; info counts each value 
   CHECK(b.out.find("even=false,") != std::string::npos);
 
   reader::dump_reader r;
-  REQUIRE(r.open(typed_dump()));
-  REQUIRE(r.read_metadata());
+  REQUIRE_MESSAGE(edgetrace_test::opened(r, typed_dump()), r.error());
   std::uint64_t ints = 0, reals = 0, bools = 0, names = 0;
   for (const auto& a : edgetrace_test::all_annotations(r)) {
     if (a.type == format::annotation_record::arg_name) ++names;
@@ -349,8 +344,7 @@ TEST_CASE("typed args: a 1.4 reader steps over typed runs and never reads a floa
                     retagged);
   REQUIRE(retagged > 0);
   reader::dump_reader r;
-  REQUIRE(r.open(old_view));
-  REQUIRE(r.read_metadata());
+  REQUIRE_MESSAGE(edgetrace_test::opened(r, old_view), r.error());
   REQUIRE(r.read_events([](const reader::event&) {}));
   const auto& w = r.writers().begin()->second;
   std::uint64_t args = 0, as_integer_of_float_site = 0, typed = 0, named = 0;

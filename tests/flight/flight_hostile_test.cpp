@@ -35,7 +35,7 @@ using edgetrace_test::tmp;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+using edgetrace_test::contains;
 
 struct bounded_result {
   int exit_code = -1;
@@ -189,28 +189,30 @@ TEST_CASE("hostile: EDGETRACE_FLIGHT_KEEP bounds the files: a restart loop stops
   for (int n = 1; n <= 4; ++n) ::unlink(numbered(n).c_str());
 }
 
+namespace {
+// A flight-mode app given OUTPUT runs on and says, in one line at start,
+// "EDGETRACE_OUTPUT 'OUTPUT': WHY".
+void check_said_at_start(const std::string& output, const std::string& why) {
+  const bounded_result r =
+      run_bounded({app, "flight-idle", "100"}, {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + output}, 30);
+  CAPTURE(r.err);
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.err, "EDGETRACE_OUTPUT '" + output + "': " + why));
+  CHECK(edgetrace_test::line_count(r.err) == 1);
+}
+}  // namespace
+
 TEST_CASE("hostile: an OUTPUT no snapshot can go to is reported at start, not first at the crash") {
   SUBCASE("its directory does not exist") {
     const std::string output = tmp + "/hostile-no-such-dir/run.etr";
-    const bounded_result r = run_bounded({app, "flight-idle", "100"},
-                                         {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + output}, 30);
-    CAPTURE(r.err);
-    CHECK_FALSE(r.timed_out);
-    CHECK(r.exit_code == 0);
-    CHECK(contains(r.err, "EDGETRACE_OUTPUT '" + output + "': its directory does not exist, so no snapshot can be written"));
-    CHECK(edgetrace_test::line_count(r.err) == 1);
+    check_said_at_start(output, "its directory does not exist, so no snapshot can be written");
   }
   SUBCASE("it ends with a slash: a directory") {
     const std::string dir = tmp + "/hostile-dir/";
     ::mkdir(dir.c_str(), 0755);
     ::unlink((dir + ".1").c_str());
-    const bounded_result r = run_bounded({app, "flight-idle", "100"},
-                                         {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + dir}, 30);
-    CAPTURE(r.err);
-    CHECK_FALSE(r.timed_out);
-    CHECK(r.exit_code == 0);
-    CHECK(contains(r.err, "EDGETRACE_OUTPUT '" + dir + "': it names a directory, not a file"));
-    CHECK(edgetrace_test::line_count(r.err) == 1);
+    check_said_at_start(dir, "it names a directory, not a file");
   }
   SUBCASE("a usable OUTPUT: nothing said, nothing written") {
     const std::string output = tmp + "/hostile-fine.etr";

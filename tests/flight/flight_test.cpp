@@ -41,7 +41,7 @@ namespace format = edgetrace::format;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+using edgetrace_test::contains;
 
 /// Removes `stem`.etr and `stem`.N.etr (N up to 20): a test starts from nothing.
 std::string fresh_outputs(const std::string& stem) {
@@ -731,8 +731,7 @@ TEST_CASE("flight: GPU spans on the fake GPU come through a snapshot resolved, w
   CHECK(r.exit_code == 0);
   only_snapshot("flight-gpu");
   edgetrace::reader::dump_reader reader;
-  REQUIRE(reader.open(snapshot_file("flight-gpu", 1)));
-  REQUIRE(reader.read_metadata());
+  REQUIRE_MESSAGE(edgetrace_test::opened(reader, snapshot_file("flight-gpu", 1)), reader.error());
   std::size_t spans = 0, resolved = 0, with_stream = 0;
   reader.read_gpu_spans([&](const edgetrace::reader::gpu_span& s) {
     ++spans;

@@ -15,6 +15,7 @@
 #include <support/fake_gpu.hpp>
 #include <support/json_lite.hpp>
 #include <support/process.hpp>
+#include <support/read_dump.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -403,8 +404,7 @@ TEST_CASE("gpu errors: a failing cudaEventRecord gives one line, host spans go o
   CHECK(host_spans(dump, "step") == 10);
   CHECK(host_spans(dump, "after") == 10);
   edgetrace::reader::dump_reader reader;
-  REQUIRE(reader.open(dump));
-  REQUIRE(reader.read_metadata());
+  REQUIRE_MESSAGE(edgetrace_test::opened(reader, dump), reader.error());
   const auto& g = reader.writers_in_order().front()->gpu;
   CHECK(g.off_reason.find("cudaEventRecord") != std::string::npos);
 }
@@ -439,8 +439,7 @@ TEST_CASE("gpu errors: no device, an old driver, EDGETRACE_CUDA=0") {
     }
     CHECK(host_spans(dump, "step") == 5);
     edgetrace::reader::dump_reader reader;
-    REQUIRE(reader.open(dump));
-    REQUIRE(reader.read_metadata());
+    REQUIRE_MESSAGE(edgetrace_test::opened(reader, dump), reader.error());
     CHECK_FALSE(reader.writers_in_order().front()->gpu.off_reason.empty());
   }
 }

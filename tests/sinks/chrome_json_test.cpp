@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <support/dump_builder.hpp>
+#include <support/read_dump.hpp>
 #include <support/files.hpp>
 #include <support/json_lite.hpp>
 
@@ -307,8 +308,7 @@ TEST_CASE("slices that touch stay in order in speedscope when a selection leaves
   const std::string path = temp_path("touching_selected.etr");
   REQUIRE(write_file(path, touching_dump()));
   er::dump_reader r;
-  REQUIRE(r.open(path));
-  REQUIRE(r.read_metadata());
+  REQUIRE_MESSAGE(edgetrace_test::opened(r, path), r.error());
   er::chrome_json_options options;
   std::size_t slices = 0;
   SUBCASE("--filter: the iterations left out") {
@@ -393,11 +393,7 @@ TEST_CASE("odd names are escaped and invalid UTF-8 is replaced") {
 }
 
 TEST_CASE("counters: exact integers, full-precision doubles, NaN and Inf left out") {
-  dump_builder d;
-  d.process(1).calibration(1, {{0, 0}, {1000, 1000}});
-  definitions defs;
-  defs.category(1, "mem").site(1, fmt::site_kind::counter, 1, "bytes");
-  d.defs(1, defs).thread(1, 1, 5, "t");
+  dump_builder d = edgetrace_test::one_site_dump(fmt::site_kind::counter, "mem", "bytes", 5, "t");
   events e(1, 10);
   e.counter(1, 11, 3).counter(1, 12, -42).counter(1, 13, 0.1).counter(1, 14, 1e300);
   e.counter(1, 15, std::numeric_limits<double>::quiet_NaN()).counter(1, 16, std::numeric_limits<double>::infinity());

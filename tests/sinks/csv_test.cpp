@@ -263,9 +263,7 @@ std::string marks_dump() {
   }
   e.instant(1, 4000);  // the last mark, after the fourth work (rows are sorted by time)
   d.event_chunk(1, e).end(1);
-  const std::string path = scratch("csv-marks.etr");
-  REQUIRE(edgetrace_test::write_file(path, d.build()));
-  return path;
+  return edgetrace_test::saved_dump(d, "csv-marks.etr");
 }
 
 std::vector<std::string> column(const std::vector<std::map<std::string, std::string>>& records, const std::string& name) {

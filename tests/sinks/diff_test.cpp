@@ -199,9 +199,7 @@ std::string synthetic_run(const std::string& name, const std::vector<std::uint64
     t += tuned[i] + 100;
   }
   d.event_chunk(1, e).end(1);
-  const std::string path = scratch(name);
-  REQUIRE(write_file(path, d.build()));
-  return path;
+  return edgetrace_test::saved_dump(d, name);
 }
 
 }  // namespace
@@ -277,9 +275,7 @@ std::string iteration_run(const std::string& name, std::uint32_t seed, std::uint
     t += 500;
   }
   d.event_chunk(1, e).end(1);
-  const std::string path = scratch(name);
-  REQUIRE(write_file(path, d.build()));
-  return path;
+  return edgetrace_test::saved_dump(d, name);
 }
 
 }  // namespace

@@ -50,9 +50,7 @@ std::string focus_dump() {
   }
   main.span(3, 1000, t);
   d.event_chunk(1, main).event_chunk(1, worker).end(1);
-  const std::string path = scratch("focus.etr");
-  REQUIRE(write_file(path, d.build()));
-  return path;
+  return edgetrace_test::saved_dump(d, "focus.etr");
 }
 
 }  // namespace

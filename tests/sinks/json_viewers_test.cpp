@@ -268,8 +268,7 @@ TEST_CASE("json warns when its output will be too big for a browser, and names t
   CHECK(estimate_of(kept_all.err) == doctest::Approx(estimate_of(big.err)).epsilon(0.01));
   // One that keeps the first half of the time: less than the whole.
   edgetrace::reader::dump_reader r;
-  REQUIRE(r.open(pipeline_dump()));
-  REQUIRE(r.read_metadata());
+  REQUIRE_MESSAGE(edgetrace_test::opened(r, pipeline_dump()), r.error());
   const std::string half = std::to_string((r.last_ns() - r.first_ns()) / 2000) + "us";
   const auto windowed =
       edgetrace_test::run({cli, "json", pipeline_dump(), "-o", out, "--window", ":" + half}, {"EDGETRACE_JSON_WARN_MB=0"});

@@ -95,8 +95,7 @@ TEST_CASE("merge renumbers colliding writer ids and pids, and aligns different b
   CHECK(r.err.find("writer id 0x00001234") != std::string::npos);
   CHECK(r.err.find("pid 77") != std::string::npos);
   edgetrace::reader::dump_reader reader;
-  REQUIRE(reader.open(out));
-  REQUIRE(reader.read_metadata());
+  REQUIRE_MESSAGE(edgetrace_test::opened(reader, out), reader.error());
   CHECK(reader.writers().size() == 2);
   std::set<std::uint64_t> pids;
   for (const auto& w : reader.writers()) pids.insert(w.second.pid);

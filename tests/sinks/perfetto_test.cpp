@@ -497,8 +497,7 @@ struct expected_trace {
 expected_trace expect_from_dump(const std::string& path) {
   expected_trace x;
   et::dump_reader r;
-  REQUIRE(r.open(path));
-  REQUIRE(r.read_metadata());
+  REQUIRE_MESSAGE(edgetrace_test::opened(r, path), r.error());
   et::span_annotations notes(r, et::span_order::read_events);
   et::flow_collector flows;
   std::vector<const et::annotation*> args;
@@ -712,8 +711,7 @@ TEST_CASE("perfetto: a GPU run has one track per stream and launch flows to the 
 
   // Expected GPU spans and streams, from the reader.
   et::dump_reader reader;
-  REQUIRE(reader.open(dump));
-  REQUIRE(reader.read_metadata());
+  REQUIRE_MESSAGE(edgetrace_test::opened(reader, dump), reader.error());
   std::multiset<std::tuple<std::string, std::int64_t, std::int64_t>> want;  // name, begin, end
   std::set<const et::gpu_stream_info*> streams;
   std::multiset<std::pair<std::int64_t, std::int64_t>> launches;  // host begin -> GPU begin
@@ -801,8 +799,7 @@ TEST_CASE("perfetto: --min-dur, --filter and --window keep what json keeps; a sp
   const std::string dump = record_perfetto_workload("perfetto_select");
   const expected_trace x = expect_from_dump(dump);
   et::dump_reader r;
-  REQUIRE(r.open(dump));
-  REQUIRE(r.read_metadata());
+  REQUIRE_MESSAGE(edgetrace_test::opened(r, dump), r.error());
   // From the begin of the slice a third of the way through to the begin of
   // the one two thirds through (by begin: a slow build may leave long gaps).
   std::vector<std::int64_t> begins;
@@ -975,8 +972,7 @@ TEST_CASE("perfetto --split-mb: files by time window, each within its size, toge
   const std::string dump = record_perfetto_workload("perfetto_split");
   const expected_trace x = expect_from_dump(dump);
   et::dump_reader r;
-  REQUIRE(r.open(dump));
-  REQUIRE(r.read_metadata());
+  REQUIRE_MESSAGE(edgetrace_test::opened(r, dump), r.error());
   // The whole trace's packets, then files of about a quarter of that.
   std::uint64_t whole = 0;
   {

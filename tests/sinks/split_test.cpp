@@ -125,9 +125,7 @@ std::string big_dump(const std::string& name, std::uint64_t spans) {
       d.event_chunk(1, e);
     }
   d.end(1);
-  const std::string path = temp_path(name);
-  REQUIRE(write_file(path, d.build()));
-  return path;
+  return edgetrace_test::saved_dump(d, name);
 }
 
 /// The non-metadata events of a document, each as its JSON text's members

@@ -52,8 +52,7 @@ bool waiting_name(const std::string& name) { return std::regex_search(name, std:
 /// The times recording was switched off (pause), from the dump's capture records.
 std::vector<std::int64_t> pause_times(const std::string& path) {
   er::dump_reader r;
-  REQUIRE(r.open(path));
-  REQUIRE(r.read_metadata());
+  REQUIRE_MESSAGE(edgetrace_test::opened(r, path), r.error());
   std::vector<std::int64_t> out;
   for (const auto& w : r.writers())
     for (const auto& change : w.second.recording)

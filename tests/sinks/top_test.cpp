@@ -37,9 +37,7 @@ namespace et = edgetrace::reader;
 
 namespace {
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using edgetrace_test::contains;
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;

@@ -2,6 +2,8 @@
 // Test helper: builds .etr dumps byte by byte with format.hpp, with knobs to damage them (truncate, flip, zero, reorder).
 #pragma once
 
+#include <doctest/doctest.h>
+
 #include <edgetrace/format.hpp>
 #include <support/files.hpp>
 
@@ -278,6 +280,14 @@ inline std::string temp_path(const std::string& name) {
 #endif
 }
 
+/// Writes the dump `d` builds to temp_path(name) (required to succeed) and
+/// returns that path.
+inline std::string saved_dump(const dump_builder& d, const std::string& name) {
+  const std::string path = temp_path(name);
+  REQUIRE(write_file(path, d.build()));
+  return path;
+}
+
 /// A small valid single-writer dump: two threads, nested spans, an instant,
 /// a counter, a loss record; ticks are ns (monotonic clock, 1 GHz), with two
 /// calibration pairs mapping tick t to ns t + 1'000'000.
@@ -311,6 +321,19 @@ inline dump_builder sample_dump(std::uint32_t writer = 0xA1B2C3D4u, std::uint64_
   d.thread_stats(writer, 1, 4, 0);
   d.thread_stats(writer, 2, 2, 5);
   d.end(writer);
+  return d;
+}
+
+/// Writer 1 with ticks = ns: category 1 (`category`) holding site 1 (a
+/// `kind` named `site`), and thread 1 (os tid `os_tid`, named `thread`).
+/// Events and the end chunk are the caller's.
+inline dump_builder one_site_dump(fmt::site_kind kind, std::string_view category, std::string_view site,
+                                  std::uint64_t os_tid, std::string_view thread) {
+  dump_builder d;
+  d.process(1).calibration(1, {{0, 0}, {1000000, 1000000}});
+  definitions defs;
+  defs.category(1, category).site(1, kind, 1, site);
+  d.defs(1, defs).thread(1, 1, os_tid, thread);
   return d;
 }
 

@@ -139,108 +139,102 @@ class fake_gpu {
   }
 
   static fake_gpu& self() { return instance(); }
+  /// Every entry point: under the lock, the call counted (and failed
+  /// when told to), then `body`.
+  template <class Body>
+  static int entered(call which, Body&& body) noexcept {
+    fake_gpu& g = self();
+    std::lock_guard<std::mutex> lock(g.mutex_);
+    if (int e = g.enter(which)) return e;
+    return body(g);
+  }
 
   static int device_count(int* count) noexcept {
-    fake_gpu& g = self();
-    std::lock_guard<std::mutex> lock(g.mutex_);
-    if (int e = g.enter(c_device_count)) return e;
-    if (g.device_count_error != 0) return g.device_count_error;
-    *count = g.devices;
-    return 0;
+    return entered(c_device_count, [&](fake_gpu& g) -> int {
+      if (g.device_count_error != 0) return g.device_count_error;
+      *count = g.devices;
+      return 0;
+    });
   }
   static int driver_version(int* v) noexcept {
-    fake_gpu& g = self();
-    std::lock_guard<std::mutex> lock(g.mutex_);
-    if (int e = g.enter(c_driver_version)) return e;
-    *v = g.driver;
-    return 0;
+    return entered(c_driver_version, [&](fake_gpu& g) -> int {
+      *v = g.driver;
+      return 0;
+    });
   }
   static int runtime_version(int* v) noexcept {
-    fake_gpu& g = self();
-    std::lock_guard<std::mutex> lock(g.mutex_);
-    if (int e = g.enter(c_runtime_version)) return e;
-    *v = g.runtime;
-    return 0;
+    return entered(c_runtime_version, [&](fake_gpu& g) -> int {
+      *v = g.runtime;
+      return 0;
+    });
   }
   static int device_properties(int device, gpu::gpu_device_properties* out) noexcept {
-    fake_gpu& g = self();
-    std::lock_guard<std::mutex> lock(g.mutex_);
-    if (int e = g.enter(c_device_properties)) return e;
-    std::snprintf(out->name, sizeof out->name, "Fake GPU %d", device);
-    out->major = 8;
-    out->minor = 7;
-    return 0;
+    return entered(c_device_properties, [&](fake_gpu&) -> int {
+      std::snprintf(out->name, sizeof out->name, "Fake GPU %d", device);
+      out->major = 8;
+      out->minor = 7;
+      return 0;
+    });
   }
   static int current_device(int* device) noexcept {
-    fake_gpu& g = self();
-    std::lock_guard<std::mutex> lock(g.mutex_);
-    if (int e = g.enter(c_current_device)) return e;
-    *device = 0;
-    return 0;
+    return entered(c_current_device, [&](fake_gpu&) -> int {
+      *device = 0;
+      return 0;
+    });
   }
   static int set_device(int) noexcept {
-    fake_gpu& g = self();
-    std::lock_guard<std::mutex> lock(g.mutex_);
-    return g.enter(c_set_device);
+    return entered(c_set_device, [](fake_gpu&) { return 0; });
   }
   static int relax() noexcept {
-    fake_gpu& g = self();
-    std::lock_guard<std::mutex> lock(g.mutex_);
-    return g.enter(c_relax);
+    return entered(c_relax, [](fake_gpu&) { return 0; });
   }
   static int stream_create(void** stream) noexcept {
-    fake_gpu& g = self();
-    std::lock_guard<std::mutex> lock(g.mutex_);
-    if (int e = g.enter(c_stream_create)) return e;
-    *stream = reinterpret_cast<void*>(static_cast<std::uintptr_t>(0x900000 + 16 * g.next_stream_++));
-    return 0;
+    return entered(c_stream_create, [&](fake_gpu& g) -> int {
+      *stream = reinterpret_cast<void*>(static_cast<std::uintptr_t>(0x900000 + 16 * g.next_stream_++));
+      return 0;
+    });
   }
   static int capture_status(void* stream, int* status) noexcept {
-    fake_gpu& g = self();
-    std::lock_guard<std::mutex> lock(g.mutex_);
-    if (int e = g.enter(c_capture_status)) return e;
-    *status = g.capturing_.count(stream) ? gpu::gpu_capture_active : gpu::gpu_capture_none;
-    return 0;
+    return entered(c_capture_status, [&](fake_gpu& g) -> int {
+      *status = g.capturing_.count(stream) ? gpu::gpu_capture_active : gpu::gpu_capture_none;
+      return 0;
+    });
   }
   static int event_create(void** event) noexcept {
-    fake_gpu& g = self();
-    std::lock_guard<std::mutex> lock(g.mutex_);
-    if (int e = g.enter(c_event_create)) return e;
-    void* handle = reinterpret_cast<void*>(static_cast<std::uintptr_t>(0x100000 + 16 * g.events_.size()));
-    g.events_[handle] = fake_event{};
-    *event = handle;
-    return 0;
+    return entered(c_event_create, [&](fake_gpu& g) -> int {
+      void* handle = reinterpret_cast<void*>(static_cast<std::uintptr_t>(0x100000 + 16 * g.events_.size()));
+      g.events_[handle] = fake_event{};
+      *event = handle;
+      return 0;
+    });
   }
   static int event_record(void* handle, void* stream) noexcept {
-    fake_gpu& g = self();
-    std::lock_guard<std::mutex> lock(g.mutex_);
-    if (int e = g.enter(c_event_record)) return e;
-    auto it = g.events_.find(handle);
-    if (it == g.events_.end()) return 400;  // cudaErrorInvalidResourceHandle
-    if (g.capturing_.count(stream)) g.captured_records_.fetch_add(1);
-    double& cursor = g.cursor_[stream];
-    cursor = std::max(cursor, g.now_locked());
-    it->second = fake_event{true, stream, cursor};
-    return 0;
+    return entered(c_event_record, [&](fake_gpu& g) -> int {
+      auto it = g.events_.find(handle);
+      if (it == g.events_.end()) return 400;  // cudaErrorInvalidResourceHandle
+      if (g.capturing_.count(stream)) g.captured_records_.fetch_add(1);
+      double& cursor = g.cursor_[stream];
+      cursor = std::max(cursor, g.now_locked());
+      it->second = fake_event{true, stream, cursor};
+      return 0;
+    });
   }
   static int event_query(void* handle) noexcept {
-    fake_gpu& g = self();
-    std::lock_guard<std::mutex> lock(g.mutex_);
-    if (int e = g.enter(c_event_query)) return e;
-    auto it = g.events_.find(handle);
-    if (it == g.events_.end()) return 400;
-    return !it->second.recorded || g.complete_locked(it->second) ? 0 : gpu::gpu_not_ready;
+    return entered(c_event_query, [&](fake_gpu& g) -> int {
+      auto it = g.events_.find(handle);
+      if (it == g.events_.end()) return 400;
+      return !it->second.recorded || g.complete_locked(it->second) ? 0 : gpu::gpu_not_ready;
+    });
   }
   static int elapsed(float* ms, void* from, void* to) noexcept {
-    fake_gpu& g = self();
-    std::lock_guard<std::mutex> lock(g.mutex_);
-    if (int e = g.enter(c_elapsed)) return e;
-    auto a = g.events_.find(from), b = g.events_.find(to);
-    if (a == g.events_.end() || b == g.events_.end() || !a->second.recorded || !b->second.recorded) return 400;
-    if (!g.complete_locked(a->second) || !g.complete_locked(b->second)) return gpu::gpu_not_ready;
-    // Like the real call: float milliseconds.
-    *ms = static_cast<float>((b->second.time - a->second.time) / 1e6);
-    return 0;
+    return entered(c_elapsed, [&](fake_gpu& g) -> int {
+      auto a = g.events_.find(from), b = g.events_.find(to);
+      if (a == g.events_.end() || b == g.events_.end() || !a->second.recorded || !b->second.recorded) return 400;
+      if (!g.complete_locked(a->second) || !g.complete_locked(b->second)) return gpu::gpu_not_ready;
+      // Like the real call: float milliseconds.
+      *ms = static_cast<float>((b->second.time - a->second.time) / 1e6);
+      return 0;
+    });
   }
   static int clear_error() noexcept {
     fake_gpu& g = self();

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Test helper: whole-file reads and existence checks (the one definition
+// Test helper: whole-file reads, existence checks and `contains` (the one definition
 // process.hpp, dump_builder.hpp and the analysis tests share).
 #pragma once
 
@@ -20,6 +20,9 @@ inline std::string read_file(const std::string& path) {
   }
   return text;
 }
+
+/// Whether `text` holds `what` (stdout, stderr or a file's text).
+inline bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
 inline bool file_exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 

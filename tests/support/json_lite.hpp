@@ -125,14 +125,9 @@ class parser {
       value member;
       if (!parse(member, depth + 1)) return false;
       v.members.emplace_back(std::move(key), std::move(member));
-      ws();
-      if (p_ == end_) return fail("unterminated object");
-      if (*p_ == ',') {
-        ++p_;
-        continue;
-      }
-      if (*p_ == '}') return ++p_, true;
-      return fail("expected ',' or '}'");
+      bool more = false;
+      if (!after_element('}', "unterminated object", "expected ',' or '}'", more)) return false;
+      if (!more) return true;
     }
   }
 
@@ -146,15 +141,21 @@ class parser {
       value item;
       if (!parse(item, depth + 1)) return false;
       v.items.push_back(std::move(item));
-      ws();
-      if (p_ == end_) return fail("unterminated array");
-      if (*p_ == ',') {
-        ++p_;
-        continue;
-      }
-      if (*p_ == ']') return ++p_, true;
-      return fail("expected ',' or ']'");
+      bool more = false;
+      if (!after_element(']', "unterminated array", "expected ',' or ']'", more)) return false;
+      if (!more) return true;
     }
+  }
+
+  // After an object's member or an array's item: ',' (more follow) or
+  // `close` (the end), each taken; anything else is an error.
+  bool after_element(char close, const char* unterminated, const char* expected, bool& more) {
+    ws();
+    if (p_ == end_) return fail(unterminated);
+    more = *p_ == ',';
+    if (!more && *p_ != close) return fail(expected);
+    ++p_;
+    return true;
   }
 
   static int hex(char c) {

@@ -3,10 +3,16 @@
 // that tests can search and compare.
 #pragma once
 
+#include <doctest/doctest.h>
+
+#include <support/process.hpp>
+#include <support/test_env.hpp>
+
 #include <edgetrace/decode/dump_reader.hpp>
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace edgetrace_test {
@@ -54,7 +60,11 @@ struct loaded_dump {
   }
 };
 
-/// How many writers (processes, library copies) a dump holds; 0 if it
+/// Opens `path` and reads its metadata (REQUIRE it; r.error() says why not).
+inline bool opened(edgetrace::reader::dump_reader& r, const std::string& path) {
+  return r.open(path) && r.read_metadata();
+}
+
 /// The first diagnostic of `r` whose message contains `text`, or null.
 inline const edgetrace::reader::diagnostic* find_diagnostic(const edgetrace::reader::dump_reader& r,
                                                           const std::string& text) {
@@ -70,11 +80,22 @@ inline std::string all_diagnostics(const edgetrace::reader::dump_reader& r) {
   return s;
 }
 
+/// How many writers (processes, library copies) a dump holds; 0 if it
 /// cannot be read.
 inline std::size_t writer_count(const std::string& path) {
   edgetrace::reader::dump_reader reader;
   if (!reader.open(path) || !reader.read_metadata()) return 0;
   return reader.writers().size();
+}
+
+/// The records the dump's threads lost, as the reader counts them after
+/// reading every event; 0 if it cannot be read.
+inline std::uint64_t dropped_records(const std::string& path) {
+  edgetrace::reader::dump_reader reader;
+  if (!reader.open(path) || !reader.read_events([](const edgetrace::reader::event&) {})) return 0;
+  std::uint64_t dropped = 0;
+  for (const auto* t : reader.threads_in_order()) dropped += t->dropped();
+  return dropped;
 }
 
 inline loaded_dump load_dump(const std::string& path) {
@@ -107,6 +128,58 @@ inline loaded_dump load_dump(const std::string& path) {
   for (const auto* t : reader.threads_in_order()) dump.threads.push_back(*t);
   for (const auto& d : reader.diagnostics()) dump.diagnostics.push_back(d.message);
   return dump;
+}
+
+/// `trace_app stress 0.2 2` with 4 KiB rings and EDGETRACE_ON_FULL=drop,
+/// traced to tmp/NAME (its path left in `path`): a real run that lost
+/// records. Returns how many the dump counts (required to be some).
+inline std::uint64_t lossy_stress_run(const std::string& name, std::string& path) {
+  path = fresh(name);
+  const process_result r =
+      run({app, "stress", "0.2", "2"}, {"EDGETRACE_OUTPUT=" + path, "EDGETRACE_BUFFER_KB=4", "EDGETRACE_ON_FULL=drop"});
+  REQUIRE(r.exit_code == 0);
+  const std::uint64_t dropped = dropped_records(path);
+  REQUIRE(dropped > 0);
+  return dropped;
+}
+
+/// The dump at `path`, which must be whole: opened (required), complete
+/// and undamaged (checked in the calling test case).
+inline loaded_dump whole_dump(const std::string& path) {
+  loaded_dump dump = load_dump(path);
+  CAPTURE(path);
+  REQUIRE(dump.opened);
+  CHECK(dump.complete);
+  CHECK_FALSE(dump.damaged);
+  return dump;
+}
+
+/// How many events of each name a dump must hold (0: none).
+using name_counts = std::vector<std::pair<std::string, std::size_t>>;
+
+/// `trace_app MODE` with EDGETRACE_FORK=follow and EDGETRACE_OUTPUT=tmp/NAME.etr,
+/// whose child prints "child=PID ... status=S": both exit 0, the parent's
+/// dump and the child's own (tmp/NAME.PID.etr, removed once loaded) are
+/// complete and hold the events named, as many as given. Returns the
+/// child's dump.
+inline loaded_dump check_followed_fork(const std::string& mode, const std::string& name, const name_counts& parent,
+                                       const name_counts& child) {
+  const std::string path = fresh(name + ".etr");
+  const process_result r = run({app, mode}, {"EDGETRACE_OUTPUT=" + path, "EDGETRACE_FORK=follow"});
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 0);
+  REQUIRE(r.out.rfind("child=", 0) == 0);
+  CHECK(r.out.find("status=0") != std::string::npos);
+  const std::string child_path = tmp + "/" + name + "." + r.out.substr(6, r.out.find(' ') - 6) + ".etr";
+  const loaded_dump dumps[2] = {load_dump(path), load_dump(child_path)};
+  ::unlink(child_path.c_str());
+  for (int i = 0; i < 2; ++i) {
+    CAPTURE(i == 0 ? "parent" : "child");
+    REQUIRE(dumps[i].opened);
+    CHECK(dumps[i].complete);
+    for (const auto& [event, count] : i == 0 ? parent : child) CHECK_MESSAGE(dumps[i].named(event).size() == count, event);
+  }
+  return dumps[1];
 }
 
 }  // namespace edgetrace_test

@@ -23,6 +23,17 @@ inline const std::string tmp = EDGETRACE_TEST_TMPDIR;
 /// `tmp/name` with no file there (see fresh_file).
 inline std::string fresh(const std::string& name) { return fresh_file(tmp + "/" + name); }
 
+/// `trace_app MODE` with EDGETRACE_CLOCK=CLOCK, tracing to tmp/MODE-CLOCK.etr
+/// (a fresh path): the run and the dump's path.
+struct clock_run {
+  process_result run;
+  std::string path;
+};
+inline clock_run run_on_clock(const std::string& mode, const std::string& clock) {
+  const std::string path = fresh(mode + "-" + clock + ".etr");
+  return {run({app, mode}, {"EDGETRACE_OUTPUT=" + path, "EDGETRACE_CLOCK=" + clock}), path};
+}
+
 /// The dump of `trace_app ARGS...` (EDGETRACE_OUTPUT=tmp/name), recorded the
 /// first time a test asks for it in this program; false when the app
 /// failed or wrote to stderr (the caller REQUIREs it).

@@ -35,8 +35,7 @@ struct capture_info {
 capture_info read_capture(const std::string& path) {
   edgetrace::reader::dump_reader r;
   capture_info out;
-  REQUIRE(r.open(path));
-  REQUIRE(r.read_metadata());
+  REQUIRE_MESSAGE(edgetrace_test::opened(r, path), r.error());
   REQUIRE(r.writers().size() == 1);
   const edgetrace::reader::writer_info& w = r.writers().begin()->second;
   out.recording = w.recording;
@@ -64,10 +63,7 @@ TEST_CASE("capture: pause() and resume() keep exactly the spans that began while
   const bool counter_allowed = EDGETRACE_CLOCK_MONOTONIC == 0;
   CHECK((r.out == "paused_mode=0\nresumed_mode=2\n" ||
          (counter_allowed && r.out == "paused_mode=0\nresumed_mode=1\n")));
-  const auto dump = load_dump(dump_path);
-  REQUIRE(dump.opened);
-  CHECK(dump.complete);
-  CHECK_FALSE(dump.damaged);
+  const auto dump = edgetrace_test::whole_dump(dump_path);
   CHECK(dump.named("before").size() == 10);
   CHECK(dump.named("straddle_in").size() == 1);  // began before pause(): kept whole
   CHECK(dump.named("paused").empty());
@@ -256,8 +252,7 @@ TEST_CASE("capture: summary --phase keeps the spans that began in that phase") {
 TEST_CASE("EDGETRACE_RECORD: spans measured elsewhere land where they were measured, with their duration") {
   for (const char* clock : {"auto", "monotonic"}) {
     CAPTURE(clock);
-    const std::string dump_path = fresh(std::string("record-measured-") + clock + ".etr");
-    const auto r = run({app, "record-measured"}, {"EDGETRACE_OUTPUT=" + dump_path, std::string("EDGETRACE_CLOCK=") + clock});
+    const auto [r, dump_path] = edgetrace_test::run_on_clock("record-measured", clock);
     CHECK(r.exit_code == 0);
     CHECK(r.err.empty());
     std::vector<std::pair<std::int64_t, std::int64_t>> printed;  // start, duration (ns)

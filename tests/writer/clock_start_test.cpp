@@ -30,7 +30,7 @@ using namespace edgetrace_test;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+using edgetrace_test::contains;
 
 /// "early <inner ns> <outer ns>" lines of trace_app's die-early mode.
 struct measured_span {
@@ -91,8 +91,7 @@ TEST_CASE("a dying process's dump holds two calibration pairs before its first e
   const auto r = run({app, "die-early", "kill"}, {"EDGETRACE_OUTPUT=" + dump_path});
   REQUIRE(r.exit_code == 128 + 9);
   edgetrace::reader::dump_reader reader;
-  REQUIRE(reader.open(dump_path));
-  REQUIRE(reader.read_metadata());
+  REQUIRE_MESSAGE(edgetrace_test::opened(reader, dump_path), reader.error());
   std::size_t pairs_before_events = 0;
   bool events_seen = false;
   REQUIRE(reader.for_each_chunk([&](const edgetrace::reader::dump_reader::raw_chunk& c) {
@@ -144,8 +143,7 @@ TEST_CASE("one calibration pair and no nominal rate: every tool refuses duration
   const std::string why = "tick rate is unknown";
 
   edgetrace::reader::dump_reader reader;
-  REQUIRE(reader.open(path));
-  REQUIRE(reader.read_metadata());
+  REQUIRE_MESSAGE(edgetrace_test::opened(reader, path), reader.error());
   CHECK(contains(reader.unknown_rate(), why));
   CHECK(contains(reader.unknown_rate(), "pid 1234"));
   std::size_t seen = 0;
@@ -193,8 +191,7 @@ TEST_CASE("the refusal is only where a rate is missing: a nominal rate, or no ev
     const std::string path = fresh("unknown-rate-empty.etr");
     REQUIRE(write_file(path, unknown_rate_dump(false)));
     edgetrace::reader::dump_reader reader;
-    REQUIRE(reader.open(path));
-    REQUIRE(reader.read_metadata());
+    REQUIRE_MESSAGE(edgetrace_test::opened(reader, path), reader.error());
     CHECK(reader.unknown_rate().empty());
     CHECK(reader.read_events([](const edgetrace::reader::event&) {}));
     CHECK(run({cli, "json", path, "-o", fresh("unknown-rate-empty.json")}).exit_code == 0);
@@ -204,8 +201,7 @@ TEST_CASE("the refusal is only where a rate is missing: a nominal rate, or no ev
 TEST_CASE("EDGETRACE_RECORD: absurd starts and durations are refused, counted, and said once") {
   for (const char* clock : {"auto", "monotonic"}) {
     CAPTURE(clock);
-    const std::string dump_path = fresh(std::string("record-absurd-") + clock + ".etr");
-    const auto r = run({app, "record-absurd"}, {"EDGETRACE_OUTPUT=" + dump_path, std::string("EDGETRACE_CLOCK=") + clock});
+    const auto [r, dump_path] = edgetrace_test::run_on_clock("record-absurd", clock);
     CHECK(r.exit_code == 0);
     std::istringstream out(r.out);
     std::string word;

@@ -18,6 +18,7 @@
 namespace lifecycle_test {
 
 using edgetrace_test::app;
+using edgetrace_test::contains;
 using edgetrace_test::file_exists;
 using edgetrace_test::fresh;
 using edgetrace_test::line_count;
@@ -39,10 +40,7 @@ TEST_CASE("lifecycle: with EDGETRACE_OUTPUT the dump is complete after a normal 
   // main + flusher (+ TSan's own thread under the tsan preset)
   CHECK(r.out.rfind("threads=" + std::to_string(2 + edgetrace_test::sanitizer_threads) + " ", 0) == 0);
   CHECK(r.err.empty());
-  const auto dump = load_dump(dump_path);
-  REQUIRE(dump.opened);
-  CHECK(dump.complete);
-  CHECK_FALSE(dump.damaged);
+  const auto dump = edgetrace_test::whole_dump(dump_path);
   CHECK(dump.named("app_span").size() == 1000);
   CHECK(dump.named("app_counter").size() == 1000);
   CHECK(dump.named("app_instant").size() == 1);
@@ -156,10 +154,7 @@ TEST_CASE("lifecycle: fork while tracing: the child does not trace or hang, the 
   const auto r = run({app, "fork"}, env);
   CHECK(r.exit_code == 0);
   CHECK(r.out == "child=7\n");
-  const auto dump = load_dump(dump_path);
-  REQUIRE(dump.opened);
-  CHECK(dump.complete);
-  CHECK_FALSE(dump.damaged);
+  const auto dump = edgetrace_test::whole_dump(dump_path);
   CHECK(dump.named("child_name").empty());
   CHECK(dump.named("app_span").size() >= 100);
 }
@@ -168,10 +163,7 @@ TEST_CASE("lifecycle: EDGETRACE_SIGNAL_FLUSH=1 completes the dump when SIGTERM k
   const std::string dump_path = fresh("sigterm.etr");
   const auto r = run({app, "signal-term"}, {"EDGETRACE_OUTPUT=" + dump_path, "EDGETRACE_SIGNAL_FLUSH=1"});
   CHECK(r.exit_code == 128 + SIGTERM);  // the default action still happens
-  const auto dump = load_dump(dump_path);
-  REQUIRE(dump.opened);
-  CHECK(dump.complete);
-  CHECK_FALSE(dump.damaged);
+  const auto dump = edgetrace_test::whole_dump(dump_path);
   CHECK(dump.named("app_span").size() == 1000);
 }
 
@@ -199,42 +191,31 @@ TEST_CASE("lifecycle: signal flush chains to the app's own handler") {
 // Skipped in sanitizer builds: the child allocates after fork (see sanitized_build).
 TEST_CASE("lifecycle: EDGETRACE_FORK=follow gives the child a dump of its own" *
           doctest::skip(edgetrace_test::sanitized_build)) {
-  const std::string dump_path = fresh("follow.etr");
-  const auto r = run({app, "fork-follow"}, {"EDGETRACE_OUTPUT=" + dump_path, "EDGETRACE_FORK=follow"});
-  CHECK(r.exit_code == 0);
-  REQUIRE(r.out.rfind("child=", 0) == 0);
-  const std::string child_pid = r.out.substr(6, r.out.find(' ') - 6);
-  CHECK(r.out.find("status=0") != std::string::npos);
-  const auto parent = load_dump(dump_path);
-  CHECK(parent.complete);
-  CHECK(parent.named("app_span").size() == 200);
-  CHECK(parent.named("child_span").empty());
-  const std::string child_path = tmp + "/follow." + child_pid + ".etr";
-  const auto child = load_dump(child_path);
-  REQUIRE(child.opened);
-  CHECK(child.complete);
-  CHECK(child.named("child_span").size() == 300);
-  CHECK(child.named("app_span").empty());
+  const auto child = edgetrace_test::check_followed_fork("fork-follow", "follow", {{"app_span", 200}, {"child_span", 0}},
+                                                        {{"child_span", 300}, {"app_span", 0}});
   CHECK(child.thread_named("child-main") != nullptr);
-  ::unlink(child_path.c_str());
 }
 
-TEST_CASE("lifecycle: a dump deleted while the app runs gets one line and tracing stops") {
-  const std::string dump_path = fresh("deleted.etr");
-  const auto r = run({app, "delete-output"}, {"EDGETRACE_OUTPUT=" + dump_path});
+namespace {
+// `trace_app MODE` loses its dump mid-run: it finishes (exit 0, tracing
+// off at the end) and stderr has one line, saying `why`.
+void check_tracing_stops(const std::string& mode, const std::string& dump_path, const std::string& why) {
+  const auto r = run({app, mode}, {"EDGETRACE_OUTPUT=" + dump_path});
+  CAPTURE(r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.out == "active=0\n");
   CHECK(line_count(r.err) == 1);
-  CHECK(r.err.find("was deleted while tracing; tracing is off") != std::string::npos);
+  CHECK(contains(r.err, why));
+}
+}  // namespace
+
+TEST_CASE("lifecycle: a dump deleted while the app runs gets one line and tracing stops") {
+  check_tracing_stops("delete-output", fresh("deleted.etr"), "was deleted while tracing; tracing is off");
 }
 
 TEST_CASE("lifecycle: a file-size limit (disk full alike) gets one line and the app finishes") {
   const std::string dump_path = fresh("fsize.etr");
-  const auto r = run({app, "file-size-limit"}, {"EDGETRACE_OUTPUT=" + dump_path});
-  CHECK(r.exit_code == 0);
-  CHECK(r.out == "active=0\n");
-  CHECK(line_count(r.err) == 1);
-  CHECK(r.err.find("failed: File too large; tracing is off") != std::string::npos);
+  check_tracing_stops("file-size-limit", dump_path, "failed: File too large; tracing is off");
   const auto dump = load_dump(dump_path);  // what fit is still readable
   REQUIRE(dump.opened);
   CHECK(dump.named("app_span").size() > 0);

@@ -8,6 +8,7 @@
 
 #include <support/files.hpp>
 #include <support/process.hpp>
+#include <support/read_dump.hpp>
 #include <support/sanitizers.hpp>
 #include <support/spawn.hpp>
 #include <support/test_env.hpp>
@@ -115,8 +116,7 @@ TEST_CASE("overload: threads that encode their own records stop at what only the
   const auto figures = dense_threads(path);
   REQUIRE(figures.size() == threads);
   edgetrace::reader::dump_reader reader;
-  REQUIRE(reader.open(path));
-  REQUIRE(reader.read_metadata());
+  REQUIRE_MESSAGE(edgetrace_test::opened(reader, path), reader.error());
   std::map<std::uint64_t, std::uint64_t> arguments;  // thread id -> arguments
   reader.for_each_annotation([&arguments](const edgetrace::reader::annotation& a) { ++arguments[a.thread_id]; });
   const auto n = static_cast<std::uint64_t>(spans_per_thread);

@@ -30,7 +30,7 @@ using edgetrace_test::tmp;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+using edgetrace_test::contains;
 
 /// Sum of the dump's per-thread stats (records dropped because a ring was full).
 std::uint64_t dropped_in_dump(const std::string& path) {
@@ -70,10 +70,8 @@ TEST_CASE("process life: std::quick_exit(9) from a worker while main traces: exi
   CAPTURE(r.err);
   CHECK(r.exit_code == 9);
   CHECK(r.err.empty());
-  const auto dump = load_dump(dump_path);
-  REQUIRE(dump.opened);
-  CHECK(dump.complete);  // the end chunk is there: quick_exit is not a crash
-  CHECK_FALSE(dump.damaged);
+  // Complete: the end chunk is there (quick_exit is not a crash).
+  const auto dump = edgetrace_test::whole_dump(dump_path);
   CHECK(dump.named("app_span").size() == 1000);
   CHECK(dump.named("quick_exit_span").size() == 500);
   ::unlink(dump_path.c_str());
@@ -99,26 +97,8 @@ TEST_CASE("process life: std::quick_exit with a runtime lock held on the calling
 // after fork() (tests/support/sanitizers.hpp, docs/RELIABILITY.md section 4).
 TEST_CASE("process life: EDGETRACE_FORK=follow: a name interned before fork() names the child's spans" *
           doctest::skip(edgetrace_test::sanitized_build)) {
-  const std::string dump_path = fresh("fork-names.etr");
-  const auto r = run({app, "fork-names"}, {"EDGETRACE_OUTPUT=" + dump_path, "EDGETRACE_FORK=follow"});
-  CAPTURE(r.err);
-  CHECK(r.exit_code == 0);
-  REQUIRE(r.out.rfind("child=", 0) == 0);
-  CHECK(contains(r.out, "status=0"));
-  const std::string child_pid = r.out.substr(6, r.out.find(' ') - 6);
-  const auto parent = load_dump(dump_path);
-  CHECK(parent.complete);
-  CHECK(parent.named("parent_name").size() == 5);
-  CHECK(parent.named("child_name").empty());
-  const std::string child_path = tmp + "/fork-names." + child_pid + ".etr";
-  const auto child = load_dump(child_path);
-  REQUIRE(child.opened);
-  CHECK(child.complete);
-  CHECK(child.named("parent_name").size() == 30);
-  CHECK(child.named("child_name").size() == 20);
-  CHECK(child.named("(unnamed)").empty());
-  ::unlink(child_path.c_str());
-  ::unlink(dump_path.c_str());
+  edgetrace_test::check_followed_fork("fork-names", "fork-names", {{"parent_name", 5}, {"child_name", 0}},
+                                      {{"parent_name", 30}, {"child_name", 20}, {"(unnamed)", 0}});
 }
 
 // ------------------------------------------------------------ drops

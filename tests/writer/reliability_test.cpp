@@ -54,7 +54,7 @@ bool long_tests() {
   return v != nullptr && std::strcmp(v, "1") == 0;
 }
 
-bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+using edgetrace_test::contains;
 
 /// Removes tmp/<prefix>* (child dumps of fork tests).
 int remove_with_prefix(const std::string& prefix) {
@@ -167,15 +167,8 @@ TEST_CASE("reliability: 8 threads x random bursts, small rings: written + droppe
 
 // The summary must say that spans are missing (how many, on which threads).
 TEST_CASE("reliability: edgetrace summary reports dropped spans") {
-  const std::string dump_path = fresh("summary-loss.etr");
-  const auto r = run({app, "stress", "0.2", "2"}, {"EDGETRACE_OUTPUT=" + dump_path, "EDGETRACE_BUFFER_KB=4", "EDGETRACE_ON_FULL=drop"});
-  REQUIRE(r.exit_code == 0);
-  edgetrace::reader::dump_reader reader;
-  REQUIRE(reader.open(dump_path));
-  REQUIRE(reader.read_events([](const edgetrace::reader::event&) {}));
-  std::uint64_t dropped = 0;
-  for (const auto* t : reader.threads_in_order()) dropped += t->dropped();
-  REQUIRE(dropped > 0);
+  std::string dump_path;
+  const std::uint64_t dropped = edgetrace_test::lossy_stress_run("summary-loss.etr", dump_path);
   const auto summary = run({cli, "summary", dump_path});
   CHECK(summary.exit_code == 0);
   CHECK(contains(summary.out + summary.err, "dropped"));
@@ -270,10 +263,7 @@ TEST_CASE("reliability: EDGETRACE_SIGNAL_FLUSH=1 completes the dump on SIGINT; w
   const std::string dump_path = fresh("sigint.etr");
   auto r = run({app, "signal-int"}, {"EDGETRACE_OUTPUT=" + dump_path, "EDGETRACE_SIGNAL_FLUSH=1"});
   CHECK(r.exit_code == 128 + SIGINT);  // the default action still happens
-  auto dump = load_dump(dump_path);
-  REQUIRE(dump.opened);
-  CHECK(dump.complete);
-  CHECK_FALSE(dump.damaged);
+  auto dump = edgetrace_test::whole_dump(dump_path);
   CHECK(dump.named("app_span").size() == 1000);
   r = run({app, "signal-int"}, {"EDGETRACE_OUTPUT=" + dump_path});
   CHECK(r.exit_code == 128 + SIGINT);
@@ -385,10 +375,7 @@ TEST_CASE("reliability: many forks under load never deadlock (EDGETRACE_FORK=off
   ::unlink(child.err_path.c_str());
   REQUIRE(code == 0);  // -2: timed out, i.e. a deadlock
   CHECK(out == "forks=" + std::to_string(forks) + " ok=" + std::to_string(forks) + "\n");
-  const auto dump = load_dump(dump_path);
-  REQUIRE(dump.opened);
-  CHECK(dump.complete);
-  CHECK_FALSE(dump.damaged);
+  const auto dump = edgetrace_test::whole_dump(dump_path);
   CHECK(dump.named("storm_child_span").empty());
   CHECK(dump.named("app_span").size() >= static_cast<std::size_t>(forks) * 10);
   ::unlink(dump_path.c_str());

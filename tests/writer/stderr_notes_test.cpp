@@ -28,7 +28,7 @@ using edgetrace_test::tmp;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+using edgetrace_test::contains;
 
 /// The commands that convert a whole dump, writing to `out`.
 std::vector<std::vector<std::string>> converting_commands(const std::string& dump, const std::string& out) {
@@ -89,15 +89,8 @@ TEST_CASE("notes: json, summary, csv and report say on stderr how many records w
 }
 
 TEST_CASE("notes: a real run that overflowed its rings: the count on stderr is the dump's own") {
-  const std::string dump = fresh("notes-loss.etr");
-  const auto traced = run({app, "stress", "0.2", "2"}, {"EDGETRACE_OUTPUT=" + dump, "EDGETRACE_BUFFER_KB=4", "EDGETRACE_ON_FULL=drop"});
-  REQUIRE(traced.exit_code == 0);
-  edgetrace::reader::dump_reader reader;
-  REQUIRE(reader.open(dump));
-  REQUIRE(reader.read_events([](const edgetrace::reader::event&) {}));
-  std::uint64_t dropped = 0;
-  for (const auto* t : reader.threads_in_order()) dropped += t->dropped();
-  REQUIRE(dropped > 0);
+  std::string dump;
+  const std::uint64_t dropped = edgetrace_test::lossy_stress_run("notes-loss.etr", dump);
   const std::string out = fresh("notes-loss.out");
   for (const auto& argv : converting_commands(dump, out)) {
     CAPTURE(argv[1]);
