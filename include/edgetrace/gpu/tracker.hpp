@@ -14,7 +14,7 @@
 #include <edgetrace/gpu/records.hpp>
 #include <edgetrace/writer/env.hpp>
 #include <edgetrace/writer/flusher_client.hpp>
-#include <edgetrace/writer/linux.hpp>
+#include <edgetrace/writer/platform/linux.hpp>
 
 #include <algorithm>
 #include <atomic>

@@ -64,20 +64,13 @@ inline std::size_t unread_records(runtime& rt) noexcept {
 /// the call is left unencoded (or none can be read any more).
 inline bool flush_if_pending() noexcept {
   runtime* rt = the_runtime.load(std::memory_order_acquire);
-  if (!owns_runtime(rt) || rt->stopping_.load(std::memory_order_relaxed)) return true;
+  if (!owns_runtime(rt) || rt->control_.stopping()) return true;
   // An output stuck for a second already: one library after another going
   // away (at exit, say) must not each wait their second.
   if (rt->output_stalled(1000000000u)) return unread_records(*rt) == 0;
   if (unread_records(*rt) == 0) return true;
-  mutex_lock lock(rt->control_mutex_);
-  if (rt->flusher_done_) return true;
-  const std::uint64_t ticket = ++rt->flush_requested_;
-  rt->wake_.wake_flusher();
-  const bool flushed = rt->flushed_.wait_for(lock.native(), unload_flush_timeout,
-                                             [&]() EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
-                                               return rt->flush_completed_ >= ticket || rt->flusher_done_;
-                                             });
-  if (!flushed) rt->gave_up_waiting_.store(true, std::memory_order_relaxed);  // exit waits no second more
+  const bool flushed = rt->control_.request_flush(unload_flush_timeout, false);
+  if (!flushed) rt->control_.gave_up_waiting();  // exit waits no second more
   return flushed;
 }
 
@@ -194,16 +187,9 @@ EDGETRACE_DETAIL_API void flush() noexcept {
   restart_if_forked();
   runtime* rt = the_runtime.load(std::memory_order_acquire);
   if (!owns_runtime(rt)) return;
-  mutex_lock lock(rt->control_mutex_);
-  if (rt->flusher_done_) return;
-  const std::uint64_t ticket = ++rt->flush_requested_;
-  rt->wake_.wake_flusher();
-  // Nothing can be written before the output opens (a FIFO nobody reads).
-  if (rt->open_state_.load(std::memory_order_acquire) != runtime::open_done) return;
-  // Bounded wait: the app must never hang on the tracer.
-  rt->flushed_.wait_for(lock.native(), std::chrono::seconds(5), [&]() EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
-    return rt->flush_completed_ >= ticket || rt->flusher_done_;
-  });
+  // Nothing can be written before the output opens (a FIFO nobody reads),
+  // so then it only asks. Bounded wait: the app must never hang on the tracer.
+  rt->control_.request_flush(std::chrono::seconds(5), true);
 }
 
 
@@ -216,7 +202,7 @@ EDGETRACE_DETAIL_API void snapshot_call(const char* reason, std::size_t size) no
 EDGETRACE_DETAIL_API bool active() noexcept {
   runtime* rt = the_runtime.load(std::memory_order_acquire);
   return owns_runtime(rt) && !rt->failed() &&
-         !rt->stopping_.load(std::memory_order_relaxed);
+         !rt->control_.stopping();
 }
 
 }  // namespace detail

@@ -13,7 +13,7 @@
 #pragma once
 
 #include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
-#include <edgetrace/writer/linux.hpp>
+#include <edgetrace/writer/platform/linux.hpp>
 
 #include <cerrno>
 #include <cstddef>

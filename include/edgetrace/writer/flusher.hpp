@@ -9,7 +9,7 @@
 
 #include <edgetrace/writer/flusher_client.hpp>
 #include <edgetrace/writer/stream.hpp>
-#include <edgetrace/writer/linux.hpp>
+#include <edgetrace/writer/platform/linux.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -164,27 +164,16 @@ class runtime final : public runtime_stream, private flusher_output {
     const std::uint64_t period_ns = std::uint64_t{config_.flush_ms} * 1000000u;
     std::uint64_t wait_ns = period_ns < 1000000u ? period_ns : 1000000u;  // first look soon
     std::uint64_t last_drain_ns = clock_ns(CLOCK_MONOTONIC);
-    rings_.refill(stopping_);  // here, not in start-up: page faults stay off the app's start
+    rings_.refill(control_.stopping_flag());  // here, not in start-up: page faults stay off the app's start
     load_.sample(last_drain_ns);  // the first look at the CPUs comes one sample_ns from here
     for (;;) {
       const std::uint64_t wait = flight_wait(check_capture(clock_ns(CLOCK_MONOTONIC), wait_ns));
       // Read before looking for work: a wake-up after this read, however
       // early, makes the sleep below return at once.
-      const std::uint32_t seen = wake_.wake_word_seq_cst();
-      bool idle;
-      {
-        mutex_lock lock(control_mutex_);
-        idle = !stop_ && flush_requested_ == flush_completed_;
-      }
-      if (idle) wake_.sleep_until_woken(seen, wait);
-      std::uint64_t serving;
-      bool flushing;
-      {
-        mutex_lock lock(control_mutex_);
-        if (stop_) break;
-        serving = flush_requested_;
-        flushing = serving != flush_completed_;
-      }
+      control_.sleep_if_idle(control_.wake_word(), wait);
+      std::uint64_t serving = 0;
+      bool flushing = false;
+      if (!control_.next_cycle(serving, flushing)) break;
       if (forget_sites.exchange(false, std::memory_order_acq_rel)) encoder_.forget_site_cache();
       take_rate_pair(true);  // before the first timed chunk
       // Before encoding: a truncation found now costs no record (the new
@@ -223,22 +212,13 @@ class runtime final : public runtime_stream, private flusher_output {
       flush_output();
       if (EDGETRACE_DETAIL_UNLIKELY(gave_up_.load(std::memory_order_relaxed) != gave_up_seen_)) report_stall();
       if (config_.flight) serve_flight(false);
-      rings_.refill(stopping_);
-      {
-        mutex_lock lock(control_mutex_);
-        flush_completed_ = serving;
-      }
-      flushed_.notify_all();
+      rings_.refill(control_.stopping_flag());
+      control_.cycle_done(serving);
     }
     if (config_.flight && !ended_) finish_flight();
     if (!ended_) end_stream();
     file_.close();
-    {
-      mutex_lock lock(control_mutex_);
-      flusher_done_ = true;
-      flush_completed_ = flush_requested_;
-    }
-    flushed_.notify_all();
+    control_.finished();
   }
 
   /// Final pass: everything drained, thread totals, a last calibration
@@ -366,7 +346,7 @@ class runtime final : public runtime_stream, private flusher_output {
   /// A dump deleted (or replaced) while the app runs would swallow every
   /// later write silently: say so once and stop.
   void check_output_still_there() {
-    if (file_.fd_ours() && open_state_.load(std::memory_order_relaxed) == open_done) output_is_ours();
+    if (file_.fd_ours() && control_.opened()) output_is_ours();
   }
 
   // ------------------------------------------------------------ flight recorder

@@ -96,7 +96,7 @@ inline help_result help(runtime& rt, thread_ring& ring) noexcept {
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   if ((handed && enc.waiting() >= ring_encoding::buffer_count / 2) || result == help_result::stopped ||
       result == help_result::no_room)
-    rt.wake_.wake_flusher();
+    rt.control_.wake_flusher();
   return result;
 }
 

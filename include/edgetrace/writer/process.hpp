@@ -14,7 +14,7 @@
 #include <edgetrace/writer/registry.hpp>
 #include <edgetrace/writer/signals.hpp>
 #include <edgetrace/writer/slow_path.hpp>
-#include <edgetrace/writer/linux.hpp>
+#include <edgetrace/writer/platform/linux.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -57,13 +57,7 @@ inline void shutdown() noexcept {
     pthread_setspecific(rt->exit_key_, nullptr);
     retire_ring(rt, ring);
   }
-  {
-    mutex_lock lock(rt->control_mutex_);
-    if (rt->stop_) return;
-    rt->stop_ = true;
-    rt->stopping_.store(true);
-  }
-  rt->wake_.wake_flusher();
+  if (!rt->control_.stop()) return;
   // The final pass needs a CPU, which the app's busy threads would share
   // out among themselves (writer/exit_priority.hpp).
   static exit_priority others;  // static: 64 KiB, and shutdown runs once
@@ -71,14 +65,7 @@ inline void shutdown() noexcept {
   // Bounded: a reader that stopped reading, or a stuck file system, must
   // not hold the app's exit. After 1 s the app goes on exiting (the
   // flusher, stuck in the kernel, goes with the process).
-  bool done;
-  {
-    mutex_lock lock(rt->control_mutex_);
-    const auto bound = rt->gave_up_waiting_.load(std::memory_order_relaxed) ? std::chrono::milliseconds(100)
-                                                                             : std::chrono::milliseconds(1000);
-    done = rt->flushed_.wait_for(lock.native(), bound,
-                                 [&]() EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS { return rt->flusher_done_; });
-  }
+  const bool done = rt->control_.wait_finished();
   const std::size_t lowered = others.lowered();
   others.restore();
   if (done) {
@@ -87,7 +74,7 @@ inline void shutdown() noexcept {
     report("EDGETRACE_MODE=flight: the %llu MiB ring (EDGETRACE_FLIGHT_MB) was still being faulted in at exit; no "
            "snapshot was written",
            static_cast<unsigned long long>(rt->config_.flight_bytes >> 20));
-  } else if (rt->open_state_.load(std::memory_order_acquire) != runtime::open_done) {
+  } else if (!rt->control_.opened()) {
     report("EDGETRACE_OUTPUT '%s' never opened (a FIFO that no process reads, or a stuck file system); nothing "
            "was written",
            rt->file_.path());
@@ -115,7 +102,7 @@ inline void shutdown() noexcept {
 inline void quick_exit_shutdown() noexcept EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
   runtime* rt = the_runtime.load(std::memory_order_acquire);
   if (!owns_runtime(rt)) return;
-  mutex* const locks[] = {&category_mutex, &rt->control_mutex_, &rt->rings_.list_mutex(), &rt->names_.table_mutex()};
+  mutex* const locks[] = {&category_mutex, &rt->control_.lock_for_exit(), &rt->rings_.list_mutex(), &rt->names_.table_mutex()};
   for (int tries = 0;; ++tries) {
     std::size_t taken = 0;
     while (taken < 4 && locks[taken]->try_lock()) ++taken;
@@ -147,7 +134,7 @@ inline bool child_output_path(const char* parent_path, long pid, char* out, std:
 
 /// Prepares the process chunk and the first calibration pair, starts the
 /// flusher, which opens rt->path_ (open_output), and waits at most
-/// runtime::open_wait for the open. On failure: one stderr line, false. A
+/// flusher_control::open_wait for the open. On failure: one stderr line, false. A
 /// FIFO without a reader, or an open still blocked after the wait, does not
 /// hold the app: tracing goes on into the rings and the flusher writes once
 /// the output opens (exit then waits at most 1 s: shutdown).
@@ -173,17 +160,8 @@ inline bool open_and_launch(runtime* rt) noexcept {
 #if defined(__linux__)
   os::name_thread(rt->flusher_, "edgetrace");
 #endif
-  bool failed;
-  {
-    mutex_lock lock(rt->control_mutex_);
-    rt->opened_.wait_for(lock.native(), runtime::open_wait, [&] {
-      return rt->open_state_.load(std::memory_order_acquire) != runtime::open_pending;
-    });
-    failed = rt->open_state_.load(std::memory_order_acquire) == runtime::open_failed;
-    if (failed) rt->stop_ = true;
-  }
-  if (failed) {  // said so already (open_output); the flusher only ends
-    rt->wake_.wake_flusher();
+  if (rt->control_.wait_open_failed()) {  // said so already (open_output); the flusher only ends
+    rt->control_.wake_flusher();
     pthread_join(rt->flusher_, nullptr);
     return false;
   }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// What the app's threads and the flusher share around the rings: mapping, the pool of spare rings, the list of attached rings and the futexes that wake either side.
+// What the app's threads and the flusher share around the rings: mapping, the pool of spare rings and the list of attached rings.
 //
 // Attaching a thread takes no lock and allocates nothing, so a thread's
 // first record may come from a signal handler (writer/slow_path.hpp); the
@@ -10,10 +10,8 @@
 #include <edgetrace/core/thread_safety.hpp>
 #include <edgetrace/face/ring.hpp>
 #include <edgetrace/writer/encoding/ring_encoding.hpp>
-#include <edgetrace/writer/linux.hpp>
 
 #include <atomic>
-#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <new>
@@ -177,62 +175,6 @@ class ring_pool {
   /// Rings whose thread exited and that the flusher has not recycled yet
   /// (exit hook adds, flusher subtracts).
   std::atomic<std::uint32_t> retiring_{0};
-};
-
-/// The futexes between the app's threads and the flusher: the flusher
-/// sleeps on one (wake), threads whose ring is full on the other (room).
-/// Futexes, not condition variables: waking must be async-signal-safe (a
-/// ring that fills up inside a signal handler wakes the flusher).
-class flusher_wake {
- public:
-  /// Wakes the flusher now rather than at its next period. Async-signal-
-  /// safe: an atomic add and, if the flusher sleeps, one futex system call.
-  void wake_flusher() noexcept {
-    wake_word_.fetch_add(1, std::memory_order_seq_cst);
-    if (sleeping_.load(std::memory_order_seq_cst))
-      os::futex_wake(wake_word_, 1);
-  }
-
-  /// Tells threads waiting for room (wait_for_room) that a ring was
-  /// drained. The bump comes after the drain published its read position,
-  /// and a waiter counts itself before it reads the word, so either the
-  /// waiter sees the new word (and does not sleep) or we see the waiter.
-  void wake_room_waiters() noexcept {
-    room_word_.fetch_add(1, std::memory_order_seq_cst);
-    if (room_waiters_.load(std::memory_order_seq_cst) != 0)
-      os::futex_wake(room_word_, INT_MAX);
-  }
-
-  /// Sleeps until wake_flusher() is called after `seen` was read, or for
-  /// `ns`. Either the waker sees sleeping_ and wakes us, or the
-  /// kernel sees the word changed and does not put us to sleep.
-  void sleep_until_woken(std::uint32_t seen, std::uint64_t ns) noexcept {
-    sleeping_.store(true, std::memory_order_seq_cst);
-    os::futex_wait(wake_word_, seen, ns);
-    sleeping_.store(false, std::memory_order_relaxed);
-  }
-
-  /// EDGETRACE_ON_FULL=wait: sleeps until wake_room_waiters() or for `ns`
-  /// unless the room word moved from `seen`; counts itself a waiter first.
-  void wait_for_room(std::uint32_t seen, std::uint64_t ns) noexcept {
-    os::futex_wait(room_word_, seen, ns);
-  }
-  std::uint32_t room_word() const noexcept { return room_word_.load(std::memory_order_seq_cst); }
-  /// Read before looking for work: a wake-up after this read makes the
-  /// sleep return at once.
-  std::uint32_t wake_word_seq_cst() const noexcept { return wake_word_.load(std::memory_order_seq_cst); }
-  void add_room_waiter() noexcept { room_waiters_.fetch_add(1, std::memory_order_seq_cst); }
-  void remove_room_waiter() noexcept { room_waiters_.fetch_sub(1, std::memory_order_relaxed); }
-
- private:
-  /// The flusher sleeps on this word; wake_flusher() bumps it.
-  std::atomic<std::uint32_t> wake_word_{0};
-  std::atomic<bool> sleeping_{false};
-  /// Threads whose ring is full sleep on room_word_, which the flusher
-  /// bumps after each ring it drained, waking them if room_waiters_ says
-  /// someone sleeps.
-  std::atomic<std::uint32_t> room_word_{0};
-  std::atomic<std::uint32_t> room_waiters_{0};
 };
 
 }  // namespace detail

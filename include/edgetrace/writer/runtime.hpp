@@ -4,12 +4,13 @@
 // Each room includes only the rooms below it, so reading top to bottom is
 // reading the data flow (docs/ARCHITECTURE.md, "The writer"):
 //
-//   linux.hpp           the Linux calls: thread ids and names, futexes, /proc
+//   platform/linux.hpp  the Linux calls: thread ids and names, futexes, /proc
 //   registry.hpp        categories, mode bytes, interned names, unloaded ranges, flusher clients
 //     capture_control   pause, windows, toggle signal: who holds recording back
 //   encoding/           the pure chunk encoder (chunk_writer.hpp: definitions, annotations;
 //                       ring_encoding.hpp: a ring's own encoding state)
-//   rings.hpp           ring mapping, the pool, the attached list, the futexes
+//   rings.hpp           ring mapping, the pool, the attached list
+//   control.hpp         the flusher's control: futexes, open handshake, flush tickets, stop
 //   output.hpp          the dump file
 //   stream.hpp          the runtime's state, output batching, one ring's drain
 //   flusher.hpp         the flusher loop, the end of the stream; the_runtime

@@ -12,7 +12,7 @@
 #include <edgetrace/face/tick.hpp>
 #include <edgetrace/writer/flusher.hpp>
 #include <edgetrace/writer/help.hpp>
-#include <edgetrace/writer/linux.hpp>
+#include <edgetrace/writer/platform/linux.hpp>
 
 #include <atomic>
 #include <cerrno>
@@ -84,9 +84,9 @@ inline void on_thread_exit(void* ring_pointer) noexcept {
   // that exits while several rings wait for it gives it up to 2 ms: threads
   // that come and go fast then reuse a few rings instead of each mapping a
   // new one (memory stays within a few rings of the live threads).
-  rt->wake_.wake_flusher();
+  rt->control_.wake_flusher();
   for (int waited = 0; waited < 40 && rt->rings_.retiring() > ring_pool::retiring_limit &&
-                       !rt->stopping_.load(std::memory_order_relaxed);
+                       !rt->control_.stopping();
        ++waited) {
     timespec pause{0, 50000};
     nanosleep(&pause, nullptr);
@@ -108,7 +108,7 @@ inline thread_ring* attach_thread() noexcept {
   restart_if_forked();
   runtime* rt = the_runtime.load(std::memory_order_acquire);
   if (!owns_runtime(rt) || rt->failed() ||
-      rt->stopping_.load(std::memory_order_relaxed))  // shutting down: the flusher would never drain it
+      rt->control_.stopping())  // shutting down: the flusher would never drain it
     return nullptr;
   attaching = true;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -174,7 +174,7 @@ inline constexpr std::uint64_t max_wait_step_ns = 10000000u;
 inline std::size_t wait_for_room(thread_ring& ring, std::size_t needed) noexcept {
   runtime* rt = the_runtime.load(std::memory_order_acquire);
   if (rt == nullptr || rt->config_.drop_when_full || on_flusher_thread || !owns_runtime(rt)) return 0;
-  std::uint32_t progress = rt->wake_.room_word();
+  std::uint32_t progress = rt->control_.room_word();
   if (ring.gave_up) {
     if (progress == ring.gave_up_word) return 0;  // gave up, and the flusher has done nothing since
     ring.gave_up = false;
@@ -184,28 +184,28 @@ inline std::size_t wait_for_room(thread_ring& ring, std::size_t needed) noexcept
   std::uint64_t waited_ns = 0;
   std::size_t room = 0;
   for (;;) {
-    if (rt->stopping_.load(std::memory_order_relaxed) ||
-        rt->open_state_.load(std::memory_order_acquire) != runtime::open_done)
+    if (rt->control_.stopping() ||
+        !rt->control_.opened())
       return room;
     if (rt->may_help()) {
       room = help_when_full(*rt, ring);
       if (room >= needed) return room;
     }
-    rt->wake_.add_room_waiter();
-    const std::uint32_t seen = rt->wake_.room_word();
+    rt->control_.add_room_waiter();
+    const std::uint32_t seen = rt->control_.room_word();
     room = refresh_room(ring);
     if (room < needed) {
-      rt->wake_.wake_flusher();
-      rt->wake_.wait_for_room(seen, 1000000);  // 1 ms: look at the conditions above again
+      rt->control_.wake_flusher();
+      rt->control_.wait_for_room(seen, 1000000);  // 1 ms: look at the conditions above again
       room = refresh_room(ring);
     }
-    rt->wake_.remove_room_waiter();
+    rt->control_.remove_room_waiter();
     if (room >= needed) return room;
     const std::uint64_t now = clock_ns(CLOCK_MONOTONIC);
     const std::uint64_t step = now - looked_ns;
     looked_ns = now;
     record* const moved = ring.read_pos.load(std::memory_order_relaxed);
-    const std::uint32_t word = rt->wake_.room_word();
+    const std::uint32_t word = rt->control_.room_word();
     if (moved != read || word != progress) {
       read = moved;
       progress = word;
@@ -226,7 +226,7 @@ inline void note_drops(thread_ring& ring, std::uint64_t tick, std::uint64_t coun
     ring.loss_first = tick;
     // The ring just filled up: wake the flusher now rather than at its next
     // period (one wake per overflow episode, not per dropped record).
-    if (runtime* rt = the_runtime.load(std::memory_order_acquire); owns_runtime(rt)) rt->wake_.wake_flusher();
+    if (runtime* rt = the_runtime.load(std::memory_order_acquire); owns_runtime(rt)) rt->control_.wake_flusher();
   }
   ring.loss_last = tick;
   ring.pending_loss += count;
@@ -305,7 +305,7 @@ inline void publish_slots(thread_ring& ring, record* next) noexcept {
     record* pos = ring.write_pos.load(std::memory_order_relaxed);
     if (room - half < static_cast<std::size_t>(ring.write_limit - pos)) ring.write_limit = pos + (room - half);
   } else if (ours) {
-    rt->wake_.wake_flusher();
+    rt->control_.wake_flusher();
   }
 }
 

@@ -12,6 +12,7 @@
 #include <edgetrace/core/thread_safety.hpp>
 #include <edgetrace/format.hpp>
 #include <edgetrace/writer/capture_control.hpp>
+#include <edgetrace/writer/control.hpp>
 #include <edgetrace/writer/clock.hpp>
 #include <edgetrace/writer/cpu_load.hpp>
 #include <edgetrace/writer/encoding/encoder.hpp>
@@ -21,11 +22,9 @@
 #include <edgetrace/writer/output.hpp>
 #include <edgetrace/writer/registry.hpp>
 #include <edgetrace/writer/rings.hpp>
-#include <edgetrace/writer/linux.hpp>
+#include <edgetrace/writer/platform/linux.hpp>
 
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <vector>
@@ -69,39 +68,21 @@ class runtime_stream : public encoder_host {
   name_table names_;
   /// Spare rings and the list of attached rings (writer/rings.hpp).
   ring_pool rings_;
-  /// The futexes the flusher and full rings sleep on.
-  flusher_wake wake_;
-
-  // ---- flusher control
-  mutex control_mutex_;
-  std::condition_variable flushed_;  ///< flush() callers wait here (control_mutex_)
-  bool stop_ EDGETRACE_DETAIL_GUARDED_BY(control_mutex_) = false;
-  bool flusher_done_ EDGETRACE_DETAIL_GUARDED_BY(control_mutex_) = false;
-  std::uint64_t flush_requested_ EDGETRACE_DETAIL_GUARDED_BY(control_mutex_) = 0;
-  std::uint64_t flush_completed_ EDGETRACE_DETAIL_GUARDED_BY(control_mutex_) = 0;
-  /// How opening went (the flusher stores with release; the starting
-  /// thread waits for anything but `pending`, at most open_wait).
-  enum open_state : int { open_pending, open_done, open_waiting_for_reader, open_failed };
-  std::atomic<int> open_state_{open_pending};
-  static constexpr std::chrono::milliseconds open_wait{1000};
-  std::condition_variable opened_;  ///< open_state_ changed (control_mutex_)
-  /// A wait for the flusher ran out (a library unloading at exit, before
-  /// shutdown): shutdown then waits only briefly, so exit stays ~1 s.
-  std::atomic<bool> gave_up_waiting_{false};
+  /// The start, flush requests, the stop and the wake-ups between the
+  /// app's threads and the flusher (writer/control.hpp).
+  flusher_control control_;
 
   /// The flusher's kernel thread id, once it runs (exit leaves its priority alone).
   std::atomic<long> flusher_tid_{0};
   /// CPUs the process may run on (the reports name them).
   int cpus() const noexcept { return load_.cpus(); }
-  /// Set by shutdown before the flusher's final pass.
-  std::atomic<bool> stopping_{false};
   /// EDGETRACE_ON_FULL=wait: how often a thread gave up waiting for a
   /// flusher that did nothing (wait_for_room). Any thread adds (relaxed: a
   /// count); the flusher reports the stall once it ends, and at exit.
   std::atomic<std::uint64_t> gave_up_{0};
   void note_gave_up() noexcept {
     gave_up_.fetch_add(1, std::memory_order_relaxed);
-    wake_.wake_flusher();
+    control_.wake_flusher();
   }
   /// Signal flush hand-off (EDGETRACE_SIGNAL_FLUSH): the handler stores the
   /// signal number (release) and waits; the flusher (acquire) drains
@@ -127,7 +108,7 @@ class runtime_stream : public encoder_host {
   void snapshot_signal_received() noexcept {
     snapshot_signal_tick_.store(ticks(config_.clock), std::memory_order_relaxed);
     snapshot_signals_.fetch_add(1, std::memory_order_relaxed);
-    wake_.wake_flusher();
+    control_.wake_flusher();
   }
   /// The id in every chunk header of this stream (start-up, before the flusher).
   void set_writer_id(std::uint32_t id) noexcept { encoder_.set_writer_id(id); }
@@ -204,7 +185,7 @@ class runtime_stream : public encoder_host {
   /// that began before it took the lock is seen.
   bool may_help() const noexcept {
     return !config_.drop_when_full && !triggers_ready_ && !file_.failed() &&
-           !stopping_.load(std::memory_order_relaxed);
+           !control_.stopping();
   }
   /// The process kept every CPU it may use busy at the flusher's last
   /// look (cpu_load): threads encode their own records then.
@@ -309,9 +290,9 @@ class runtime_stream : public encoder_host {
   /// Opens the dump (flusher thread). The first live writer of a regular
   /// file truncates it and writes the file header (dump_file::begin).
   bool open_output() noexcept {
-    const int fd = file_.open([this] { set_open_state(open_waiting_for_reader); });
+    const int fd = file_.open([this] { control_.set_open_state(flusher_control::open_waiting_for_reader); });
     if (fd < 0) {
-      set_open_state(open_failed);
+      control_.set_open_state(flusher_control::open_failed);
       return false;
     }
     const bool holds_init_lock = file_.regular() && dump_file::file_lock(fd, F_WRLCK, 0, true);
@@ -323,21 +304,14 @@ class runtime_stream : public encoder_host {
     }
     flush_output();
     if (holds_init_lock) dump_file::file_lock(fd, F_UNLCK, 0, false);
-    set_open_state(file_.failed_acquire() ? open_failed : open_done);
+    control_.set_open_state(file_.failed_acquire() ? flusher_control::open_failed : flusher_control::open_done);
     return !file_.failed_acquire();
   }
 
-  void set_open_state(open_state state) noexcept {
-    {
-      mutex_lock lock(control_mutex_);
-      open_state_.store(state, std::memory_order_release);
-    }
-    opened_.notify_all();
-  }
 
   /// True when the output took no data for at least `ns`.
   bool output_stalled(std::uint64_t ns) const noexcept {
-    return file_.stalled(ns, open_state_.load(std::memory_order_acquire) == open_done);
+    return file_.stalled(ns, control_.opened());
   }
 
   // ------------------------------------------------------------ calibration and triggers
@@ -515,7 +489,7 @@ class runtime_stream : public encoder_host {
           enc.take([](unsigned char*, std::uint32_t) {});
         else
           encoder_.take_handed(enc);
-        wake_.wake_room_waiters();  // it may wait for a free buffer
+        control_.wake_room_waiters();  // it may wait for a free buffer
         return 0;
       }
     }
@@ -541,7 +515,7 @@ class runtime_stream : public encoder_host {
     if (closed()) {  // discarded, but a waiting producer goes on at once
       enc.take([](unsigned char*, std::uint32_t) {});
       return consume_to(
-          ring, ring.write_pos.load(order_acquire), [](const record&) {}, [this] { wake_.wake_room_waiters(); });
+          ring, ring.write_pos.load(order_acquire), [](const record&) {}, [this] { control_.wake_room_waiters(); });
     }
     // The write position first, then the unload epoch: a record pushed
     // after an unload (by a library loaded since, maybe at the same
@@ -556,7 +530,7 @@ class runtime_stream : public encoder_host {
           encoder_.add_run(ring, enc, first, last);
           return last;
         },
-        [this] { wake_.wake_room_waiters(); });
+        [this] { control_.wake_room_waiters(); });
     encoder_.end_ring(enc);
     if (EDGETRACE_DETAIL_UNLIKELY(ring.signal_drops.load(std::memory_order_relaxed) != 0)) write_signal_drops(ring, enc);
     return count;

@@ -33,7 +33,7 @@ inline void runtime::start_flight() noexcept {
   flight_.keep_at_most(config_.flight_keep);
   // The app's start goes on now: it does not wait for the ring's page
   // faults (its records wait in the threads' rings meanwhile).
-  set_open_state(open_done);
+  control_.set_open_state(flusher_control::open_done);
   // Never fault in more than the process may use: in a memory-limited
   // container that gets the app OOM-killed, unannounced.
   const memory_room room = read_memory_room();
@@ -214,7 +214,7 @@ inline void runtime::hand_snapshot_call(const char* reason, std::size_t size) no
   } else {
     calls_coalesced_.fetch_add(1, std::memory_order_relaxed);
   }
-  wake_.wake_flusher();
+  control_.wake_flusher();
 }
 
 /// A crash handler's part (any thread, async-signal-safe): hands the
@@ -236,7 +236,7 @@ inline void runtime::snapshot_on_crash(int signo) noexcept {
   int none = 0;
   crash_signal_.compare_exchange_strong(none, signo, std::memory_order_acq_rel);
   if (!pthread_equal(pthread_self(), flusher_)) {
-    wake_.wake_flusher();
+    control_.wake_flusher();
     for (int waited_ms = 0; waited_ms < 1000 && crash_state_.load(std::memory_order_acquire) == 0; ++waited_ms)
       nanosleep(&pause, nullptr);
     for (int waited_ms = 0; waited_ms < 5000 && crash_state_.load(std::memory_order_acquire) == 1; ++waited_ms)
