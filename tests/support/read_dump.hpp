@@ -177,7 +177,8 @@ inline loaded_dump check_followed_fork(const std::string& mode, const std::strin
     CAPTURE(i == 0 ? "parent" : "child");
     REQUIRE(dumps[i].opened);
     CHECK(dumps[i].complete);
-    for (const auto& [event, count] : i == 0 ? parent : child) CHECK_MESSAGE(dumps[i].named(event).size() == count, event);
+    for (const auto& expected : i == 0 ? parent : child)
+      CHECK_MESSAGE(dumps[i].named(expected.first).size() == expected.second, expected.first);
   }
   return dumps[1];
 }

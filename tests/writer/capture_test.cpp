@@ -252,7 +252,9 @@ TEST_CASE("capture: summary --phase keeps the spans that began in that phase") {
 TEST_CASE("EDGETRACE_RECORD: spans measured elsewhere land where they were measured, with their duration") {
   for (const char* clock : {"auto", "monotonic"}) {
     CAPTURE(clock);
-    const auto [r, dump_path] = edgetrace_test::run_on_clock("record-measured", clock);
+    const auto traced = edgetrace_test::run_on_clock("record-measured", clock);
+    const auto& r = traced.run;
+    const std::string& dump_path = traced.path;
     CHECK(r.exit_code == 0);
     CHECK(r.err.empty());
     std::vector<std::pair<std::int64_t, std::int64_t>> printed;  // start, duration (ns)

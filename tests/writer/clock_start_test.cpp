@@ -201,7 +201,9 @@ TEST_CASE("the refusal is only where a rate is missing: a nominal rate, or no ev
 TEST_CASE("EDGETRACE_RECORD: absurd starts and durations are refused, counted, and said once") {
   for (const char* clock : {"auto", "monotonic"}) {
     CAPTURE(clock);
-    const auto [r, dump_path] = edgetrace_test::run_on_clock("record-absurd", clock);
+    const auto traced = edgetrace_test::run_on_clock("record-absurd", clock);
+    const auto& r = traced.run;
+    const std::string& dump_path = traced.path;
     CHECK(r.exit_code == 0);
     std::istringstream out(r.out);
     std::string word;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The flusher's control: how the app's threads and the flusher hand each other the start, flush requests, the stop and wake-ups; its state is private.
+// The flusher's control: how the app's threads and the flusher hand each other the start, flush requests, the stop, wake-ups and a signal's flush; its state is private.
 //
 // Two parts. flusher_wake: the futexes (async-signal-safe: a ring that
 // fills up inside a signal handler wakes the flusher). flusher_control:
@@ -18,6 +18,7 @@
 #include <climits>
 #include <condition_variable>
 #include <cstdint>
+#include <ctime>
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
@@ -216,6 +217,40 @@ class flusher_control {
   std::atomic<int> open_state_{open_pending};
   std::atomic<bool> gave_up_waiting_{false};
   std::atomic<bool> stopping_{false};
+};
+
+/// EDGETRACE_SIGNAL_FLUSH: a SIGINT/SIGTERM handler hands its signal to the
+/// flusher and waits for the answer (writer/signals.hpp). Only atomics: the
+/// handler may not lock.
+class signal_handoff {
+ public:
+  /// handler: asks the flusher to write everything (`terminates`: the
+  /// process ends next, so the stream is ended too) and waits for the
+  /// answer at most `max_ms` (polling every millisecond; the flusher looks
+  /// at least every EDGETRACE_FLUSH_MS). Async-signal-safe.
+  void hand_and_wait(int signo, bool terminates, int max_ms) noexcept {
+    done_.store(false, std::memory_order_relaxed);
+    terminates_.store(terminates, std::memory_order_relaxed);
+    pending_.store(signo, std::memory_order_release);
+    for (int waited_ms = 0; waited_ms < max_ms && !done_.load(std::memory_order_acquire); ++waited_ms) {
+      timespec pause{0, 1000000};
+      nanosleep(&pause, nullptr);
+    }
+  }
+  /// flusher: a handler waits for an answer.
+  bool pending() const noexcept { return pending_.load(std::memory_order_acquire) != 0; }
+  /// flusher: the waiting handler's signal ends the process.
+  bool terminates() const noexcept { return terminates_.load(std::memory_order_relaxed); }
+  /// flusher: answered; the handler goes on.
+  void answered() noexcept {
+    pending_.store(0, std::memory_order_relaxed);
+    done_.store(true, std::memory_order_release);
+  }
+
+ private:
+  std::atomic<int> pending_{0};
+  std::atomic<bool> terminates_{false};
+  std::atomic<bool> done_{false};
 };
 
 }  // namespace detail

@@ -208,7 +208,7 @@ class runtime final : public runtime_stream, private flusher_output {
       if (!file_.failed_acquire() && !ended_ &&
           (calibrations_ < 3 ? now - last_calibration_ns_ > 20000000u : now - last_calibration_ns_ > 1000000000u))
         write_calibration();
-      if (signal_pending_.load(std::memory_order_acquire) != 0) serve_signal();
+      if (signal_.pending()) serve_signal();
       flush_output();
       if (EDGETRACE_DETAIL_UNLIKELY(gave_up_.load(std::memory_order_relaxed) != gave_up_seen_)) report_stall();
       if (config_.flight) serve_flight(false);
@@ -330,7 +330,7 @@ class runtime final : public runtime_stream, private flusher_output {
   /// end the process, end the stream now; else just drain and write.
   void serve_signal() {
     if (!ended_) {
-      if (signal_terminates_.load(std::memory_order_relaxed)) {
+      if (signal_.terminates()) {
         if (config_.flight) finish_flight();  // the process ends here: as at exit
         end_stream();
       } else {
@@ -339,8 +339,7 @@ class runtime final : public runtime_stream, private flusher_output {
         flush_output();
       }
     }
-    signal_pending_.store(0, std::memory_order_relaxed);
-    signal_done_.store(true, std::memory_order_release);
+    signal_.answered();
   }
 
   /// A dump deleted (or replaced) while the app runs would swallow every

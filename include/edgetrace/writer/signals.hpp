@@ -93,13 +93,7 @@ inline void signal_flush_handler(int signo, siginfo_t* info, void* context) noex
   const bool is_default = !has_action && previous.sa_handler == SIG_DFL;
   runtime* rt = the_runtime.load(std::memory_order_acquire);
   if (owns_runtime(rt) && rt->flusher_started_ && !rt->failed()) {
-    rt->signal_done_.store(false, std::memory_order_relaxed);
-    rt->signal_terminates_.store(is_default, std::memory_order_relaxed);
-    rt->signal_pending_.store(signo, std::memory_order_release);
-    for (int waited_ms = 0; waited_ms < 2000 && !rt->signal_done_.load(std::memory_order_acquire); ++waited_ms) {
-      timespec pause{0, 1000000};
-      nanosleep(&pause, nullptr);
-    }
+    rt->signal_.hand_and_wait(signo, is_default, 2000);
   }
   if (has_action) {
     previous.sa_sigaction(signo, info, context);

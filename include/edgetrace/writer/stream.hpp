@@ -17,6 +17,7 @@
 #include <edgetrace/writer/cpu_load.hpp>
 #include <edgetrace/writer/encoding/encoder.hpp>
 #include <edgetrace/writer/env.hpp>
+#include <edgetrace/writer/flight/handoffs.hpp>
 #include <edgetrace/writer/flight/store.hpp>
 #include <edgetrace/writer/flight/triggers.hpp>
 #include <edgetrace/writer/output.hpp>
@@ -84,13 +85,8 @@ class runtime_stream : public encoder_host {
     gave_up_.fetch_add(1, std::memory_order_relaxed);
     control_.wake_flusher();
   }
-  /// Signal flush hand-off (EDGETRACE_SIGNAL_FLUSH): the handler stores the
-  /// signal number (release) and waits; the flusher (acquire) drains
-  /// everything, ends the stream if the process is about to die, and
-  /// stores signal_done_ (release). Only atomics: the handler may not lock.
-  std::atomic<int> signal_pending_{0};
-  std::atomic<bool> signal_terminates_{false};
-  std::atomic<bool> signal_done_{false};
+  /// A SIGINT/SIGTERM handler's flush (EDGETRACE_SIGNAL_FLUSH; writer/control.hpp).
+  signal_handoff signal_;
   /// Flusher only: the end chunk was written; nothing more may follow.
   bool ended_ = false;
   /// The stream's first calibration pair: record_measured's reference for
@@ -106,8 +102,7 @@ class runtime_stream : public encoder_host {
   /// schedules the snapshot. Async-signal-safe: two atomic stores, a
   /// counter read and at most one futex call.
   void snapshot_signal_received() noexcept {
-    snapshot_signal_tick_.store(ticks(config_.clock), std::memory_order_relaxed);
-    snapshot_signals_.fetch_add(1, std::memory_order_relaxed);
+    handoffs_.signal_received(ticks(config_.clock));
     control_.wake_flusher();
   }
   /// The id in every chunk header of this stream (start-up, before the flusher).
@@ -120,28 +115,9 @@ class runtime_stream : public encoder_host {
   // the memory and the writer; these are the hand-offs to the flusher.
   flight_recorder flight_;
   flight_schedule schedule_;  ///< flusher only
-  /// edgetrace::snapshot(): a caller claims the slot (0 -> 1, acquire),
-  /// fills the three fields, publishes it (2, release); the flusher reads
-  /// them after its acquire of 2, then frees the slot (0, release). Calls
-  /// that find it taken only count (calls_coalesced_): the one in the slot
-  /// covers them, and they are reported as skipped.
-  std::atomic<int> call_slot_{0};
-  char call_reason_[format::snapshot_reason_max] = {};
-  std::size_t call_reason_size_ = 0;
-  std::uint64_t call_tick_ = 0;
-  std::atomic<std::uint64_t> calls_coalesced_{0};
-  /// EDGETRACE_SNAPSHOT_SIGNAL: signals received (the handler adds, the
-  /// flusher takes; relaxed, a count) and the tick of the latest.
-  std::atomic<std::uint32_t> snapshot_signals_{0};
-  std::atomic<std::uint64_t> snapshot_signal_tick_{0};
-  /// Crash hand-off: the first crashing thread stores its signal (CAS from
-  /// 0) after the tick; whoever moves crash_state_ from 0 to 1 (the flusher
-  /// when it answers, else the handler) writes the snapshot, then stores 2
-  /// (release). crash_skipped_ mirrors schedule_.skipped for the handler.
-  std::atomic<int> crash_signal_{0};
-  std::atomic<std::uint64_t> crash_tick_{0};
-  std::atomic<int> crash_state_{0};
-  std::atomic<std::uint64_t> crash_skipped_{0};
+  /// snapshot() calls, the snapshot signal and a crash, handed to the
+  /// flusher (writer/flight/handoffs.hpp).
+  flight_handoffs handoffs_;
   /// Flusher only: chunks emitted now are a snapshot's tail, not the ring's.
   bool collecting_tail_ = false;
 
@@ -231,7 +207,7 @@ class runtime_stream : public encoder_host {
     if (!config_.flight || !flight_.ready()) return;
     const bool immediate = why == format::snapshot_trigger::crash || why == format::snapshot_trigger::exit;
     schedule_.request(why, reason, reason_size, trigger_tick, clock_ns(CLOCK_MONOTONIC), immediate);
-    crash_skipped_.store(schedule_.skipped, std::memory_order_relaxed);
+    handoffs_.set_skipped(schedule_.skipped);
   }
 
   // ------------------------------------------------------------ output

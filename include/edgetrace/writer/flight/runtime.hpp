@@ -93,29 +93,26 @@ inline std::uint64_t runtime::flight_wait(std::uint64_t wait) const noexcept {
 /// window is over, or at once with `now` (exit). Flusher only.
 inline void runtime::serve_flight(bool now) {
   if (!flight_.ready() || file_.failed()) return;
-  if (const int signo = crash_signal_.load(std::memory_order_acquire); signo != 0) {
-    int free_state = 0;
-    if (crash_state_.compare_exchange_strong(free_state, 1, std::memory_order_acq_rel)) {
+  if (const int signo = handoffs_.crash_signal(); signo != 0) {
+    if (handoffs_.claim_crash_snapshot()) {
       const char* name = crash_signal_name(signo);
-      request_snapshot(format::snapshot_trigger::crash, name, std::strlen(name),
-                       crash_tick_.load(std::memory_order_relaxed));
+      request_snapshot(format::snapshot_trigger::crash, name, std::strlen(name), handoffs_.crash_tick());
       write_snapshot();
-      crash_state_.store(2, std::memory_order_release);
+      handoffs_.crash_snapshot_written();
     }
     return;
   }
-  if (const std::uint64_t coalesced = calls_coalesced_.exchange(0, std::memory_order_relaxed)) {
+  if (const std::uint64_t coalesced = handoffs_.take_coalesced()) {
     schedule_.skip(coalesced);
-    crash_skipped_.store(schedule_.skipped, std::memory_order_relaxed);
+    handoffs_.set_skipped(schedule_.skipped);
   }
-  if (call_slot_.load(std::memory_order_acquire) == 2) {
-    request_snapshot(format::snapshot_trigger::call, call_reason_, call_reason_size_, call_tick_);
-    call_slot_.store(0, std::memory_order_release);
-  }
-  if (const std::uint32_t signals = snapshot_signals_.exchange(0, std::memory_order_relaxed)) {
+  handoffs_.take_call([this](const char* reason, std::size_t size, std::uint64_t tick) {
+    request_snapshot(format::snapshot_trigger::call, reason, size, tick);
+  });
+  std::uint64_t signal_tick = 0;
+  if (const std::uint32_t signals = handoffs_.take_signals(signal_tick)) {
     const char* name = config_.snapshot_signal == SIGUSR1 ? "SIGUSR1" : "SIGUSR2";
-    request_snapshot(format::snapshot_trigger::signal, name, std::strlen(name),
-                     snapshot_signal_tick_.load(std::memory_order_relaxed));
+    request_snapshot(format::snapshot_trigger::signal, name, std::strlen(name), signal_tick);
     if (signals > 1) schedule_.skip(signals - 1);
   }
   if (schedule_.pending && (now || clock_ns(CLOCK_MONOTONIC) >= schedule_.due_ns)) write_snapshot();
@@ -152,7 +149,7 @@ inline void runtime::write_snapshot() {
   const int error = flight_.write(info, schedule_.reason, schedule_.reason_size, out.data(), out.size());
   out.clear();
   schedule_.wrote(!immediate);
-  crash_skipped_.store(0, std::memory_order_relaxed);
+  handoffs_.set_skipped(0);
   if (error == EEXIST && !schedule_.names_used_up) {
     schedule_.names_used_up = true;  // said once a run
     char path[dump_file::path_capacity + 128];
@@ -203,17 +200,7 @@ inline void runtime::finish_flight() {
 /// edgetrace::snapshot() on any thread: hands the request to the
 /// flusher. Async-signal-safe (atomics, a memcpy, a futex wake).
 inline void runtime::hand_snapshot_call(const char* reason, std::size_t size) noexcept {
-  const std::uint64_t tick = ticks(config_.clock);
-  int free_slot = 0;
-  if (call_slot_.compare_exchange_strong(free_slot, 1, std::memory_order_acquire, std::memory_order_relaxed)) {
-    if (size > sizeof call_reason_) size = sizeof call_reason_;
-    if (size != 0) std::memcpy(call_reason_, reason, size);
-    call_reason_size_ = size;
-    call_tick_ = tick;
-    call_slot_.store(2, std::memory_order_release);
-  } else {
-    calls_coalesced_.fetch_add(1, std::memory_order_relaxed);
-  }
+  handoffs_.hand_call(reason, size, ticks(config_.clock));
   control_.wake_flusher();
 }
 
@@ -232,27 +219,21 @@ inline void runtime::snapshot_on_crash(int signo) noexcept {
        ++waited_ms)
     nanosleep(&pause, nullptr);
   if (!flight_.ready()) return;
-  crash_tick_.store(ticks(config_.clock), std::memory_order_relaxed);
-  int none = 0;
-  crash_signal_.compare_exchange_strong(none, signo, std::memory_order_acq_rel);
+  handoffs_.crashed(signo, ticks(config_.clock));
   if (!pthread_equal(pthread_self(), flusher_)) {
     control_.wake_flusher();
-    for (int waited_ms = 0; waited_ms < 1000 && crash_state_.load(std::memory_order_acquire) == 0; ++waited_ms)
-      nanosleep(&pause, nullptr);
-    for (int waited_ms = 0; waited_ms < 5000 && crash_state_.load(std::memory_order_acquire) == 1; ++waited_ms)
-      nanosleep(&pause, nullptr);
+    handoffs_.wait_for_crash_snapshot();
   }
-  int free_state = 0;
-  if (!crash_state_.compare_exchange_strong(free_state, 1, std::memory_order_acq_rel)) return;
+  if (!handoffs_.claim_crash_snapshot()) return;
   format::snapshot_info info;
   info.sequence = flight_.next_sequence();
   info.trigger = format::snapshot_trigger::crash;
-  info.trigger_tick = crash_tick_.load(std::memory_order_relaxed);
+  info.trigger_tick = handoffs_.crash_tick();
   info.window_last_tick = ticks(config_.clock);
-  info.skipped = crash_skipped_.load(std::memory_order_relaxed);
-  const char* name = crash_signal_name(crash_signal_.load(std::memory_order_relaxed));
+  info.skipped = handoffs_.skipped();
+  const char* name = crash_signal_name(handoffs_.crash_signal());
   flight_.write(info, name, std::strlen(name), nullptr, 0);
-  crash_state_.store(2, std::memory_order_release);
+  handoffs_.crash_snapshot_written();
 }
 
 inline const char* runtime::crash_signal_name(int signo) noexcept {
