@@ -56,6 +56,22 @@ class EDGETRACE_DETAIL_CAPABILITY("mutex") mutex {
   std::mutex native_;
 };
 
+/// A role a thread plays, checked by clang like a lock it holds: state
+/// only that role may touch is GUARDED_BY it, a function only it may call
+/// REQUIRES it, and the function where a thread starts playing it says so
+/// with a playing_role for its scope. Costs nothing at run time.
+class EDGETRACE_DETAIL_CAPABILITY("role") thread_role {};
+class EDGETRACE_DETAIL_SCOPED_CAPABILITY playing_role {
+ public:
+  explicit playing_role(const thread_role& role) EDGETRACE_DETAIL_ACQUIRE(role) { static_cast<void>(role); }
+  ~playing_role() EDGETRACE_DETAIL_RELEASE() {}
+  playing_role(const playing_role&) = delete;
+  playing_role& operator=(const playing_role&) = delete;
+};
+/// The flusher's: the thread that starts the runtime plays it until it
+/// launches the flusher, then the flusher alone.
+inline constexpr thread_role flusher_role{};
+
 /// Holds a mutex for a scope (std::lock_guard's job), and can hand a
 /// std::unique_lock to a condition variable's wait, which releases and
 /// takes the mutex back before it returns (the analysis sees it held

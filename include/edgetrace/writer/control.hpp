@@ -20,6 +20,9 @@
 #include <cstdint>
 #include <ctime>
 
+#include <pthread.h>
+#include <signal.h>
+
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
@@ -251,6 +254,47 @@ class signal_handoff {
   std::atomic<int> pending_{0};
   std::atomic<bool> terminates_{false};
   std::atomic<bool> done_{false};
+};
+
+/// The flusher's thread: started once by start-up (with every signal
+/// blocked: the flusher takes none), joined once by shutdown; whether it
+/// runs for good, and its ids, for the others.
+class flusher_thread {
+ public:
+  /// Start-up: runs `main(arg)` on a new thread named `name`. 0, or the
+  /// pthread_create error.
+  int start(void* (*main)(void*), void* arg, const char* name) noexcept {
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
+    const int error = pthread_create(&thread_, nullptr, main, arg);
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+#if defined(__linux__)
+    if (error == 0) os::name_thread(thread_, name);
+#else
+    (void)name;
+#endif
+    return error;
+  }
+  /// Start-up, after the output opened: shutdown will join it, signal
+  /// handlers may hand it work. Written before the runtime is published.
+  void running_for_good() noexcept { running_ = true; }
+  bool running() const noexcept { return running_; }
+  /// Start-up (a failed open) or shutdown, once: waits for its end.
+  void join() noexcept { pthread_join(thread_, nullptr); }
+  /// Whether the calling thread is the flusher.
+  bool is_current() const noexcept { return pthread_equal(pthread_self(), thread_) != 0; }
+  /// flusher, at its start: its kernel thread id (exit leaves its priority alone).
+  void set_tid(long tid) noexcept { tid_.store(tid, std::memory_order_release); }
+  long tid() const noexcept { return tid_.load(std::memory_order_acquire); }
+  /// Its CPU-time clock (what the flusher cost, for benchmarks); false
+  /// while it does not run.
+  bool cpu_clock(clockid_t& id) const noexcept { return running_ && pthread_getcpuclockid(thread_, &id) == 0; }
+
+ private:
+  pthread_t thread_{};
+  bool running_ = false;
+  std::atomic<long> tid_{0};
 };
 
 }  // namespace detail

@@ -28,13 +28,13 @@ class runtime final : public runtime_stream, private flusher_output {
 
   /// Seals a client's payload as a chunk, after any pending definitions it
   /// may refer to. Nothing once output failed or the stream ended.
-  void emit_client_chunk(format::chunk_type type, const unsigned char* payload, std::size_t size) {
+  void emit_client_chunk(format::chunk_type type, const unsigned char* payload, std::size_t size) EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     if (closed()) return;
     encoder_.emit_client_chunk(type, payload, size);
   }
 
   /// Calls every registered client.
-  void poll_clients(poll_reason why) noexcept {
+  void poll_clients(poll_reason why) noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     flusher_output& out = *this;
     for (flusher_client* c = client_list.load(std::memory_order_acquire); c != nullptr; c = c->next)
       c->poll(*c, out, why);
@@ -42,11 +42,12 @@ class runtime final : public runtime_stream, private flusher_output {
 
   // flusher_output: what a client may do from its poll.
   std::uint32_t site_id(std::uint64_t word) override { return encoder_.word_site_id(word); }
-  void emit(format::chunk_type type, const unsigned char* payload, std::size_t size) override {
+  void emit(format::chunk_type type, const unsigned char* payload, std::size_t size) override
+      EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     emit_client_chunk(type, payload, size);
   }
   std::uint8_t clock() const noexcept override { return config_.clock; }
-  bool writable() const noexcept override { return !closed(); }
+  bool writable() const noexcept override EDGETRACE_DETAIL_REQUIRES(flusher_role) { return !closed(); }
 
   // ------------------------------------------------------------ the loop
 
@@ -60,7 +61,7 @@ class runtime final : public runtime_stream, private flusher_output {
   /// One flusher cycle: drain every ring, retire those whose thread exited
   /// (their ring goes back to the pool at once, so thread churn costs no
   /// memory). Returns the fullest fill fraction seen (to adapt the period).
-  double drain_all(sweep kind) {
+  double drain_all(sweep kind) EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     // Every ring below is drained after this load: the unloaded ranges
     // published before it hold no records any more once the loop is done.
     const std::uint64_t unloaded_epoch_now = unloaded_epoch.load(std::memory_order_acquire);
@@ -118,7 +119,7 @@ class runtime final : public runtime_stream, private flusher_output {
   /// dropped records since they were last written: its in-band loss record
   /// waits for its next push, which may never come (kill -9, a crash, a
   /// thread gone idle), so the count must not.
-  void state_totals(thread_ring& ring, sweep kind) {
+  void state_totals(thread_ring& ring, sweep kind) EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     if (!encoder_.announced(ring) || closed()) return;
     const std::uint64_t dropped = chunk_encoder::dropped_records(ring);
     if (kind != sweep::final_pass && dropped == ring.dropped_stated) return;
@@ -131,7 +132,7 @@ class runtime final : public runtime_stream, private flusher_output {
   /// about a second (ring_encoding::lock's patience: a thread stopped by a
   /// debugger). The flusher sleeps between looks, so its core goes to the
   /// threads it waits for.
-  void drain_later(sweep kind, std::size_t count) {
+  void drain_later(sweep kind, std::size_t count) EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     const std::uint64_t give_up_ns = clock_ns(CLOCK_MONOTONIC) + 1000000000u;
     for (bool last_look = false;;) {
       for (thread_ring* ring = rings_.first(); ring != nullptr && count != 0;
@@ -160,7 +161,7 @@ class runtime final : public runtime_stream, private flusher_output {
   /// the second calibration pair, the output check, every ring drained,
   /// the clients polled, the next period chosen, calibration, signals,
   /// output written, flight snapshots, the pool refilled.
-  void flusher_loop() {
+  void flusher_loop() EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     const std::uint64_t period_ns = std::uint64_t{config_.flush_ms} * 1000000u;
     std::uint64_t wait_ns = period_ns < 1000000u ? period_ns : 1000000u;  // first look soon
     std::uint64_t last_drain_ns = clock_ns(CLOCK_MONOTONIC);
@@ -223,7 +224,7 @@ class runtime final : public runtime_stream, private flusher_output {
 
   /// Final pass: everything drained, thread totals, a last calibration
   /// pair and the end chunk, written out.
-  void end_stream() {
+  void end_stream() EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     take_rate_pair(false);
     write_capture();
     drain_all(sweep::final_pass);
@@ -252,7 +253,7 @@ class runtime final : public runtime_stream, private flusher_output {
   /// Once per run, when the first stall that made a thread give up
   /// waiting has ended (the flusher is back here): one stderr line with
   /// what stalled and for how long. Later stalls are in the exit report.
-  void report_stall() noexcept {
+  void report_stall() noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     gave_up_seen_ = gave_up_.load(std::memory_order_relaxed);
     if (stall_reported_) return;
     stall_reported_ = true;
@@ -272,7 +273,7 @@ class runtime final : public runtime_stream, private flusher_output {
   /// At the end of the stream: if any thread's ring was full at some point,
   /// one stderr line with the count (the thread stats in the dump have the
   /// same numbers per thread) and each cause that applies. Nothing otherwise.
-  void report_drops() noexcept {
+  void report_drops() noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     if (file_.failed_acquire()) return;
     std::uint64_t written = retired_written_, dropped = retired_dropped_;
     drop_causes causes = retired_causes_;
@@ -328,7 +329,7 @@ class runtime final : public runtime_stream, private flusher_output {
 
   /// Answers a signal handler waiting in signal_flush(): if the signal will
   /// end the process, end the stream now; else just drain and write.
-  void serve_signal() {
+  void serve_signal() EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     if (!ended_) {
       if (signal_.terminates()) {
         if (config_.flight) finish_flight();  // the process ends here: as at exit
@@ -344,7 +345,7 @@ class runtime final : public runtime_stream, private flusher_output {
 
   /// A dump deleted (or replaced) while the app runs would swallow every
   /// later write silently: say so once and stop.
-  void check_output_still_there() {
+  void check_output_still_there() EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     if (file_.fd_ours() && control_.opened()) output_is_ours();
   }
 
@@ -352,15 +353,15 @@ class runtime final : public runtime_stream, private flusher_output {
   // EDGETRACE_MODE=flight. The bodies are in writer/flight/runtime.hpp.
 
   /// Flight mode's start, instead of open_output (flusher).
-  void start_flight() noexcept;
+  void start_flight() noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role);
   /// How long the flusher may sleep: no later than a pending snapshot's due time.
-  std::uint64_t flight_wait(std::uint64_t wait) const noexcept;
+  std::uint64_t flight_wait(std::uint64_t wait) const noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role);
   /// Takes the requests other threads handed over; writes a snapshot that is due (flusher).
-  void serve_flight(bool now);
+  void serve_flight(bool now) EDGETRACE_DETAIL_REQUIRES(flusher_role);
   /// Writes the pending snapshot (flusher).
-  void write_snapshot();
+  void write_snapshot() EDGETRACE_DETAIL_REQUIRES(flusher_role);
   /// At exit, before the stream's end (flusher).
-  void finish_flight();
+  void finish_flight() EDGETRACE_DETAIL_REQUIRES(flusher_role);
   /// edgetrace::snapshot() on any thread. Async-signal-safe.
   void hand_snapshot_call(const char* reason, std::size_t size) noexcept;
   /// A crash handler's part, on any thread. Async-signal-safe.
@@ -369,8 +370,9 @@ class runtime final : public runtime_stream, private flusher_output {
 
   static void* flusher_main(void* self) {
     auto* rt = static_cast<runtime*>(self);
+    const playing_role flusher(flusher_role);  // from here on, this thread alone
     on_flusher_thread = true;  // never waits for room: only this thread makes it
-    rt->flusher_tid_.store(os::thread_id(), std::memory_order_release);
+    rt->flusher_.set_tid(os::thread_id());
     if (rt->config_.flight)
       rt->start_flight();  // no file: snapshots make their own
     else

@@ -45,7 +45,7 @@ namespace detail {
 
 inline void shutdown() noexcept {
   runtime* rt = the_runtime.load(std::memory_order_acquire);
-  if (!owns_runtime(rt) || !rt->flusher_started_) return;
+  if (!owns_runtime(rt) || !rt->flusher_.running()) return;
   {
     mutex_lock lock(category_mutex);
     report_unmatched_filter_locked();
@@ -61,7 +61,7 @@ inline void shutdown() noexcept {
   // The final pass needs a CPU, which the app's busy threads would share
   // out among themselves (writer/exit_priority.hpp).
   static exit_priority others;  // static: 64 KiB, and shutdown runs once
-  others.lower_others(rt->flusher_tid_.load(std::memory_order_acquire));
+  others.lower_others(rt->flusher_.tid());
   // Bounded: a reader that stopped reading, or a stuck file system, must
   // not hold the app's exit. After 1 s the app goes on exiting (the
   // flusher, stuck in the kernel, goes with the process).
@@ -69,7 +69,7 @@ inline void shutdown() noexcept {
   const std::size_t lowered = others.lowered();
   others.restore();
   if (done) {
-    pthread_join(rt->flusher_, nullptr);
+    rt->flusher_.join();
   } else if (rt->config_.flight && !rt->flight_ready()) {
     report("EDGETRACE_MODE=flight: the %llu MiB ring (EDGETRACE_FLIGHT_MB) was still being faulted in at exit; no "
            "snapshot was written",
@@ -142,30 +142,28 @@ inline bool open_and_launch(runtime* rt) noexcept {
   const std::uint64_t seed = clock_ns(CLOCK_MONOTONIC) ^ (static_cast<std::uint64_t>(rt->owner_pid_) << 32) ^
                              reinterpret_cast<std::uintptr_t>(rt);
   rt->set_writer_id(static_cast<std::uint32_t>((seed * 0x9E3779B97F4A7C15ull) >> 32) | 1u);
-  rt->read_triggers();
-  rt->write_process_chunk();  // into the output buffer: the flusher writes it after the file header
-  rt->write_calibration();
+  {
+    // Until the flusher starts, the starting thread holds the stream's
+    // flusher-side state: nothing else runs on it yet.
+    const playing_role starting(flusher_role);
+    rt->read_triggers();
+    rt->write_process_chunk();  // into the output buffer: the flusher writes it after the file header
+    rt->write_calibration();
+  }
   // The flusher blocks every signal: the app's handlers must run on the
   // app's threads, SIGINT/SIGTERM must not land on ours, and a SIGXFSZ from
   // a file-size limit must turn into EFBIG (reported) rather than a kill.
-  sigset_t all, previous;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &previous);
-  const int error = pthread_create(&rt->flusher_, nullptr, &runtime::flusher_main, rt);
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  const int error = rt->flusher_.start(&runtime::flusher_main, rt, "edgetrace");
   if (error != 0) {
     report("cannot start the flusher thread: %s; tracing is off", std::strerror(error));
     return false;
   }
-#if defined(__linux__)
-  os::name_thread(rt->flusher_, "edgetrace");
-#endif
   if (rt->control_.wait_open_failed()) {  // said so already (open_output); the flusher only ends
     rt->control_.wake_flusher();
-    pthread_join(rt->flusher_, nullptr);
+    rt->flusher_.join();
     return false;
   }
-  rt->flusher_started_ = true;
+  rt->flusher_.running_for_good();
   the_runtime.store(rt, std::memory_order_release);
   return true;
 }

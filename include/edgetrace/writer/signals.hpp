@@ -92,7 +92,7 @@ inline void signal_flush_handler(int signo, siginfo_t* info, void* context) noex
   const bool has_action = (previous.sa_flags & SA_SIGINFO) != 0;
   const bool is_default = !has_action && previous.sa_handler == SIG_DFL;
   runtime* rt = the_runtime.load(std::memory_order_acquire);
-  if (owns_runtime(rt) && rt->flusher_started_ && !rt->failed()) {
+  if (owns_runtime(rt) && rt->flusher_.running() && !rt->failed()) {
     rt->signal_.hand_and_wait(signo, is_default, 2000);
   }
   if (has_action) {

@@ -60,8 +60,8 @@ class runtime_stream : public encoder_host {
   settings config_;
   pid_t owner_pid_ = 0;
   pthread_key_t exit_key_{};
-  pthread_t flusher_{};
-  bool flusher_started_ = false;
+  /// The flusher's thread (writer/control.hpp).
+  flusher_thread flusher_;
   /// The dump (opened, written and closed by the flusher).
   dump_file file_;
 
@@ -73,8 +73,6 @@ class runtime_stream : public encoder_host {
   /// app's threads and the flusher (writer/control.hpp).
   flusher_control control_;
 
-  /// The flusher's kernel thread id, once it runs (exit leaves its priority alone).
-  std::atomic<long> flusher_tid_{0};
   /// CPUs the process may run on (the reports name them).
   int cpus() const noexcept { return load_.cpus(); }
   /// EDGETRACE_ON_FULL=wait: how often a thread gave up waiting for a
@@ -88,7 +86,7 @@ class runtime_stream : public encoder_host {
   /// A SIGINT/SIGTERM handler's flush (EDGETRACE_SIGNAL_FLUSH; writer/control.hpp).
   signal_handoff signal_;
   /// Flusher only: the end chunk was written; nothing more may follow.
-  bool ended_ = false;
+  bool ended_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = false;
   /// The stream's first calibration pair: record_measured's reference for
   /// CLOCK_MONOTONIC ns → ticks. Written before the_runtime is published.
   const calibration_pair& first_calibration() const noexcept { return first_calibration_; }
@@ -114,12 +112,12 @@ class runtime_stream : public encoder_host {
   // ---- flight recorder (EDGETRACE_MODE=flight): writer/flight/store.hpp holds
   // the memory and the writer; these are the hand-offs to the flusher.
   flight_recorder flight_;
-  flight_schedule schedule_;  ///< flusher only
+  flight_schedule schedule_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role);  ///< flusher only
   /// snapshot() calls, the snapshot signal and a crash, handed to the
   /// flusher (writer/flight/handoffs.hpp).
   flight_handoffs handoffs_;
   /// Flusher only: chunks emitted now are a snapshot's tail, not the ring's.
-  bool collecting_tail_ = false;
+  bool collecting_tail_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = false;
 
   // a client encodes through the flusher's encoder
 
@@ -127,21 +125,21 @@ class runtime_stream : public encoder_host {
   chunk_encoder encoder_;
   /// Records written and dropped by threads whose rings were retired (their
   /// counters are reset when the ring is recycled), for the exit report.
-  std::uint64_t retired_written_ = 0;
-  std::uint64_t retired_dropped_ = 0;
+  std::uint64_t retired_written_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
+  std::uint64_t retired_dropped_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
   /// gave_up_ as last reported (report_stall), and whether the one stall
   /// line was printed.
-  std::uint64_t gave_up_seen_ = 0;
-  bool stall_reported_ = false;
-  std::uint64_t last_calibration_ns_ = 0;
-  int calibrations_ = 0;
+  std::uint64_t gave_up_seen_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
+  bool stall_reported_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = false;
+  std::uint64_t last_calibration_ns_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
+  int calibrations_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
   calibration_pair first_calibration_ = {};
   /// unloaded_epoch values this flusher has acted on: sites cached from
   /// ranges published up to `seen` are forgotten; ranges up to `retired`
   /// are retired.
-  std::uint64_t unloaded_seen_ = 0;
-  std::uint64_t unloaded_retired_ = 0;
-  std::vector<capture_entry> capture_out_;
+  std::uint64_t unloaded_seen_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
+  std::uint64_t unloaded_retired_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
+  std::vector<capture_entry> capture_out_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role);
 
   /// Sampled by the flusher, read by any thread (cpu_saturated).
   cpu_load load_;
@@ -170,7 +168,7 @@ class runtime_stream : public encoder_host {
   /// thread trusts its ring's cache only while it matches.
   std::uint64_t site_generation() const noexcept { return encoder_.generation(); }
   /// Nothing more may be written: output failed or the stream ended.
-  bool closed() const noexcept { return file_.failed() || ended_; }
+  bool closed() const noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) { return file_.failed() || ended_; }
 
   // ------------------------------------------------------------ encoder_host
 
@@ -184,11 +182,12 @@ class runtime_stream : public encoder_host {
   }
   void category_name(std::uint32_t index, std::string& out) override { copy_category_name(index, out); }
   void interned_name(std::uint32_t id, std::string& out) override { names_.copy_name(id, out); }
-  void output_full() override { flush_output(); }
+  void output_full() override EDGETRACE_DETAIL_REQUIRES(flusher_role) { flush_output(); }
 
   /// A record of a watched site (flight_triggers::watches): over its
   /// limit, a snapshot is requested (the rate limit is request_snapshot's).
-  EDGETRACE_DETAIL_NOINLINE void watched_record(const thread_ring& ring, std::uint32_t id, const record& r) override {
+  EDGETRACE_DETAIL_NOINLINE void watched_record(const thread_ring& ring, std::uint32_t id, const record& r) override
+      EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     flight_triggers::firing fired;
     if (!triggers_.evaluate(id, ring.thread_id, r.t_begin, r.t_end, fired)) return;
     char reason[format::snapshot_reason_max + 1];
@@ -203,7 +202,7 @@ class runtime_stream : public encoder_host {
   /// limit). A no-op outside flight mode. Cost: a few compares; the reason
   /// (cut to 255 bytes) is copied.
   void request_snapshot(format::snapshot_trigger why, const char* reason, std::size_t reason_size,
-                        std::uint64_t trigger_tick) noexcept {
+                        std::uint64_t trigger_tick) noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     if (!config_.flight || !flight_.ready()) return;
     const bool immediate = why == format::snapshot_trigger::crash || why == format::snapshot_trigger::exit;
     schedule_.request(why, reason, reason_size, trigger_tick, clock_ns(CLOCK_MONOTONIC), immediate);
@@ -213,7 +212,7 @@ class runtime_stream : public encoder_host {
   // ------------------------------------------------------------ output
 
   /// Hands the sealed chunks on: to the flight ring, or to the file.
-  void flush_output() noexcept {
+  void flush_output() noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     std::vector<unsigned char>& out = encoder_.output();
     if (config_.flight) {  // the ring, not the file: snapshots write it (writer/flight/store.hpp)
       if (collecting_tail_) return;
@@ -231,7 +230,7 @@ class runtime_stream : public encoder_host {
 
   /// Checks, before a write, that the descriptor still names the dump (one
   /// fstat); a truncated dump starts again.
-  bool output_is_ours() noexcept {
+  bool output_is_ours() noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     std::uint64_t size = 0;
     const dump_file::state state = file_.check(size);
     if (state == dump_file::state::gone) return false;
@@ -244,7 +243,7 @@ class runtime_stream : public encoder_host {
   /// end (file header, process chunk, calibration, definitions again), so
   /// what follows reads on its own. Anything already on its way may land
   /// without its definitions; the reader skips it (docs/FORMAT.md).
-  void start_again(std::uint64_t size) {
+  void start_again(std::uint64_t size) EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     file_.note_truncated(size);
     std::vector<unsigned char>& out = encoder_.output();
     std::vector<unsigned char> pending;
@@ -265,7 +264,7 @@ class runtime_stream : public encoder_host {
 
   /// Opens the dump (flusher thread). The first live writer of a regular
   /// file truncates it and writes the file header (dump_file::begin).
-  bool open_output() noexcept {
+  bool open_output() noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     const int fd = file_.open([this] { control_.set_open_state(flusher_control::open_waiting_for_reader); });
     if (fd < 0) {
       control_.set_open_state(flusher_control::open_failed);
@@ -299,7 +298,7 @@ class runtime_stream : public encoder_host {
     encoder_.write_process(static_cast<std::uint64_t>(owner_pid_), config_, comm);
   }
 
-  void write_calibration() {
+  void write_calibration() EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     const calibration_pair pair = calibrate(config_.clock);
     encoder_.write_calibration(pair);
     last_calibration_ns_ = pair.monotonic_ns;
@@ -361,7 +360,7 @@ class runtime_stream : public encoder_host {
   /// start), sleep until the gap is reached (once, less than
   /// rate_pair_gap_ns); at exit take it now: exit must not wait, and the
   /// end's own pair follows.
-  void take_rate_pair(bool may_wait) noexcept {
+  void take_rate_pair(bool may_wait) noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     if (calibrations_ >= 2 || file_.failed_acquire() || ended_) return;
     if (may_wait) {
       const std::uint64_t since = clock_ns(CLOCK_MONOTONIC) - first_calibration_.monotonic_ns;
@@ -377,7 +376,7 @@ class runtime_stream : public encoder_host {
 
   /// Forgets cached sites in the unloaded ranges published since the last
   /// call.
-  void forget_unloaded_sites() {
+  void forget_unloaded_sites() EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     unloaded_range ranges[max_unloaded_ranges];
     std::size_t count;
     {
@@ -396,7 +395,7 @@ class runtime_stream : public encoder_host {
 
   /// Retires the ranges published up to `epoch`: a whole drain_all cycle
   /// began after this flusher saw them, so no ring holds their records.
-  void retire_unloaded(std::uint64_t epoch) noexcept {
+  void retire_unloaded(std::uint64_t epoch) noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     mutex_lock lock(unloaded_mutex);
     std::size_t kept = 0;
     for (std::size_t i = 0; i < unloaded_count; ++i)
@@ -409,7 +408,7 @@ class runtime_stream : public encoder_host {
 
   /// Writes the recording changes and phases queued since the last cycle
   /// as one capture chunk.
-  void write_capture() {
+  void write_capture() EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     {
       mutex_lock lock(category_mutex);
       capture().take_locked(capture_out_);
@@ -447,7 +446,7 @@ class runtime_stream : public encoder_host {
   /// but for what it handed over (unless it published nothing since the
   /// last cycle), and a ring whose thread holds the lock is skipped until
   /// the next cycle. Returns the number of records drained.
-  std::uint64_t drain(thread_ring& ring, std::uint64_t now_ns, bool* busy = nullptr) {
+  std::uint64_t drain(thread_ring& ring, std::uint64_t now_ns, bool* busy = nullptr) EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     ring_encoding& enc = encoding_of(ring);
     if (now_ns != 0 && ring.help_until_ns.load(std::memory_order_relaxed) > now_ns && encoder_.announced(ring)) {
       // A thread that published nothing since the last cycle has stopped
@@ -487,7 +486,7 @@ class runtime_stream : public encoder_host {
   }
 
   /// drain() with the ring's drain lock held.
-  std::uint64_t drain_locked(thread_ring& ring, ring_encoding& enc) EDGETRACE_DETAIL_REQUIRES(enc) {
+  std::uint64_t drain_locked(thread_ring& ring, ring_encoding& enc) EDGETRACE_DETAIL_REQUIRES(enc) EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     if (closed()) {  // discarded, but a waiting producer goes on at once
       enc.take([](unsigned char*, std::uint32_t) {});
       return consume_to(
@@ -523,7 +522,7 @@ class runtime_stream : public encoder_host {
   }
 
   /// Writes the in-band loss a retired thread could not write itself.
-  void drain_pending_loss(thread_ring& ring) {
+  void drain_pending_loss(thread_ring& ring) EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     if (ring.pending_loss == 0 || closed()) return;
     ring_encoding& enc = encoding_of(ring);
     if (!enc.lock()) return;  // free: its thread is gone

@@ -106,7 +106,9 @@ inline void runtime::serve_flight(bool now) {
     schedule_.skip(coalesced);
     handoffs_.set_skipped(schedule_.skipped);
   }
-  handoffs_.take_call([this](const char* reason, std::size_t size, std::uint64_t tick) {
+  // The call is taken here, on the flusher (the lambda runs before take_call returns).
+  handoffs_.take_call([this](const char* reason, std::size_t size, std::uint64_t tick)
+                          EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
     request_snapshot(format::snapshot_trigger::call, reason, size, tick);
   });
   std::uint64_t signal_tick = 0;
@@ -215,12 +217,12 @@ inline void runtime::snapshot_on_crash(int signo) noexcept {
   // still maps the ring: give it up to 1 s (it cannot be the flusher).
   const timespec pause{0, 1000000};
   for (int waited_ms = 0; waited_ms < 1000 && !flight_.ready() && !file_.failed() &&
-                          !pthread_equal(pthread_self(), flusher_);
+                          !flusher_.is_current();
        ++waited_ms)
     nanosleep(&pause, nullptr);
   if (!flight_.ready()) return;
   handoffs_.crashed(signo, ticks(config_.clock));
-  if (!pthread_equal(pthread_self(), flusher_)) {
+  if (!flusher_.is_current()) {
     control_.wake_flusher();
     handoffs_.wait_for_crash_snapshot();
   }
@@ -323,11 +325,11 @@ inline void crash_handler(int signo, siginfo_t* info, void* context) noexcept {
     struct sigaction now;
     const bool still_ours = sigaction(signo, nullptr, &now) == 0 && (now.sa_flags & SA_SIGINFO) != 0 &&
                             now.sa_sigaction == &crash_handler;
-    if (!still_ours && owns_runtime(rt) && rt->flusher_started_) rt->snapshot_on_crash(signo);
+    if (!still_ours && owns_runtime(rt) && rt->flusher_.running()) rt->snapshot_on_crash(signo);
     errno = saved_errno;
     return;
   }
-  if (owns_runtime(rt) && rt->flusher_started_) rt->snapshot_on_crash(signo);
+  if (owns_runtime(rt) && rt->flusher_.running()) rt->snapshot_on_crash(signo);
   sigaction(signo, &previous, nullptr);
   if (info == nullptr || info->si_code <= 0) raise(signo);  // sent, not a fault: send it again
   errno = saved_errno;
