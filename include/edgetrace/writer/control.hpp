@@ -181,6 +181,14 @@ class flusher_control {
       return completed_ >= ticket || done_;
     });
   }
+  /// EDGETRACE_ON_FULL=wait: a thread gave up waiting for room from a
+  /// flusher that did nothing (wait_for_room); the flusher reports the
+  /// stall once it ends, and at exit. Any thread (relaxed: a count).
+  void note_gave_up() noexcept {
+    gave_up_.fetch_add(1, std::memory_order_relaxed);
+    wake_.wake_flusher();
+  }
+  std::uint64_t gave_up_count() const noexcept { return gave_up_.load(std::memory_order_relaxed); }
   /// A wait for the flusher ran out (a library unloading at exit, before
   /// shutdown): shutdown then waits only briefly, so exit stays ~1 s.
   void gave_up_waiting() noexcept { gave_up_waiting_.store(true, std::memory_order_relaxed); }
@@ -220,6 +228,7 @@ class flusher_control {
   std::atomic<int> open_state_{open_pending};
   std::atomic<bool> gave_up_waiting_{false};
   std::atomic<bool> stopping_{false};
+  std::atomic<std::uint64_t> gave_up_{0};
 };
 
 /// EDGETRACE_SIGNAL_FLUSH: a SIGINT/SIGTERM handler hands its signal to the

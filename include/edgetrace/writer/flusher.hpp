@@ -211,7 +211,7 @@ class runtime final : public runtime_stream, private flusher_output {
         write_calibration();
       if (signal_.pending()) serve_signal();
       flush_output();
-      if (EDGETRACE_DETAIL_UNLIKELY(gave_up_.load(std::memory_order_relaxed) != gave_up_seen_)) report_stall();
+      if (EDGETRACE_DETAIL_UNLIKELY(control_.gave_up_count() != gave_up_seen_)) report_stall();
       if (config_.flight) serve_flight(false);
       rings_.refill(control_.stopping_flag());
       control_.cycle_done(serving);
@@ -254,7 +254,7 @@ class runtime final : public runtime_stream, private flusher_output {
   /// waiting has ended (the flusher is back here): one stderr line with
   /// what stalled and for how long. Later stalls are in the exit report.
   void report_stall() noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
-    gave_up_seen_ = gave_up_.load(std::memory_order_relaxed);
+    gave_up_seen_ = control_.gave_up_count();
     if (stall_reported_) return;
     stall_reported_ = true;
     if (file_.slow_writes() != 0)

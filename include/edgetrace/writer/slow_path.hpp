@@ -213,7 +213,7 @@ inline std::size_t wait_for_room(thread_ring& ring, std::size_t needed) noexcept
     } else if ((waited_ns += step < max_wait_step_ns ? step : max_wait_step_ns) >= max_wait_without_progress_ns) {
       ring.gave_up = true;
       ring.gave_up_word = progress;
-      rt->note_gave_up();
+      rt->control_.note_gave_up();
       return room;
     }
   }

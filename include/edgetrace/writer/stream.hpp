@@ -75,14 +75,6 @@ class runtime_stream : public encoder_host {
 
   /// CPUs the process may run on (the reports name them).
   int cpus() const noexcept { return load_.cpus(); }
-  /// EDGETRACE_ON_FULL=wait: how often a thread gave up waiting for a
-  /// flusher that did nothing (wait_for_room). Any thread adds (relaxed: a
-  /// count); the flusher reports the stall once it ends, and at exit.
-  std::atomic<std::uint64_t> gave_up_{0};
-  void note_gave_up() noexcept {
-    gave_up_.fetch_add(1, std::memory_order_relaxed);
-    control_.wake_flusher();
-  }
   /// A SIGINT/SIGTERM handler's flush (EDGETRACE_SIGNAL_FLUSH; writer/control.hpp).
   signal_handoff signal_;
   /// Flusher only: the end chunk was written; nothing more may follow.
@@ -127,7 +119,7 @@ class runtime_stream : public encoder_host {
   /// counters are reset when the ring is recycled), for the exit report.
   std::uint64_t retired_written_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
   std::uint64_t retired_dropped_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
-  /// gave_up_ as last reported (report_stall), and whether the one stall
+  /// control_.gave_up_count() as last reported (report_stall), and whether the one stall
   /// line was printed.
   std::uint64_t gave_up_seen_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
   bool stall_reported_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = false;
