@@ -201,8 +201,7 @@ EDGETRACE_DETAIL_API void snapshot_call(const char* reason, std::size_t size) no
 
 EDGETRACE_DETAIL_API bool active() noexcept {
   runtime* rt = the_runtime.load(std::memory_order_acquire);
-  return owns_runtime(rt) && !rt->failed() &&
-         !rt->control_.stopping();
+  return owns_runtime(rt) && !rt->failed() && !rt->control_.stopping();
 }
 
 }  // namespace detail

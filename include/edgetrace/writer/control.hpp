@@ -159,13 +159,16 @@ class flusher_control {
 
   /// The starting thread: waits (at most open_wait) for the flusher's word
   /// on the output. True when opening failed: the flusher is then told to
-  /// stop (it only ends).
+  /// stop and woken (it only ends).
   bool wait_open_failed() noexcept {
-    mutex_lock lock(mutex_);
-    opened_.wait_for(lock.native(), open_wait, [&] { return open_result() != open_pending; });
-    const bool failed = open_result() == open_failed;
-    if (failed) stop_ = true;
-    return failed;
+    {
+      mutex_lock lock(mutex_);
+      opened_.wait_for(lock.native(), open_wait, [&] { return open_result() != open_pending; });
+      if (open_result() != open_failed) return false;
+      stop_ = true;
+    }
+    wake_.wake_flusher();
+    return true;
   }
   /// Asks the flusher for a flush (everything pushed before now encoded
   /// and written) and waits at most `bound` for it, or not at all when
@@ -244,10 +247,7 @@ class signal_handoff {
     done_.store(false, std::memory_order_relaxed);
     terminates_.store(terminates, std::memory_order_relaxed);
     pending_.store(signo, std::memory_order_release);
-    for (int waited_ms = 0; waited_ms < max_ms && !done_.load(std::memory_order_acquire); ++waited_ms) {
-      timespec pause{0, 1000000};
-      nanosleep(&pause, nullptr);
-    }
+    os::wait_ms_while(max_ms, [this] { return !done_.load(std::memory_order_acquire); });
   }
   /// flusher: a handler waits for an answer.
   bool pending() const noexcept { return pending_.load(std::memory_order_acquire) != 0; }

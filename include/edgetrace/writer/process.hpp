@@ -159,7 +159,6 @@ inline bool open_and_launch(runtime* rt) noexcept {
     return false;
   }
   if (rt->control_.wait_open_failed()) {  // said so already (open_output); the flusher only ends
-    rt->control_.wake_flusher();
     rt->flusher_.join();
     return false;
   }

@@ -184,9 +184,7 @@ inline std::size_t wait_for_room(thread_ring& ring, std::size_t needed) noexcept
   std::uint64_t waited_ns = 0;
   std::size_t room = 0;
   for (;;) {
-    if (rt->control_.stopping() ||
-        !rt->control_.opened())
-      return room;
+    if (rt->control_.stopping() || !rt->control_.opened()) return room;
     if (rt->may_help()) {
       room = help_when_full(*rt, ring);
       if (room >= needed) return room;

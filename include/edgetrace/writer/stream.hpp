@@ -113,7 +113,7 @@ class runtime_stream : public encoder_host {
 
   // a client encodes through the flusher's encoder
 
-  // ---- flusher only (no lock: one thread)
+  // ---- flusher only (flusher_role: clang checks who touches them)
   chunk_encoder encoder_;
   /// Records written and dropped by threads whose rings were retired (their
   /// counters are reset when the ring is recycled), for the exit report.
@@ -150,8 +150,7 @@ class runtime_stream : public encoder_host {
   /// the caller reads it with its ring's drain lock held, so a shutdown
   /// that began before it took the lock is seen.
   bool may_help() const noexcept {
-    return !config_.drop_when_full && !triggers_ready_ && !file_.failed() &&
-           !control_.stopping();
+    return !config_.drop_when_full && !triggers_ready_ && !file_.failed() && !control_.stopping();
   }
   /// The process kept every CPU it may use busy at the flusher's last
   /// look (cpu_load): threads encode their own records then.

@@ -8,12 +8,12 @@
 #pragma once
 
 #include <edgetrace/format.hpp>
+#include <edgetrace/writer/platform/linux.hpp>
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <ctime>
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
@@ -87,11 +87,8 @@ class flight_handoffs {
   /// The crashing thread, when it is not the flusher: waits up to 1 s for
   /// the flusher to claim the snapshot, then up to 5 s for it to be written.
   void wait_for_crash_snapshot() const noexcept {
-    const timespec pause{0, 1000000};
-    for (int waited_ms = 0; waited_ms < 1000 && crash_state_.load(std::memory_order_acquire) == 0; ++waited_ms)
-      nanosleep(&pause, nullptr);
-    for (int waited_ms = 0; waited_ms < 5000 && crash_state_.load(std::memory_order_acquire) == 1; ++waited_ms)
-      nanosleep(&pause, nullptr);
+    os::wait_ms_while(1000, [this] { return crash_state_.load(std::memory_order_acquire) == 0; });
+    os::wait_ms_while(5000, [this] { return crash_state_.load(std::memory_order_acquire) == 1; });
   }
   /// The flusher's count of skipped requests, for a snapshot written by a
   /// crash handler (which may not read the flusher's schedule).

@@ -215,11 +215,7 @@ inline void runtime::snapshot_on_crash(int signo) noexcept {
   if (!config_.flight) return;
   // A crash in the run's first milliseconds may come while the flusher
   // still maps the ring: give it up to 1 s (it cannot be the flusher).
-  const timespec pause{0, 1000000};
-  for (int waited_ms = 0; waited_ms < 1000 && !flight_.ready() && !file_.failed() &&
-                          !flusher_.is_current();
-       ++waited_ms)
-    nanosleep(&pause, nullptr);
+  os::wait_ms_while(1000, [this] { return !flight_.ready() && !file_.failed() && !flusher_.is_current(); });
   if (!flight_.ready()) return;
   handoffs_.crashed(signo, ticks(config_.clock));
   if (!flusher_.is_current()) {

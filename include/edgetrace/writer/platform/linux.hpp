@@ -49,6 +49,15 @@ inline void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t seen, std
   ::syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, seen, &timeout, nullptr, 0);
 }
 
+/// Sleeps a millisecond at a time while `waiting()` holds, at most
+/// `max_ms` times. Async-signal-safe when `waiting` is (nanosleep only):
+/// the bounded waits of signal and crash handlers.
+template <class Waiting>
+inline void wait_ms_while(int max_ms, Waiting&& waiting) noexcept {
+  const timespec pause{0, 1000000};
+  for (int waited_ms = 0; waited_ms < max_ms && waiting(); ++waited_ms) nanosleep(&pause, nullptr);
+}
+
 /// The process's name (/proc/self/comm, without its newline) into `name`
 /// (`size` > 1 bytes); `name` is left as it is when the file cannot be read.
 inline void process_name(char* name, std::size_t size) noexcept {
