@@ -49,9 +49,15 @@ struct perfetto_split_plan {
     const long double span = static_cast<long double>(last - first) + 1;
     return std::min(static_cast<std::size_t>(static_cast<long double>(ns - first) / span * slices), slices - 1);
   }
+  /// The first ns that slice_of puts in slice `i` or later: the rounding
+  /// of the two divisions may disagree by a nanosecond, and a file's
+  /// window must end where the next file's events begin.
   std::int64_t slice_ns(std::size_t i) const {
     const long double span = static_cast<long double>(last - first) + 1;
-    return first + static_cast<std::int64_t>(static_cast<long double>(i) * span / slices);
+    std::int64_t ns = first + static_cast<std::int64_t>(static_cast<long double>(i) * span / slices);
+    while (ns <= last && slice_of(ns) < i) ++ns;
+    while (ns > first && slice_of(ns - 1) >= i) --ns;
+    return ns;
   }
   /// First slice of each window, greedy in time order, each estimated at
   /// most `max_bytes`; empty when one slice alone does not fit.
