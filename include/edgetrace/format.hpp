@@ -21,7 +21,7 @@ namespace format {
 /// transfers and files that are not edgetrace dumps at all.
 inline constexpr unsigned char file_magic[8] = {0x89, 'E', 'T', 'R', '\r', '\n', 0x1A, '\n'};
 inline constexpr std::uint16_t version_major = 1;
-inline constexpr std::uint16_t version_minor = 8;
+inline constexpr std::uint16_t version_minor = 9;
 
 /// The process chunk's last byte (1.8): what a full ring did
 /// (EDGETRACE_ON_FULL). Absent before 1.8.
@@ -54,6 +54,8 @@ enum class chunk_type : std::uint8_t {
   capture = 9,      ///< recording windows (pause/resume) and phases (1.2)
   annotations = 10, ///< span arguments, flow steps, allocations and frees (1.3)
   snapshot = 11,    ///< flight recorder: why and when this dump was written (1.6)
+  device_tracks = 12,   ///< the device's sampled quantities, and the sources not found (1.9)
+  device_samples = 13,  ///< the device's values, sampled by the flusher (1.9)
 };
 
 enum class clock_source : std::uint8_t {
@@ -156,6 +158,41 @@ enum gpu_span_flag : std::uint8_t {
   gpu_span_resolved = 1,    ///< GPU times follow
   gpu_span_captured = 2,    ///< the stream was capturing a CUDA graph: host span only
   gpu_span_unresolved = 4,  ///< the events never completed (exit, GPU tracing off)
+};
+
+/// Records of a device_tracks chunk (1.9), each `u8 tag, varint size, body`.
+enum class device_track_record : std::uint8_t {
+  track = 1,    ///< one sampled quantity: id, quantity, index, thread, name, source, maximum
+  missing = 2,  ///< a source looked for and not found or not readable: name, why
+  sampler = 3,  ///< the sampling period and the files read per sample
+};
+
+/// Records of a device_samples chunk (1.9), each `u8 tag, varint size, body`.
+enum class device_sample_record : std::uint8_t {
+  values = 1,  ///< one sample: tick, then (track id, zigzag value) pairs
+  stats = 2,   ///< the sampler's totals so far (the last one wins)
+};
+
+/// What a device track measures, and so its unit. Levels are values as
+/// read; totals only grow (a reader shows their rate between samples).
+enum class device_quantity : std::uint8_t {
+  cpu_khz = 1,              ///< level: a CPU's clock (cpufreq scaling_cur_freq); maximum: cpuinfo_max_freq
+  cpu_busy_permille = 2,    ///< level: a CPU's busy share over the last interval (/proc/stat)
+  temperature_mc = 3,       ///< level: a thermal zone, milli-degrees Celsius
+  throttle_total = 4,       ///< total: a CPU's thermal throttling events (x86 thermal_throttle)
+  cgroup_throttled_total = 5,     ///< total: periods the cgroup's CPU quota throttled (cpu.stat nr_throttled)
+  cgroup_throttled_us_total = 6,  ///< total: µs throttled (cpu.stat throttled_usec)
+  thread_cpu_ns_total = 7,  ///< total: a traced thread's CPU time (schedstat)
+  thread_wait_ns_total = 8, ///< total: its time waiting on a run queue (schedstat)
+  thread_involuntary_total = 9,  ///< total: its involuntary context switches (status)
+  rss_kb = 10,              ///< level: the process's resident memory
+  major_faults_total = 11,  ///< total: the process's major page faults
+  mem_available_kb = 12,    ///< level: the system's MemAvailable
+  gpu_load_permille = 13,   ///< level: GPU load (Jetson `load`)
+  gpu_hz = 14,              ///< level: GPU clock (devfreq cur_freq); maximum: max_freq
+  emc_hz = 15,              ///< level: memory-controller clock (devfreq cur_freq)
+  power_mw = 16,            ///< level: a power rail (INA3221: mV × mA)
+  others_busy_permille = 17,  ///< level: CPU used by other processes over the last interval, 1000 = one CPU
 };
 
 /// Stream handles with a meaning of their own (the CUDA runtime's values).

@@ -56,6 +56,7 @@
 
 #include <edgetrace/config.hpp>  // first: it stops a pre-C++17 build with one message
 #include <edgetrace/decode/clock_model.hpp>
+#include <edgetrace/decode/device.hpp>
 #include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/decode/follow.hpp>
 #include <edgetrace/decode/gpu_clock.hpp>

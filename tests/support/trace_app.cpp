@@ -18,6 +18,7 @@ const bool app_handler_installed = std::getenv("TRACE_APP_HANDLER") != nullptr &
 
 #include <support/trace_app/annotation_modes.hpp>
 #include <support/trace_app/capture_modes.hpp>
+#include <support/trace_app/device_modes.hpp>
 #include <support/trace_app/flight_modes.hpp>
 #include <support/trace_app/life_modes.hpp>
 #include <support/trace_app/load_modes.hpp>
@@ -29,36 +30,7 @@ const bool app_handler_installed = std::getenv("TRACE_APP_HANDLER") != nullptr &
 
 // Counts every allocation while `counting` is on (the "idle" mode checks that
 // a disabled tracer allocates nothing).
-#if EDGETRACE_TEST_SANITIZED
-// Sanitizer runtimes bring their own operator new (TSan's cannot be
-// replaced: duplicate symbols at link time). Their allocation hook counts
-// instead; it sees operator new and malloc alike.
-#include <sanitizer/allocator_interface.h>
-namespace {
-void count_allocation(const volatile void*, std::size_t) {
-  if (trace_app::counting.load(std::memory_order_relaxed)) trace_app::allocations.fetch_add(1);
-}
-void ignore_free(const volatile void*) {}
-[[maybe_unused]] const bool allocation_hook_installed =
-    __sanitizer_install_malloc_and_free_hooks(&count_allocation, &ignore_free) != 0;
-}  // namespace
-#else
-void* operator new(std::size_t size) {
-  if (trace_app::counting.load(std::memory_order_relaxed)) trace_app::allocations.fetch_add(1);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-// GCC flags free() of memory from a replaced operator new; here both are ours.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-#endif
+#include <support/count_allocations.hpp>
 
 #if EDGETRACE_TEST_ADDRESS_SANITIZED
 #include <sanitizer/lsan_interface.h>
@@ -86,7 +58,7 @@ struct mode_table {
 };
 const mode_table tables[] = {trace_app::life_modes,     trace_app::load_modes,       trace_app::capture_modes,
                              trace_app::annotation_modes, trace_app::flight_modes, trace_app::snapshot_modes,
-                             trace_app::trust_modes};
+                             trace_app::trust_modes, trace_app::device_modes};
 }  // namespace
 
 int main(int argc, char** argv) {

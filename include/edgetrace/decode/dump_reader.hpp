@@ -18,6 +18,7 @@
 #include <edgetrace/decode/detail/diagnostic_log.hpp>
 #include <edgetrace/decode/detail/event_codec.hpp>
 #include <edgetrace/decode/detail/events_pass.hpp>
+#include <edgetrace/decode/detail/device_chunks.hpp>
 #include <edgetrace/decode/detail/gpu_chunks.hpp>
 #include <edgetrace/decode/detail/metadata_chunks.hpp>
 #include <edgetrace/decode/detail/payload_cursor.hpp>
@@ -327,6 +328,8 @@ class dump_reader {
         detail::gpu_chunk_reader(w).read(log, in, c.offset);
         break;
       case format::chunk_type::annotations: annotations_.read(log, thread_table_, w, in, c); break;
+      case format::chunk_type::device_tracks: detail::read_device_tracks(log, w, in, c.offset); break;
+      case format::chunk_type::device_samples: detail::read_device_samples(log, w, in, c.offset); break;
       case format::chunk_type::snapshot:
         if (!detail::read_snapshot_payload(c.payload, c.size, w.snapshot)) log.malformed("snapshot", c.offset, w);
         break;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <edgetrace/decode/clock_model.hpp>
+#include <edgetrace/decode/device_model.hpp>
 #include <edgetrace/decode/gpu_clock.hpp>
 #include <edgetrace/decode/snapshot.hpp>
 #include <edgetrace/format.hpp>
@@ -310,6 +311,8 @@ struct writer_info {
   std::map<std::uint64_t, site_info> sites;
   std::map<std::uint64_t, thread_info> threads;
   writer_gpu gpu;
+  /// Device chunks (1.9): the sampler's tracks and samples.
+  writer_device device;
 
   /// Capture chunks (1.2), in tick order: recording windows and phases.
   std::vector<recording_change> recording;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <edgetrace/decode/annotations.hpp>
+#include <edgetrace/decode/device.hpp>
 #include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/sinks/output.hpp>
 
@@ -122,6 +123,31 @@ void write_snapshot_info(const writer_info& w, Field& field) {
   field("  ", "flight ring",
         format_text("%llu bytes, %llu chunk(s) overwritten before the window, %llu ms recorded after the trigger",
                     ull(s.info.ring_bytes), ull(s.info.chunks_overwritten), ull(s.info.after_ms)));
+}
+
+/// The "device" lines of a writer (device chunks, 1.9): what the sampler
+/// read, what it cost, and each source it did not find (once).
+template <class Field>
+void write_device_info(const writer_info& w, Field& field) {
+  using ull = unsigned long long;
+  const writer_device& d = w.device;
+  if (!d.present) return;
+  std::map<std::string, std::size_t> kinds;
+  for (const device_track& t : d.tracks) ++kinds[display_of(t.quantity).what];
+  std::string tracks;
+  for (const auto& k : kinds) tracks += (tracks.empty() ? "" : ", ") + k.first + (k.second > 1 ? " x" + std::to_string(k.second) : "");
+  const double per = d.samples_taken != 0 ? static_cast<double>(d.cpu_ns) / static_cast<double>(d.samples_taken) : 0;
+  field("  ", "device",
+        format_text("sampled every %s (EDGETRACE_SAMPLE_MS): %llu samples of %zu tracks (%s); %llu files read in the "
+                    "last, %.1f us of the flusher's CPU each",
+                    format_duration(d.period_us * 1000).c_str(), ull(d.samples_taken), d.tracks.size(),
+                    tracks.c_str(), ull(d.files_last), per / 1000.0));
+  if (d.ignored != 0 || d.failed != 0 || d.undefined != 0)
+    field("  ", "device values",
+          format_text("%llu ignored (not a number: garbage, empty, huge or negative), %llu reads failed, %llu of "
+                      "undefined tracks",
+                      ull(d.ignored), ull(d.failed), ull(d.undefined)));
+  for (const device_missing& m : d.missing) field("  ", "not sampled", m.name + ": " + m.why);
 }
 
 }  // namespace detail
@@ -322,6 +348,7 @@ void writer_text(const writer_info& w, std::uint64_t early, std::string& text, F
   write_snapshot_info(w, field);
   write_capture_info(w, field);
   write_annotation_info(w, field);
+  write_device_info(w, field);
   const std::string table = thread_table(w, totals);
   if (w.gpu.present) text += gpu_text(w, early);
   text += table.empty() ? std::string("  (no threads)\n") : table;

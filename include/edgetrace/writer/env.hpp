@@ -44,11 +44,11 @@ inline constexpr const char* known_variables[] = {
     "EDGETRACE_OUTPUT", "EDGETRACE_CATEGORIES", "EDGETRACE_BUFFER_KB", "EDGETRACE_FLUSH_MS",
     "EDGETRACE_SIGNAL_FLUSH", "EDGETRACE_FORK", "EDGETRACE_CLOCK", "EDGETRACE_ASSUME_UNSTABLE_COUNTER",
     "EDGETRACE_NVTX", "EDGETRACE_START_AFTER", "EDGETRACE_DURATION", "EDGETRACE_TOGGLE_SIGNAL",
-    "EDGETRACE_CUDA", "EDGETRACE_ON_FULL",
+    "EDGETRACE_CUDA", "EDGETRACE_ON_FULL", "EDGETRACE_SAMPLE_MS",
     // Flight recorder (writer/flight/store.hpp); EDGETRACE_TRIGGER is parsed by writer/flight/triggers.hpp.
     "EDGETRACE_MODE", "EDGETRACE_FLIGHT_MB", "EDGETRACE_FLIGHT_AFTER_MS", "EDGETRACE_FLIGHT_MAX", "EDGETRACE_FLIGHT_KEEP",
     "EDGETRACE_FLIGHT_GAP_MS", "EDGETRACE_FLIGHT_AT_EXIT", "EDGETRACE_SNAPSHOT_SIGNAL", "EDGETRACE_TRIGGER",
-    // A folder in front of /sys and /proc/meminfo (writer/memory_room.hpp): replayed board files.
+    // A folder in front of /sys, /proc/stat and /proc/meminfo (telemetry/files.hpp): replayed board files.
     "EDGETRACE_SYSFS_ROOT",
 };
 
@@ -57,6 +57,9 @@ struct settings {
   const char* categories = nullptr;  ///< EDGETRACE_CATEGORIES or nullptr (all)
   std::uint64_t ring_records = 43690;  ///< slots of 24 bytes (one stays free): 1 MiB
   std::uint32_t flush_ms = 10;
+  /// EDGETRACE_SAMPLE_MS: the flusher samples the device (telemetry/sampler.hpp)
+  /// this often; 0 (`off`): never.
+  std::uint32_t sample_ms = 100;
   /// EDGETRACE_ON_FULL=wait (default): a thread the flusher cannot keep up
   /// with encodes its own records (writer/help.hpp), or waits for the
   /// flusher to drain its ring (bounded: slow_path.hpp, wait_for_room);
@@ -100,6 +103,8 @@ inline constexpr std::uint64_t min_buffer_kb = 4;
 inline constexpr std::uint64_t max_buffer_kb = 64u << 10;
 inline constexpr std::uint32_t default_flush_ms = 10;
 inline constexpr std::uint32_t max_flush_ms = 60000;
+/// EDGETRACE_SAMPLE_MS's default: docs/PERFORMANCE.md, "Device sampling", has its cost.
+inline constexpr std::uint32_t default_sample_ms = 100;
 /// EDGETRACE_FLIGHT_MB bounds: the ring is mapped and pre-faulted once, so
 /// its size is committed memory for the whole run.
 inline constexpr std::uint64_t min_flight_mb = 1;
@@ -140,6 +145,21 @@ inline std::uint64_t env_unsigned(const char* name, std::uint64_t lo, std::uint6
     return fallback;
   }
   return value;
+}
+
+/// EDGETRACE_SAMPLE_MS: `off` (0), or milliseconds in 1..max_flush_ms; on
+/// anything else one line, and the default.
+inline std::uint32_t env_sample_ms() noexcept {
+  const char* text = std::getenv("EDGETRACE_SAMPLE_MS");
+  if (text == nullptr) return default_sample_ms;
+  if (std::strcmp(text, "off") == 0) return 0;
+  std::uint64_t value = 0;
+  const char* p = text;
+  for (; *p >= '0' && *p <= '9' && value <= max_flush_ms; ++p) value = value * 10 + static_cast<std::uint64_t>(*p - '0');
+  if (p != text && *p == '\0' && value >= 1 && value <= max_flush_ms) return static_cast<std::uint32_t>(value);
+  report("EDGETRACE_SAMPLE_MS='%.64s' is not a whole number in 1..%u or off; using the default %u", text, max_flush_ms,
+         default_sample_ms);
+  return default_sample_ms;
 }
 
 /// Parses a capture-window length: seconds (`2.5`, `2.5s`), milliseconds
@@ -247,6 +267,7 @@ inline settings read_settings() noexcept {
   const std::uint64_t kb = env_unsigned("EDGETRACE_BUFFER_KB", min_buffer_kb, max_buffer_kb, default_buffer_kb);
   s.ring_records = kb * 1024 / 24;
   s.flush_ms = static_cast<std::uint32_t>(env_unsigned("EDGETRACE_FLUSH_MS", 1, max_flush_ms, default_flush_ms));
+  s.sample_ms = env_sample_ms();
   s.drop_when_full = env_choice("EDGETRACE_ON_FULL", {"wait", "drop"}) == 1;
   s.signal_flush = env_choice("EDGETRACE_SIGNAL_FLUSH", {"0", "1"}) == 1;
   s.fork_follow = env_choice("EDGETRACE_FORK", {"off", "follow"}) == 1;

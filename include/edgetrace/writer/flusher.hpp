@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <new>
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
@@ -166,6 +167,7 @@ class runtime final : public runtime_stream, private flusher_output {
     std::uint64_t wait_ns = period_ns < 1000000u ? period_ns : 1000000u;  // first look soon
     std::uint64_t last_drain_ns = clock_ns(CLOCK_MONOTONIC);
     rings_.refill(control_.stopping_flag());  // here, not in start-up: page faults stay off the app's start
+    start_sampler();
     load_.sample(last_drain_ns);  // the first look at the CPUs comes one sample_ns from here
     for (;;) {
       const std::uint64_t wait = flight_wait(check_capture(clock_ns(CLOCK_MONOTONIC), wait_ns));
@@ -186,6 +188,7 @@ class runtime final : public runtime_stream, private flusher_output {
       const double fullest = drain_all(flushing ? sweep::everything : sweep::cycle);
       load_.sample(drain_start_ns);
       poll_clients(flushing ? poll_reason::flush : poll_reason::cycle);
+      sample_device(drain_start_ns);
       // Adapt the period to the busiest ring: come back before it can fill
       // an eighth at the rate just seen (never sooner than 50 µs, never
       // later than EDGETRACE_FLUSH_MS), so bursts are not dropped. A ring
@@ -205,6 +208,7 @@ class runtime final : public runtime_stream, private flusher_output {
         if (eighth_ns < static_cast<double>(period_ns))
           wait_ns = eighth_ns < 50000.0 ? 50000u : static_cast<std::uint64_t>(eighth_ns);
       }
+      if (sampler_ != nullptr && wait_ns > sampler_->period_ns()) wait_ns = sampler_->period_ns();
       const std::uint64_t now = clock_ns(CLOCK_MONOTONIC);
       if (!file_.failed_acquire() && !ended_ &&
           (calibrations_ < 3 ? now - last_calibration_ns_ > 20000000u : now - last_calibration_ns_ > 1000000000u))
@@ -222,6 +226,40 @@ class runtime final : public runtime_stream, private flusher_output {
     control_.finished();
   }
 
+  /// The device sampler (telemetry/sampler.hpp): found once, on this
+  /// thread, so the app's start-up reads no /sys file.
+  void start_sampler() EDGETRACE_DETAIL_REQUIRES(flusher_role) {
+    if (config_.sample_ms == 0) return;
+    sampler_ = new (std::nothrow) telemetry::device_sampler;
+    if (sampler_ != nullptr) sampler_->start(telemetry::sysfs_root(), config_.sample_ms);
+  }
+
+  /// A device sample when one is due (now_ns 0: at once, the stream's
+  /// last): the traced threads alive now, then its chunks (new tracks first).
+  void sample_device(std::uint64_t now_ns) EDGETRACE_DETAIL_REQUIRES(flusher_role) {
+    if (sampler_ == nullptr || closed()) return;
+    if (now_ns == 0) now_ns = clock_ns(CLOCK_MONOTONIC);
+    else if (!sampler_->due(now_ns)) return;
+    struct traced {
+      std::uint32_t id;
+      std::uint64_t os_tid;
+    } threads[telemetry::device_sampler::max_threads];
+    std::size_t count = 0;
+    for (const thread_ring* ring = rings_.first(); ring != nullptr && count < telemetry::device_sampler::max_threads;
+         ring = ring->next_attached.load(std::memory_order_acquire))
+      if (encoder_.announced(*ring) && !ring->retired.load(std::memory_order_acquire))
+        threads[count++] = {ring->thread_id, ring->os_tid};
+    chunk_encoder& encoder = encoder_;
+    sampler_->sample(
+        ticks(config_.clock), now_ns,
+        [&](auto&& add) {
+          for (std::size_t i = 0; i < count; ++i) add(threads[i].id, threads[i].os_tid);
+        },
+        [&](format::chunk_type type, const unsigned char* payload, std::size_t size) {
+          encoder.emit_client_chunk(type, payload, size);
+        });
+  }
+
   /// Final pass: everything drained, thread totals, a last calibration
   /// pair and the end chunk, written out.
   void end_stream() EDGETRACE_DETAIL_REQUIRES(flusher_role) {
@@ -229,6 +267,7 @@ class runtime final : public runtime_stream, private flusher_output {
     write_capture();
     drain_all(sweep::final_pass);
     poll_clients(poll_reason::final);
+    sample_device(0);  // the last values
     if (!file_.failed_acquire()) {
       write_calibration();
       encoder_.write_end();

@@ -8,12 +8,13 @@
 // faults a large mapping in, it reads what is left, and takes at most
 // half of it (the app needs the rest to grow).
 //
-// EDGETRACE_SYSFS_ROOT (documented in the README) puts a folder in front
+// EDGETRACE_SYSFS_ROOT (telemetry/files.hpp) puts a folder in front
 // of /sys and /proc/meminfo, so tests (and anyone) can replay a board's
 // files; /proc/self/cgroup, the process's own, is always the real one.
 #pragma once
 
 #include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
+#include <edgetrace/telemetry/files.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -41,20 +42,8 @@ struct memory_room {
 
 namespace memory_room_detail {
 
-/// Reads a small file into `text` (NUL-terminated); false when it cannot.
-inline bool read_small(const char* path, char* text, std::size_t capacity) noexcept {
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  std::size_t got = 0;
-  while (got + 1 < capacity) {
-    const ssize_t n = ::read(fd, text + got, capacity - 1 - got);
-    if (n <= 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
-  text[got] = '\0';
-  return got > 0;
-}
+using telemetry::read_small;
+using telemetry::join;
 
 /// A whole number at the start of `text` ("max", garbage, or a value past
 /// 2^62, which the kernel writes for "no limit": `memory_room::unlimited`).
@@ -66,20 +55,6 @@ inline std::uint64_t read_number(const char* text) noexcept {
     value = value * 10 + static_cast<std::uint64_t>(*text - '0');
   }
   return value >= (std::uint64_t{1} << 62) ? memory_room::unlimited : value;
-}
-
-/// `root` + `a` + `b` + `c` into `out` (of `capacity`); false when it does not fit.
-inline bool join(char* out, std::size_t capacity, const char* root, const char* a, const char* b,
-                 const char* c) noexcept {
-  std::size_t n = 0;
-  for (const char* part : {root, a, b, c}) {
-    const std::size_t length = std::strlen(part);
-    if (n + length + 1 > capacity) return false;
-    std::memcpy(out + n, part, length);
-    n += length;
-  }
-  out[n] = '\0';
-  return true;
 }
 
 /// Takes one cgroup level into `room`: `directory` holds `limit_file` and
@@ -118,11 +93,7 @@ inline void take_levels(memory_room& room, const char* mount, const char* path, 
 
 }  // namespace memory_room_detail
 
-/// The files' root: EDGETRACE_SYSFS_ROOT, else "" (the real /sys and /proc).
-inline const char* sysfs_root() noexcept {
-  const char* root = std::getenv("EDGETRACE_SYSFS_ROOT");
-  return root != nullptr ? root : "";
-}
+using telemetry::sysfs_root;
 
 /// Reads what the process may still use (flusher, once, before a large
 /// mapping): the memory cgroup of /proc/self/cgroup, v2 ("0::PATH":

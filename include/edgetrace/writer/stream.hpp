@@ -11,6 +11,7 @@
 
 #include <edgetrace/core/thread_safety.hpp>
 #include <edgetrace/format.hpp>
+#include <edgetrace/telemetry/sampler.hpp>
 #include <edgetrace/writer/capture_control.hpp>
 #include <edgetrace/writer/control.hpp>
 #include <edgetrace/writer/clock.hpp>
@@ -135,6 +136,9 @@ class runtime_stream : public encoder_host {
 
   /// Sampled by the flusher, read by any thread (cpu_saturated).
   cpu_load load_;
+  /// The device sampler (EDGETRACE_SAMPLE_MS): made by the flusher as it
+  /// starts, null when sampling is off.
+  telemetry::device_sampler* sampler_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = nullptr;
 
   // ---- latency triggers (EDGETRACE_TRIGGER; writer/flight/triggers.hpp).
   // Set before the flusher starts, then the flusher's alone.

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <edgetrace/edgetrace.hpp>
+#include <support/allocation_count.hpp>
 #include <support/sanitizers.hpp>
 #include <support/threads.hpp>
 
@@ -47,10 +48,10 @@ inline int missing_argument(const char* mode) {
 using edgetrace_test::thread_count;
 
 /// Allocations counted while `counting` is on (the "idle" mode: a disabled
-/// tracer allocates nothing); trace_app.cpp's operator new or sanitizer
-/// hook counts them.
-inline std::atomic<long> allocations{0};
-inline std::atomic<bool> counting{false};
+/// tracer allocates nothing): support/count_allocations.hpp, which
+/// trace_app.cpp includes.
+using edgetrace_test::allocations;
+using edgetrace_test::counting;
 
 inline void spans(int count) {
   for (int i = 0; i < count; ++i) {

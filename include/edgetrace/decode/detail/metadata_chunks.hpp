@@ -198,14 +198,16 @@ inline void resolve_categories(writer_info& w) {
   }
 }
 
-/// After the writer's clock model: recording changes and phases in tick
-/// order (stable: file order on ties), with their times.
+/// After the writer's clock model: recording changes, phases and device
+/// samples in tick order (stable: file order on ties), with their times.
 inline void resolve_capture(writer_info& w) {
   auto by_tick = [](const auto& a, const auto& b) { return a.tick < b.tick; };
   std::stable_sort(w.recording.begin(), w.recording.end(), by_tick);
   std::stable_sort(w.phases.begin(), w.phases.end(), by_tick);
+  std::stable_sort(w.device.samples.begin(), w.device.samples.end(), by_tick);
   for (recording_change& change : w.recording) change.ns = w.clock.to_ns(change.tick);
   for (phase_change& change : w.phases) change.ns = w.clock.to_ns(change.tick);
+  for (device_sample& sample : w.device.samples) sample.ns = w.clock.to_ns(sample.tick);
 }
 
 }  // namespace detail

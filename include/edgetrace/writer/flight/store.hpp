@@ -377,6 +377,7 @@ class flight_recorder {
       case format::chunk_type::definitions:
       case format::chunk_type::thread:
       case format::chunk_type::capture:
+      case format::chunk_type::device_tracks:
         return true;
       case format::chunk_type::calibration:
         if (calibrations_kept_ >= 2) return false;

@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: MIT
+// The device sampler on its own (telemetry/sampler.hpp): a fake Jetson-like board's files become tracks with their values, changes are seen at the next sample, garbage is ignored and counted, a sandbox without /sys lists every source as missing, and sampling allocates nothing after start-up.
+#include <doctest/doctest.h>
+
+#include <support/fake_board.hpp>
+#include <support/sanitizers.hpp>
+#include <support/test_env.hpp>
+
+#include <edgetrace/decode/detail/device_chunks.hpp>
+#include <edgetrace/reader.hpp>
+#include <edgetrace/telemetry/sampler.hpp>
+
+#include <atomic>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <new>
+#include <string>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <vector>
+
+// Every allocation of this program is counted while `counting` is on (the
+// telemetry room's program): sampling must make none after start-up.
+#include <support/count_allocations.hpp>
+
+namespace sampler_test {
+
+using namespace edgetrace_test;
+namespace er = edgetrace::reader;
+namespace tm = edgetrace::detail::telemetry;
+using Q = edgetrace::format::device_quantity;
+
+/// What sampling wrote, decoded by the reader's own functions.
+struct decoded {
+  er::writer_info writer;
+  er::detail::diagnostic_log log;
+  std::uint64_t chunks = 0;
+
+  void take(edgetrace::format::chunk_type type, const unsigned char* payload, std::size_t size) {
+    ++chunks;
+    er::detail::payload_cursor in{payload, payload + size};
+    if (type == edgetrace::format::chunk_type::device_tracks) er::detail::read_device_tracks(log, writer, in, 0);
+    else if (type == edgetrace::format::chunk_type::device_samples) er::detail::read_device_samples(log, writer, in, 0);
+  }
+
+  /// The track of `q` named `name` (any name when empty); null when none.
+  const er::device_track* track(Q q, const std::string& name = "") const {
+    for (const er::device_track& t : writer.device.tracks)
+      if (t.quantity == q && (name.empty() || t.name == name)) return &t;
+    return nullptr;
+  }
+  /// The last value sampled of a track, by its id; `missing` when none.
+  std::int64_t last(const er::device_track* t, std::int64_t missing = -999) const {
+    std::int64_t value = missing;
+    if (t == nullptr) return value;
+    const std::size_t index = writer.device.track_index.at(t->id);
+    for (const er::device_sample& s : writer.device.samples)
+      if (s.track == index) value = s.value;
+    return value;
+  }
+  std::size_t values_of(const er::device_track* t, std::uint64_t tick) const {
+    std::size_t n = 0;
+    for (const er::device_sample& s : writer.device.samples)
+      n += t != nullptr && s.tick == tick && s.track == writer.device.track_index.at(t->id) ? 1 : 0;
+    return n;
+  }
+};
+
+std::uint64_t own_tid() { return static_cast<std::uint64_t>(::syscall(SYS_gettid)); }
+
+/// One sample at `tick` (and ns = tick ms) with this thread as traced thread 1.
+void sample(tm::device_sampler& s, decoded& out, std::uint64_t tick) {
+  s.sample(tick, tick * 1000000u, [](auto&& add) { add(1, own_tid()); },
+           [&out](edgetrace::format::chunk_type type, const unsigned char* p, std::size_t n) { out.take(type, p, n); });
+}
+
+std::string board(const char* name) {
+  const std::string root = tmp + "/" + name + "_" + std::to_string(::getpid());
+  std::system(("rm -rf '" + root + "'").c_str());
+  fake_board(root);
+  return root;
+}
+
+TEST_CASE("a fake Jetson board's files become tracks with their values") {
+  const std::string root = board("board_values");
+  auto sampler = std::make_unique<tm::device_sampler>();
+  sampler->start(root.c_str(), 10);
+  decoded d;
+  sample(*sampler, d, 1);
+  put_file(root, "/proc/stat", proc_stat(160, 940));  // 60 busy, 40 idle jiffies per CPU since
+  sample(*sampler, d, 2);
+  CHECK(d.log.damage_count() == 0);
+  const er::writer_device& dev = d.writer.device;
+  CHECK(dev.period_us == 10000);
+  CHECK(dev.samples_taken == 2);
+  CHECK(dev.ignored == 0);
+  CHECK(dev.failed == 0);
+  for (const char* cpu : {"cpu0", "cpu1", "cpu2", "cpu3"}) {
+    CAPTURE(cpu);
+    const er::device_track* clock = d.track(Q::cpu_khz, cpu);
+    REQUIRE(clock != nullptr);
+    CHECK(clock->maximum == 1984000);
+    CHECK(d.last(clock) == 1984000);
+    CHECK(d.last(d.track(Q::throttle_total, cpu)) == 0);
+    CHECK(d.values_of(d.track(Q::cpu_busy_permille, cpu), 1) == 0);  // a share needs two samples
+    CHECK(d.last(d.track(Q::cpu_busy_permille, cpu)) == 600);
+  }
+  CHECK(d.last(d.track(Q::temperature_mc, "CPU-therm")) == 45500);
+  CHECK(d.last(d.track(Q::temperature_mc, "GPU-therm")) == 43000);
+  CHECK(d.last(d.track(Q::gpu_hz, "17000000.ga10b")) == 918000000);
+  CHECK(d.track(Q::gpu_hz)->maximum == 918000000);
+  CHECK(d.last(d.track(Q::gpu_load_permille, "17000000.ga10b")) == 250);
+  CHECK(d.last(d.track(Q::emc_hz, "bpmp-emc")) == 2133000000);
+  CHECK(d.last(d.track(Q::power_mw, "VDD_IN")) == 6000);
+  CHECK(d.last(d.track(Q::power_mw, "VDD_CPU_GPU_CV")) == 2000);
+  CHECK(d.last(d.track(Q::mem_available_kb)) == 5000000);
+  // qemu-user answers /proc/self/stat itself, with 0 for the RSS.
+  if (!emulated()) CHECK(d.last(d.track(Q::rss_kb)) > 0);
+  CHECK(d.last(d.track(Q::major_faults_total)) >= 0);
+  CHECK(d.track(Q::others_busy_permille) != nullptr);
+  if (own_cgroup() != "-") {
+    CHECK(d.last(d.track(Q::cgroup_throttled_total)) == 2);
+    CHECK(d.last(d.track(Q::cgroup_throttled_us_total)) == 300);
+  }
+  // This thread, as traced thread 1: its CPU time, run-queue wait and switches.
+  const er::device_track* cpu = nullptr;
+  for (const er::device_track& t : dev.tracks)
+    if (t.quantity == Q::thread_cpu_ns_total && t.thread_id == 1) cpu = &t;
+  REQUIRE(cpu != nullptr);
+  CHECK(d.last(cpu) > 0);
+  // Only NVML is missing from this board.
+  REQUIRE(dev.missing.size() == 1);
+  CHECK(dev.missing[0].name == "NVML");
+}
+
+TEST_CASE("changes show at the next sample; garbage, empty, huge and negative values are ignored and counted") {
+  const std::string root = board("board_garbage");
+  auto sampler = std::make_unique<tm::device_sampler>();
+  sampler->start(root.c_str(), 10);
+  decoded d;
+  sample(*sampler, d, 1);
+  const std::string cpu = "/sys/devices/system/cpu/cpu";
+  put_file(root, cpu + "0/cpufreq/scaling_cur_freq", "1190400\n");  // a real change
+  put_file(root, "/sys/class/thermal/thermal_zone0/temp", "-5000\n");  // a cold board: negative is a temperature
+  sample(*sampler, d, 2);
+  CHECK(d.last(d.track(Q::cpu_khz, "cpu0")) == 1190400);
+  CHECK(d.last(d.track(Q::temperature_mc, "CPU-therm")) == -5000);
+  CHECK(d.writer.device.ignored == 0);
+  // Memory's files are read every fifth sample (sampler.hpp, slow_every):
+  // the garbage below is met by the sixth.
+  for (std::uint64_t tick = 3; tick <= 5; ++tick) sample(*sampler, d, tick);
+  CHECK(d.values_of(d.track(Q::mem_available_kb), 5) == 0);
+  CHECK(d.values_of(d.track(Q::cpu_khz, "cpu1"), 5) == 1);
+
+  put_file(root, cpu + "0/cpufreq/scaling_cur_freq", "garbage\n");
+  put_file(root, cpu + "1/cpufreq/scaling_cur_freq", "");
+  put_file(root, cpu + "2/cpufreq/scaling_cur_freq", "99999999999999999999999\n");
+  put_file(root, cpu + "3/cpufreq/scaling_cur_freq", "-1984000\n");
+  put_file(root, "/sys/class/hwmon/hwmon0/curr1_input", "12x\n");
+  put_file(root, "/proc/meminfo", "MemTotal: 1 kB\n");
+  put_file(root, "/proc/stat", "cpu0 not numbers\n");
+  sample(*sampler, d, 6);
+  for (const char* name : {"cpu0", "cpu1", "cpu2", "cpu3"}) {
+    CAPTURE(name);
+    CHECK(d.values_of(d.track(Q::cpu_khz, name), 6) == 0);
+  }
+  CHECK(d.values_of(d.track(Q::power_mw, "VDD_IN"), 6) == 0);
+  CHECK(d.values_of(d.track(Q::power_mw, "VDD_CPU_GPU_CV"), 6) == 1);
+  CHECK(d.values_of(d.track(Q::mem_available_kb), 6) == 0);
+  CHECK(d.values_of(d.track(Q::rss_kb), 6) == 1);
+  CHECK(d.values_of(d.track(Q::gpu_hz), 6) == 1);  // the others go on
+  CHECK(d.writer.device.ignored == 7);  // 4 clocks, 1 rail, MemAvailable, /proc/stat's line
+
+  fake_board(root);  // sane again
+  sample(*sampler, d, 7);
+  CHECK(d.last(d.track(Q::cpu_khz, "cpu2")) == 1984000);
+  CHECK(d.writer.device.ignored == 7);
+  CHECK(d.log.damage_count() == 0);
+}
+
+TEST_CASE("a sandbox without /sys: every source is listed as missing, once, and sampling goes on") {
+  const std::string root = tmp + "/empty_root_" + std::to_string(::getpid());
+  std::system(("rm -rf '" + root + "' && mkdir -p '" + root + "'").c_str());
+  auto sampler = std::make_unique<tm::device_sampler>();
+  sampler->start(root.c_str(), 10);
+  decoded d;
+  sample(*sampler, d, 1);
+  sample(*sampler, d, 2);
+  std::map<std::string, int> missing;
+  for (const er::device_missing& m : d.writer.device.missing) ++missing[m.name];
+  for (const char* name : {"cpufreq", "thermal_throttle", "/proc/stat", "thermal", "cgroup cpu.stat", "/proc/meminfo",
+                           "GPU (devfreq)", "EMC (devfreq)", "power (INA3221)", "NVML"}) {
+    CAPTURE(name);
+    CHECK(missing[name] == 1);
+  }
+  // The process's own files are not under the root: RSS and this thread remain.
+  CHECK(d.track(Q::rss_kb) != nullptr);
+  CHECK(d.track(Q::cpu_khz) == nullptr);
+  CHECK(d.writer.device.samples_taken == 2);
+  CHECK(d.writer.device.failed == 0);
+}
+
+TEST_CASE("sampling allocates nothing after start-up") {
+  const std::string root = board("board_alloc");
+  auto sampler = std::make_unique<tm::device_sampler>();
+  sampler->start(root.c_str(), 10);
+  std::uint64_t bytes = 0;
+  const auto count = [&bytes](edgetrace::format::chunk_type, const unsigned char*, std::size_t n) { bytes += n; };
+  sampler->sample(1, 1000000, [](auto&& add) { add(1, own_tid()); }, count);  // opens the thread's files
+  const long before = allocations.load();
+  counting = true;
+  for (std::uint64_t tick = 2; tick < 200; ++tick)
+    sampler->sample(tick, tick * 1000000u, [](auto&& add) { add(1, own_tid()); }, count);
+  counting = false;
+  CHECK(allocations.load() == before);
+  CHECK(sampler->samples_taken() == 199);
+  CHECK(bytes > 199 * 20);
+}
+
+}  // namespace sampler_test
