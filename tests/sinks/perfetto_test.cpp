@@ -489,7 +489,8 @@ using step_key = std::pair<std::int64_t, std::int64_t>;                         
 struct expected_trace {
   std::multiset<slice_key> slices;
   std::multiset<point_key> instants;
-  std::multiset<std::tuple<std::string, std::int64_t, double>> counters;  // memory pools too
+  std::multiset<std::tuple<std::string, std::int64_t, double>> counters;  // memory pools and the device too
+  std::size_t device_values = 0;  ///< of counters, the device's (EDGETRACE_SAMPLE_MS)
   std::multiset<std::pair<step_key, step_key>> arrows;
   std::map<std::tuple<std::int64_t, std::int64_t, std::string>, std::map<std::string, std::string>> args;  // (tid, begin, name)
 };
@@ -517,6 +518,12 @@ expected_trace expect_from_dump(const std::string& path) {
   for (const auto& entry : memory.all())
     for (const auto& p : entry.second.points())
       x.counters.insert({"memory: " + entry.second.pools()[p.pool].name, p.ns, static_cast<double>(p.pool_live)});
+  for (const et::writer_info* w : r.writers_in_order())
+    for (const et::device_series& series : et::device_series_of(*w))
+      for (const et::device_series::point& p : series.points) {
+        x.counters.insert({series.label, p.ns, p.value});
+        ++x.device_values;
+      }
   for (auto& f : flows.sorted())
     for (std::size_t i = 1; i < f.second.size(); ++i)
       x.arrows.insert({{static_cast<std::int64_t>(f.second[i - 1].thread->os_tid), f.second[i - 1].begin_ns},
@@ -630,7 +637,8 @@ TEST_CASE("perfetto: a real run decodes to exactly the dump's slices, instants, 
   CHECK(instants == x.instants);
 
   const std::multiset<std::tuple<std::string, std::int64_t, double>> counters(t.counters.begin(), t.counters.end());
-  CHECK(x.counters.size() == 40 + 80);  // queue_depth, and memory: frames (40 allocations, 40 frees)
+  CHECK(x.counters.size() - x.device_values == 40 + 80);  // queue_depth, and memory: frames (40 allocations, 40 frees)
+  CHECK(x.device_values > 0);  // sampled at its start and end at least
   CHECK(counters == x.counters);
 
   std::multiset<std::pair<step_key, step_key>> arrows;

@@ -137,6 +137,9 @@ extern const std::vector<const char*> summary_valued;
 bool parse_analysis_options(const command& c, const arguments& args, parsed_options& p, int& rc);
 /// Fills summary_options from parsed flags; a usage error code on a bad value.
 int summary_options_from(const command& c, const parsed_options& p, et::summary_options& o, std::string& format);
+/// --slowest N (summary, report): the slow iterations to explain, 0 when
+/// not given (those at or above p99); needs --per.
+int slowest_from(const command& c, const parsed_options& p, const std::string& per, std::size_t& slowest);
 
 // --- Inputs and outputs (options.cpp) ---------------------------------------
 /// The reader's diagnostics as warnings (`all`) and, for a damaged dump, a

@@ -37,6 +37,7 @@ int run_diff(const command& c, const arguments& args) {
     p.help = p.help || p_new.help;
   }
   if (p.help) return command_help(c);
+  if (p.get("--slowest") != nullptr) return usage_error(&c, "--slowest applies to summary and report, not diff");
   std::vector<std::string> base_paths = p.positional, new_paths = p_new.positional;
   if (vs == args.end()) {
     if (p.positional.size() != 2)

@@ -98,7 +98,13 @@ const command commands[] = {
      "  --per NAME                  iterations are the instances of span NAME (or the time\n"
      "                              between NAME marks): rows count only spans inside them\n"
      "                              and add avg/iter (total / iterations) and % iter (total\n"
-     "                              / summed iteration time)\n"
+     "                              / summed iteration time); with device samples in the\n"
+     "                              dump (EDGETRACE_SAMPLE_MS), the slowest iterations follow\n"
+     "                              the table, each with what the device's state had that\n"
+     "                              the run's usual iteration had not (run-queue wait, CPU\n"
+     "                              clock, temperature, other processes' load, ...)\n"
+     "  --slowest N                 with --per: explain the N slowest iterations (default:\n"
+     "                              those at or above p99, at most 10)\n"
      "  --wait REGEX                span names that are waiting, not work (default ^wait, any\n"
      "                              case; 'off' for none): their self time is left out of\n"
      "                              share and of the threads' busy time\n"
@@ -167,10 +173,12 @@ const command commands[] = {
      "One HTML file with inline CSS and SVG (no network): the summary table,\n"
      "a latency histogram for each of the first rows, and per-thread\n"
      "utilisation (busy = inside top-level spans minus waiting, see --wait).\n"
-     "Takes the summary's options (--top defaults to 30).\n"
+     "Takes the summary's options (--top defaults to 30). With device samples\n"
+     "(EDGETRACE_SAMPLE_MS): a plot of each device track over the run, under the\n"
+     "iteration latency and the slowest iterations explained when --per is given.\n"
      "  -o, --output OUT   output file (default: DUMP with .etr replaced by .html)\n",
      run_report},
-    {"info", "DUMP", "describe a dump: writers, clock, threads, event counts, drops, damage",
+    {"info", "DUMP", "describe a dump: writers, clock, threads, event counts, drops, damage, device sources",
      "Prints the file's format version, each writer's process, clock source and\n"
      "fitted tick rate, calibration, duration, ring capacity and flush period,\n"
      "a table of threads with their span/instant/counter/drop counts checked\n"
@@ -179,7 +187,9 @@ const command commands[] = {
      "trigger's time (from the window start, and on the wall clock), the window\n"
      "it holds, its sequence number, the snapshots skipped by the rate limit, the\n"
      "ring's size and the chunks it overwrote; records before the window are\n"
-     "not counted as missing (docs/ANALYSIS.md).\n",
+     "not counted as missing (docs/ANALYSIS.md).\n"
+     "With device samples: the sampling period, the tracks, what sampling cost,\n"
+     "values ignored, and each source not found on the machine.\n",
      run_info},
     {"top", "DUMP [--follow] [--window SECONDS] [--interval SECONDS] [--top N] [--per NAME]",
      "per-name table over the last seconds of a trace; --follow watches a live dump",
@@ -193,7 +203,10 @@ const command commands[] = {
      "                       writer's end record arrives, or on Ctrl-C (exit 0).\n"
      "                       On a terminal the table is redrawn in place under a\n"
      "                       status line; otherwise each refresh is printed after\n"
-     "                       a line '== HH:MM:SS UTC DUMP: ... =='\n"
+     "                       a line '== HH:MM:SS UTC DUMP: ... =='; with device\n"
+     "                       samples (EDGETRACE_SAMPLE_MS), a line 'device: ...' of\n"
+     "                       the latest values comes first (slowest CPU clock, busy,\n"
+     "                       other processes, memory, GPU, power, temperature)\n"
      "  --window SECONDS     how far back the table looks (default 5; e.g. 2.5, 500ms)\n"
      "  --interval SECONDS   time between refreshes with --follow (default 1)\n"
      "  --top N              rows shown (default 20)\n"

@@ -340,7 +340,8 @@ int compile_regex(const command& c, const std::string& text, std::shared_ptr<con
 const std::vector<const char*> summary_valued = {"--by",       "--top",      "--filter",    "--category",
                                                  "--thread",   "--sort-by",  "--min-time",  "--max-time",
                                                  "--iteration", "--skip-warmup", "--phase",   "--format",
-                                                 "--output",    "--per",         "--wait",    "--wait-category"};
+                                                 "--output",    "--per",         "--wait",    "--wait-category",
+                                                 "--slowest"};
 
 bool parse_conversion(const command& c, const arguments& args, std::vector<const char*> valued, const char* extension,
                       conversion_arguments& a, int& rc) {
@@ -377,6 +378,16 @@ bool parse_analysis_options(const command& c, const arguments& args, parsed_opti
     return false;
   }
   return true;
+}
+
+int slowest_from(const command& c, const parsed_options& p, const std::string& per, std::size_t& slowest) {
+  const std::string* v = p.get("--slowest");
+  if (v == nullptr) return exit_ok;
+  std::uint64_t n = 0;
+  if (!parse_count(*v, n) || n == 0) return usage_error(&c, "--slowest needs a whole number >= 1, not '" + *v + "'");
+  if (per.empty()) return usage_error(&c, "--slowest N goes with --per NAME: it explains the N slowest iterations");
+  slowest = static_cast<std::size_t>(n);
+  return exit_ok;
 }
 
 /// Fills summary_options from parsed flags; a usage error code on a bad value.

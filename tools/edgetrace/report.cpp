@@ -3,6 +3,7 @@
 #include "cli.hpp"
 
 #include <edgetrace/sinks/report.hpp>
+#include <edgetrace/sinks/report_device.hpp>
 #include <string>
 
 namespace edgetrace_cli {
@@ -23,6 +24,14 @@ int run_report(const command& c, const arguments& args) {
   et::summary_result result;
   if (const int rc = summarise(p.positional, o, readers, result); rc != exit_ok) return rc;
   et::report_options ro;
+  // The device's tracks, under the iteration latency with --per.
+  std::size_t slowest = 0;
+  if (const int rc = slowest_from(c, p, o.per, slowest); rc != exit_ok) return rc;
+  for (std::size_t i = 0; i < readers.size(); ++i) {
+    std::string html, error;
+    if (!et::report_device_html(*readers[i], o.per, slowest, html, error)) return input_error(p.positional[i], error);
+    ro.sections += html;
+  }
   ro.source = joined(p.positional);
   ro.title = "edgetrace report: " + ro.source;
   if (const int rc = write_text(output, et::report_html(result, ro)); rc != exit_ok) return rc;

@@ -97,7 +97,9 @@ int follow_top(const std::string& dump, const et::top_options& options, std::uin
     else if (terminal)
       head += " (Ctrl-C stops)";
     head += terminal ? "\n" : " ==\n";
-    std::string text = head + et::top_table(window.table(), options);
+    std::string text = head;
+    for (const et::writer_info* w : follower.devices()) text += et::device_line(*w);
+    text += et::top_table(window.table(), options);
     if (terminal) text = "\033[H\033[2J" + text;  // home, clear: redraw in place
     else text += "\n";
     if (std::string error; !et::detail::write_text(stdout, text, &error)) return input_error("stdout", error);

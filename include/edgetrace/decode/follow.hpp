@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <edgetrace/decode/clock_model.hpp>
+#include <edgetrace/decode/device.hpp>
 #include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/format.hpp>
 
@@ -118,6 +119,16 @@ class dump_follower {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - last_growth_).count();
   }
   const std::string& error() const noexcept { return error_; }
+
+  /// Each writer's device (1.9): its tracks and, per track, the last two
+  /// samples (older ones are not kept), their times on the writer's clock.
+  /// Threads are named by their OS tid only (thread chunks are not read).
+  std::vector<const writer_info*> devices() const {
+    std::vector<const writer_info*> out;
+    for (const auto& w : writers_)
+      if (w.second.device.device.present) out.push_back(&w.second.device);
+    return out;
+  }
   /// Times the file was found truncated and read again from the start.
   std::uint64_t restarts() const noexcept { return restarts_; }
   /// Corrupt bytes stepped over (bad sync, length or CRC).
@@ -138,6 +149,7 @@ class dump_follower {
     std::uint64_t nominal_rate = 0;
     std::uint64_t pid = 0;  ///< from its process chunk (0: not seen yet)
     bool ended = false;
+    writer_info device;  ///< its device tracks and their last two samples each (devices())
   };
   std::chrono::steady_clock::time_point last_growth_ = std::chrono::steady_clock::now();
   enum class step : std::uint8_t { chunk, skip, wait };
@@ -258,6 +270,12 @@ class dump_follower {
       case format::chunk_type::definitions: read_sites(w, in); break;
       case format::chunk_type::events: decode_spans(w, in, sink); break;
       case format::chunk_type::end: w.ended = true; break;
+      case format::chunk_type::device_tracks: {
+        detail::diagnostic_log ignored;
+        detail::read_device_tracks(ignored, w.device, in, 0);
+        break;
+      }
+      case format::chunk_type::device_samples: read_device_samples(w, in); break;
       default: break;  // threads, stats, capture, gpu, annotations, snapshot: not shown by top
     }
   }
@@ -284,6 +302,26 @@ class dump_follower {
         return;
       }
     }
+  }
+
+  /// A device samples chunk: each track keeps its last two samples.
+  static void read_device_samples(writer_state& w, detail::payload_cursor& in) {
+    writer_device& d = w.device.device;
+    const std::size_t before = d.samples.size();
+    detail::diagnostic_log ignored;
+    detail::read_device_samples(ignored, w.device, in, 0);
+    if (!w.clock_current) {
+      w.clock.build(w.calibration, w.clock_source, w.nominal_rate);
+      w.clock_current = true;
+    }
+    w.device.pid = w.pid;
+    for (std::size_t i = before; i < d.samples.size(); ++i) d.samples[i].ns = w.clock.to_ns(d.samples[i].tick);
+    // Keep the newest two of each track, in time order.
+    std::vector<std::size_t> kept(d.tracks.size(), 0);
+    std::vector<device_sample> last;
+    for (std::size_t i = d.samples.size(); i-- > 0;)
+      if (kept[d.samples[i].track]++ < 2) last.push_back(d.samples[i]);
+    d.samples.assign(last.rbegin(), last.rend());
   }
 
   template <class Sink>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The CSV tables beside the spans (`edgetrace csv --tables`): marks and instants, counter samples, allocations and frees, each one row per record in time order.
+// The CSV tables beside the spans (`edgetrace csv --tables`): marks and instants, counter samples and the device's values, allocations and frees, each one row per record in time order.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include <edgetrace/decode/detail/sorted_rows.hpp>
+#include <edgetrace/decode/device.hpp>
 #include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/sinks/csv.hpp>
 #include <edgetrace/sinks/output.hpp>
@@ -156,6 +157,22 @@ inline void add_allocs(const writer_info& w, point_table& table) {
   }
 }
 
+/// The device's values (1.9) of one writer into the counters table: one
+/// row per value, named after its track, in category "device", on the
+/// thread the track measures (none for the system's).
+inline void add_device_points(const writer_info& w, point_table& table) {
+  for (const device_series& series : device_series_of(w)) {
+    const auto thread = series.track->thread_id != 0 ? w.threads.find(series.track->thread_id) : w.threads.end();
+    const thread_info* t = thread != w.threads.end() ? &thread->second : nullptr;
+    for (const device_series::point& p : series.points) {
+      if (!table.filter().keep_point(p.ns)) continue;
+      std::string line = csv_field(series.label) + ",device" + point_table::thread_fields(t, w, 0);
+      line += std::to_string(p.ns) + "," + real_text(p.value) + "," + csv_field(phase_at(w, p.ns));
+      table.add(p.ns, w, t, t != nullptr ? t->os_tid : 0, std::move(line));
+    }
+  }
+}
+
 }  // namespace detail
 
 /// Writes one of the tables beside the spans (marks, counters or allocs) of
@@ -175,6 +192,8 @@ inline bool write_csv_table(dump_reader& r, csv_table table, std::FILE* out, con
     for (const auto& w : r.writers()) detail::add_allocs(w.second, t);
   } else {
     read_ok = detail::add_points(r, t, table == csv_table::counters);
+    if (table == csv_table::counters)
+      for (const writer_info* w : r.writers_in_order()) detail::add_device_points(*w, t);
   }
   return t.finish(read_ok, r, rows, error);
 }

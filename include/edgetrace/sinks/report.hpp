@@ -20,6 +20,8 @@ struct report_options {
   std::string source;             ///< dump name(s) shown in the header
   std::size_t histograms = 8;     ///< latency histograms for this many rows (the table's first)
   std::size_t bins = 24;          ///< bins per histogram, log-spaced from min to max
+  /// Sections put after the thread utilisation (report_device_html's).
+  std::string sections;
 };
 
 namespace detail {
@@ -140,6 +142,8 @@ inline std::string report_head(const report_options& options) {
        ".bar{display:flex;align-items:center;gap:10px;margin:4px 0}.bar .name{width:260px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}\n"
        ".bar .track{width:520px;height:16px;background:#eceef2;border-radius:3px;overflow:hidden}\n"
        ".bar .fill{height:16px;background:#3f9b62}.note{color:#5b6475;font-size:12px}\n"
+       "svg.plot{display:block;margin:2px 0}svg.plot .series{fill:none;stroke:#4f7cc9;stroke-width:1.2}\n"
+       "pre{font-size:12px;white-space:pre-wrap}\n"
        "</style></head><body>\n";
   return h;
 }
@@ -281,6 +285,7 @@ inline std::string report_html(const summary_result& s, const report_options& op
   std::string histograms_json;
   h += detail::report_histograms(s, options, histograms_json);
   h += detail::report_threads(s);
+  h += options.sections;
   for (const std::string& n : s.notes) h += "<p class=\"note\">" + html_escape(n) + "</p>\n";
 
   std::string data = summary_json(s, options.source);

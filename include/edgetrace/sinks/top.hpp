@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <edgetrace/decode/device.hpp>
 #include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/sinks/latency.hpp>
 #include <edgetrace/sinks/output.hpp>
@@ -199,6 +200,60 @@ class top_window {
   std::int64_t latest_ns_ = 0;
   std::int64_t first_ns_ = 0;
 };
+
+/// One line of a writer's device as last sampled (1.9): the slowest CPU
+/// clock, the CPUs' mean busy share, other processes' load, the hottest
+/// zone, MemAvailable, the GPU's clock and load, each rail's power, and
+/// the traced thread that waited longest on a run queue. "" when none.
+inline std::string device_line(const writer_info& w) {
+  std::string out;
+  const auto add = [&out](const std::string& part) { out += (out.empty() ? "device: " : ", ") + part; };
+  const std::vector<device_series> all = device_series_of(w);
+  const device_series* slowest_clock = nullptr;
+  const device_series* hottest = nullptr;
+  const device_series* longest_wait = nullptr;
+  double busy = 0;
+  int cpus = 0;
+  const auto last = [](const device_series* s) { return s->points.back().value; };
+  for (const device_series& s : all) {
+    switch (s.track->quantity) {
+      case format::device_quantity::cpu_khz:
+        if (slowest_clock == nullptr || last(&s) < last(slowest_clock)) slowest_clock = &s;
+        break;
+      case format::device_quantity::cpu_busy_permille:
+        busy += last(&s);
+        ++cpus;
+        break;
+      case format::device_quantity::temperature_mc:
+        if (hottest == nullptr || last(&s) > last(hottest)) hottest = &s;
+        break;
+      case format::device_quantity::thread_wait_ns_total:
+        if (longest_wait == nullptr || last(&s) > last(longest_wait)) longest_wait = &s;
+        break;
+      default: break;
+    }
+  }
+  if (slowest_clock != nullptr) add(detail::format_text("%s %.0f MHz (the slowest)", slowest_clock->track->name.c_str(), last(slowest_clock)));
+  if (cpus != 0) add(detail::format_text("CPUs %.0f%% busy", busy / cpus));
+  for (const device_series& s : all) {
+    const double v = last(&s);
+    switch (s.track->quantity) {
+      case format::device_quantity::others_busy_permille: add(detail::format_text("others %.0f%% of a CPU", v)); break;
+      case format::device_quantity::mem_available_kb: add(detail::format_text("MemAvailable %.0f MB", v)); break;
+      case format::device_quantity::gpu_hz: add(detail::format_text("GPU %.0f MHz", v)); break;
+      case format::device_quantity::gpu_load_permille: add(detail::format_text("GPU load %.0f%%", v)); break;
+      case format::device_quantity::power_mw: add(detail::format_text("%s %.1f W", s.track->name.c_str(), v)); break;
+      default: break;
+    }
+  }
+  if (hottest != nullptr) add(detail::format_text("%s %.1f C", hottest->track->name.c_str(), last(hottest)));
+  if (longest_wait != nullptr && last(longest_wait) >= 1) {
+    const std::string label = longest_wait->label;  // "thread NAME (TID) run-queue wait (%)"
+    add(detail::format_text("%s waited %.0f%% on the run queue", label.substr(0, label.find(" run-queue")).c_str(),
+                            last(longest_wait)));
+  }
+  return out.empty() ? out : out + "\n";
+}
 
 /// The table as text: a line saying what it covers, then name, calls,
 /// calls/s, mean, p50, p99, max (durations as `summary` prints them).

@@ -241,6 +241,21 @@ class chrome_json_document {
     ++result_.memory_samples;
   }
 
+  /// One value of a device track (1.9): a counter track of the process
+  /// named after the track ("cpu1 clock (MHz)"), in category "device".
+  void write_device_sample(const std::string& label, std::uint64_t pid, std::int64_t ns, double value) {
+    begin_event();
+    o_.write("{\"name\":");
+    o_.write_string(label);
+    o_.write(",\"cat\":\"device\",\"ph\":\"C\",\"ts\":");
+    o_.write_us(ts(ns));
+    write_pid_tid(pid, 0);
+    o_.write(",\"args\":{\"value\":");
+    o_.write_shortest(value);
+    o_.write("}}");
+    ++result_.device_samples;
+  }
+
   /// A 1 ns slice (shorter when the step's span is: `span_ns`) named after
   /// flow `name` at the start of one of its steps (`ns`), in category
   /// "flow", with the flow's id in args: the slice DevTools binds a

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <edgetrace/decode/annotations.hpp>
+#include <edgetrace/decode/device.hpp>
 #include <edgetrace/decode/dump_reader.hpp>
 
 namespace edgetrace {
@@ -82,6 +83,15 @@ class json_annotations {
         doc_for(p.ns + in.shift_ns).write_memory_sample(m.pools()[p.pool].name, pid, p.ns + in.shift_ns, p.pool_live);
       }
     }
+    for (const writer_info* w : r.writers_in_order())
+      for (const device_series& series : device_series_of(*w))
+        for (const device_series::point& p : series.points) {
+          if (!keep_at(p.ns)) {
+            ++doc_for(p.ns + in.shift_ns).result().filtered;
+            continue;
+          }
+          doc_for(p.ns + in.shift_ns).write_device_sample(series.label, in.pid(*w), p.ns + in.shift_ns, p.value);
+        }
     if (next_id < flow_id_base) next_id = flow_id_base;
     // A flow whose steps fall in several documents (--split-mb) becomes one
     // flow per document, of its steps there, so each file stays whole.

@@ -47,6 +47,7 @@ struct chrome_json_result {
   std::uint64_t flow_markers = 0;      ///< 1 ns "flow" slices DevTools binds cross-category flows to
   std::uint64_t span_args = 0;         ///< EDGETRACE_ARG arguments written into span args (1.3)
   std::uint64_t memory_samples = 0;    ///< live-bytes samples on memory pool tracks (1.3)
+  std::uint64_t device_samples = 0;    ///< values on the device's counter tracks (1.9)
   std::uint64_t counters_skipped = 0;  ///< NaN/Inf samples left out
   std::uint64_t filtered = 0;          ///< events left out by min_dur_ns / filter / the window
   /// Slices whose dur is written as the exact double that ends them where

@@ -92,6 +92,7 @@ struct perfetto_result {
   std::uint64_t instants = 0;         ///< instants and marks
   std::uint64_t counters = 0;         ///< counter samples
   std::uint64_t memory_samples = 0;   ///< live-bytes samples on memory pool tracks
+  std::uint64_t device_samples = 0;   ///< values on the device's counter tracks (1.9)
   std::uint64_t loss_markers = 0;     ///< "edgetrace: N records lost" instants
   std::uint64_t capture_markers = 0;  ///< recording on/off and phase instants
   std::uint64_t gpu_slices = 0;

@@ -149,6 +149,7 @@ class perfetto_split_files {
       c.describe_tracks(r);
       c.write_capture_markers(r, in_file);
       c.write_memory(r, in_file);
+      c.write_device(r, in_file);
       c.describe_gpu(r);
     }
     if (r.has_gpu() && !r.read_gpu_spans([&](const gpu_span& g) {

@@ -13,10 +13,11 @@
 #include <vector>
 
 #include <edgetrace/decode/annotations.hpp>
+#include <edgetrace/decode/device.hpp>
 #include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/sinks/output.hpp>
-#include <edgetrace/sinks/perfetto/proto.hpp>
 #include <edgetrace/sinks/perfetto/host_tracks.hpp>
+#include <edgetrace/sinks/perfetto/proto.hpp>
 #include <edgetrace/sinks/perfetto/sequences.hpp>
 #include <edgetrace/sinks/perfetto/stream.hpp>
 #include <edgetrace/sinks/selection.hpp>
@@ -121,6 +122,31 @@ class perfetto_conversion {
         }
         s_.counter(p.ns, pool_track[p.pool], static_cast<std::int64_t>(p.pool_live));
         ++res_.memory_samples;
+      }
+    }
+  }
+
+  /// The device's tracks (1.9): a counter track of the process per track
+  /// ("cpu1 clock (MHz)"), its values as doubles (the samples `in_file(ns)`
+  /// accepts).
+  template <class InFile>
+  void write_device(const dump_reader& r, InFile&& in_file) {
+    for (const writer_info* w : r.writers_in_order()) {
+      for (const device_series& series : device_series_of(*w)) {
+        std::uint64_t track = 0;
+        for (const device_series::point& p : series.points) {
+          if (!in_file(p.ns)) continue;
+          if (!filter_.keep_point(p.ns)) {
+            ++res_.filtered;
+            continue;
+          }
+          if (track == 0) {
+            track = next_uuid_++;
+            s_.descriptor(track, process_track_[w->pid], -1, -1, series.label, true);
+          }
+          s_.counter(p.ns, track, p.value);
+          ++res_.device_samples;
+        }
       }
     }
   }
@@ -298,6 +324,7 @@ inline bool write_perfetto(dump_reader& r, std::FILE* out, const perfetto_option
   const auto whole = [](std::int64_t) { return true; };
   c.write_capture_markers(r, whole);
   c.write_memory(r, whole);
+  c.write_device(r, whole);
   bool ok = !r.has_gpu() || c.write_gpu(r);
   if (ok) ok = c.write_events(r);
   perfetto_result res;

@@ -66,7 +66,10 @@ class iteration_windows {
         for (std::size_t i = 1; i < list.size(); ++i) {
           const window w{list[i - 1].first, list[i].first};
           if (crosses_pause(*entry.first->writer, w.first, w.second)) ++cut_at_pause_;
-          else if (keep(entry.first, w.first, w.second)) add(mark_windows_, w);
+          else if (keep(entry.first, w.first, w.second)) {
+            add(mark_windows_, w);
+            mark_threads_.push_back(entry.first);
+          }
         }
       } else {
         std::vector<window>& outer = span_windows_[entry.first];
@@ -76,6 +79,8 @@ class iteration_windows {
         }
       }
     }
+    for (std::size_t i = 0; i < mark_threads_.size(); ++i) mark_owned_.emplace_back(mark_windows_[i], mark_threads_[i]);
+    mark_threads_.clear();
     // Windows of several threads may overlap: look up in their union.
     std::sort(mark_windows_.begin(), mark_windows_.end());
     number_span_windows();
@@ -138,6 +143,16 @@ class iteration_windows {
     return span_numbers_.at(thread)[i];
   }
 
+  /// Every iteration kept with the thread it is on (the thread of its span,
+  /// or of the marks around it), in no particular order.
+  std::vector<std::pair<const thread_info*, window>> all() const {
+    std::vector<std::pair<const thread_info*, window>> out;
+    for (const auto& entry : span_windows_)
+      for (const window& w : entry.second) out.emplace_back(entry.first, w);
+    for (std::size_t i = 0; i < mark_owned_.size(); ++i) out.emplace_back(mark_owned_[i].second, mark_owned_[i].first);
+    return out;
+  }
+
   bool from_marks() const noexcept { return marks_; }
   std::uint64_t count() const noexcept { return count_; }        ///< iterations kept
   std::uint64_t total_ns() const noexcept { return total_ns_; }  ///< their summed durations
@@ -171,6 +186,8 @@ class iteration_windows {
   std::map<const thread_info*, std::vector<window>> span_windows_;  ///< outermost instances, by begin
   std::map<const thread_info*, std::vector<std::int64_t>> span_numbers_;  ///< their numbers (number_of)
   std::vector<window> mark_windows_;                                 ///< every thread's, by begin
+  std::vector<const thread_info*> mark_threads_;                     ///< while collecting: the thread of each
+  std::vector<std::pair<window, const thread_info*>> mark_owned_;    ///< every mark window with its thread
   std::vector<window> merged_;                                       ///< their union, for contains()
   std::uint64_t count_ = 0;
   std::uint64_t total_ns_ = 0;

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: MIT
+// Device sampling in a traced run (EDGETRACE_SAMPLE_MS, EDGETRACE_SYSFS_ROOT): a fake board's files that change mid-run land in the dump at the right sample, in every output (info, JSON, Perfetto, CSV), in a flight recorder's window, and not at all with `off`; a sandbox without /sys changes nothing else.
+#include <doctest/doctest.h>
+
+#include <support/fake_board.hpp>
+#include <support/files.hpp>
+#include <support/process.hpp>
+#include <support/read_dump.hpp>
+#include <support/spawn.hpp>
+#include <support/test_env.hpp>
+
+#include <edgetrace/reader.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace device_test {
+
+using namespace edgetrace_test;
+namespace er = edgetrace::reader;
+using Q = edgetrace::format::device_quantity;
+
+std::string board(const char* name) {
+  const std::string root = tmp + "/" + name + "_" + std::to_string(::getpid());
+  std::system(("rm -rf '" + root + "'").c_str());
+  fake_board(root);
+  return root;
+}
+
+/// A track's samples (ns, value) in time order.
+std::vector<std::pair<std::int64_t, std::int64_t>> values(const er::writer_info& w, Q q, const std::string& name) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  for (const er::device_sample& s : w.device.samples) {
+    const er::device_track& t = w.device.tracks[s.track];
+    if (t.quantity == q && t.name == name) out.emplace_back(s.ns, s.value);
+  }
+  return out;
+}
+
+/// A file change the test made between `before` and `after` (CLOCK_MONOTONIC).
+struct change {
+  Q quantity;
+  std::string track;
+  std::int64_t value;
+  std::int64_t before = 0, after = 0;
+};
+
+/// The first sample that shows `c.value` is the first taken after the write
+/// (its tick is read just before the files: 1 ms of slack), and it came
+/// within a sampling period of it (plus scheduling slack).
+void check_change(const er::writer_info& w, const change& c, std::int64_t period_ns) {
+  CAPTURE(c.track);
+  CAPTURE(c.value);
+  const auto list = values(w, c.quantity, c.track);
+  std::size_t first = list.size();
+  for (std::size_t i = 0; i < list.size() && first == list.size(); ++i)
+    if (list[i].second == c.value) first = i;
+  REQUIRE(first < list.size());
+  REQUIRE(first > 0);
+  CHECK(list[first].first >= c.before - 1000000);
+  CHECK(list[first - 1].first <= c.after);
+  CHECK(list[first - 1].second != c.value);
+  CHECK(list[first].first - c.after <= period_ns + 100000000);  // 100 ms for a busy machine's scheduler
+}
+
+TEST_CASE("a fake board's values and their changes land in the dump at the right sample, and in every output") {
+  const std::string root = board("device_run");
+  const std::string dump = fresh("device_run.etr");
+  spawned s = spawn({app, "device-steps", "0.9", "-1", "sleep"},
+                    {"EDGETRACE_OUTPUT=" + dump, "EDGETRACE_SYSFS_ROOT=" + root, "EDGETRACE_SAMPLE_MS=10"});
+  REQUIRE(s.pid > 0);
+  const std::string cpu0 = "/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq";
+  std::vector<change> changes = {{Q::cpu_khz, "cpu0", 1190400}, {Q::temperature_mc, "CPU-therm", 71000},
+                                 {Q::cpu_khz, "cpu0", 729600},  {Q::gpu_hz, "17000000.ga10b", 306000000},
+                                 {Q::power_mw, "VDD_IN", 9000}};
+  const std::vector<std::pair<std::string, std::string>> writes = {
+      {cpu0, "1190400\n"}, {"/sys/class/thermal/thermal_zone0/temp", "71000\n"}, {cpu0, "729600\n"},
+      {"/sys/class/devfreq/17000000.ga10b/cur_freq", "306000000\n"}, {"/sys/class/hwmon/hwmon0/curr1_input", "1800\n"}};
+  for (std::size_t i = 0; i < changes.size(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(120));
+    changes[i].before = static_cast<std::int64_t>(monotonic_ns());
+    put_file(root, writes[i].first, writes[i].second);
+    changes[i].after = static_cast<std::int64_t>(monotonic_ns());
+  }
+  std::string out;
+  REQUIRE(wait_for(s, 60, &out) == 0);
+  er::dump_reader r;
+  REQUIRE(opened(r, dump));
+  REQUIRE(r.writers().size() == 1);
+  const er::writer_info& w = r.writers().begin()->second;
+  REQUIRE(w.device.present);
+  CHECK(w.device.period_us == 10000);
+  CHECK(w.device.samples_taken >= 20);
+  CHECK(w.device.ignored == 0);
+  for (const change& c : changes) check_change(w, c, 10000000);
+  // The values before any change are the board's first ones.
+  CHECK(values(w, Q::cpu_khz, "cpu1").front().second == 1984000);
+  CHECK(values(w, Q::power_mw, "VDD_CPU_GPU_CV").back().second == 2000);
+
+  SUBCASE("info lists what was sampled and what was not") {
+    const process_result info = run({cli, "info", dump});
+    REQUIRE(info.exit_code == 0);
+    CHECK(contains(info.out, "sampled every 10.000 ms"));
+    CHECK(contains(info.out, "not sampled    NVML"));
+  }
+  SUBCASE("the JSON has a counter track per device track") {
+    const std::string json = fresh("device_run.json");
+    REQUIRE(run({cli, "json", dump, "-o", json}).exit_code == 0);
+    const std::string text = read_file(json);
+    CHECK(contains(text, "{\"name\":\"cpu0 clock (MHz)\",\"cat\":\"device\",\"ph\":\"C\""));
+    CHECK(contains(text, "\"args\":{\"value\":729.6}"));
+    CHECK(contains(text, "\"name\":\"CPU-therm temperature (°C)\""));
+    CHECK(contains(text, "\"name\":\"VDD_IN power (W)\""));
+  }
+  SUBCASE("the Perfetto trace has them as counter tracks") {
+    const std::string trace = fresh("device_run.pftrace");
+    REQUIRE(run({cli, "perfetto", dump, "-o", trace, "--compress", "none"}).exit_code == 0);
+    const std::string bytes = read_file(trace);
+    CHECK(contains(bytes, "cpu0 clock (MHz)"));
+    CHECK(contains(bytes, "17000000.ga10b GPU clock (MHz)"));
+  }
+  SUBCASE("top --follow shows a line of the latest values") {
+    const process_result top = run({cli, "top", dump, "--follow", "--interval", "0.1"});
+    REQUIRE(top.exit_code == 0);
+    // The board's /proc/stat does not change: no busy share to show.
+    CHECK(contains(top.out, "device: cpu0 730 MHz (the slowest), MemAvailable 4883 MB, GPU 306 MHz, GPU load 25%"));
+    CHECK(contains(top.out, "VDD_IN 9.0 W"));
+    CHECK(contains(top.out, "CPU-therm 71.0 C"));
+  }
+  SUBCASE("the report plots each track under the iteration latency") {
+    const std::string html = fresh("device_run.html");
+    REQUIRE(run({cli, "report", dump, "--per", "step", "-o", html}).exit_code == 0);
+    const std::string text = read_file(html);
+    CHECK(contains(text, "<h2>Device</h2>"));
+    CHECK(contains(text, "iteration &quot;step&quot; (ms)"));
+    CHECK(contains(text, "cpu0 clock (MHz)"));
+    CHECK(contains(text, "<svg class=\"plot\""));
+    CHECK(contains(text, "slowest iterations of &quot;step&quot;"));
+    const process_result bad = run({cli, "report", dump, "--slowest", "3", "-o", html});
+    CHECK(bad.exit_code == 1);  // a usage error
+    CHECK(contains(bad.err, "--slowest N goes with --per NAME"));
+  }
+  SUBCASE("the CSV counters table has their rows") {
+    const std::string csv = fresh("device_run.csv");
+    REQUIRE(run({cli, "csv", dump, "--tables", "counters", "-o", csv}).exit_code == 0);
+    const std::string text = read_file(csv);
+    CHECK(contains(text, "cpu0 clock (MHz),device,,"));
+    CHECK(contains(text, ",1190.4,"));
+    CHECK(contains(text, "run-queue wait (%),device,"));  // the thread's name: its comm (qemu's under qemu)
+    CHECK_FALSE(contains(text, "run-queue wait (%),device,,"));
+  }
+}
+
+TEST_CASE("a flight recorder's snapshot keeps the samples of its window") {
+  const std::string root = board("device_flight");
+  const std::string dump = fresh("device_flight.etr");
+  const std::string snapshot = fresh("device_flight.1.etr");
+  const process_result p = run({app, "device-steps", "0.5", "-1", "sleep"},
+                               {"EDGETRACE_OUTPUT=" + dump, "EDGETRACE_SYSFS_ROOT=" + root, "EDGETRACE_SAMPLE_MS=10",
+                                "EDGETRACE_MODE=flight", "EDGETRACE_FLIGHT_AT_EXIT=1"});
+  REQUIRE(p.exit_code == 0);
+  er::dump_reader r;
+  REQUIRE(opened(r, snapshot));
+  const er::writer_info& w = r.writers().begin()->second;
+  REQUIRE(w.snapshot.present);
+  CHECK(w.device.tracks.size() > 20);
+  REQUIRE(w.device.samples.size() > 20);
+  for (const er::device_sample& s : w.device.samples) {
+    CHECK(s.ns >= w.snapshot.window_first_ns - 20000000);
+    CHECK(s.ns <= w.snapshot.window_last_ns + 20000000);
+  }
+}
+
+TEST_CASE("EDGETRACE_SAMPLE_MS: off samples nothing; a bad value says so and samples at the default") {
+  const std::string dump = fresh("device_off.etr");
+  REQUIRE(run({app, "device-steps", "0.1", "-1", "sleep"}, {"EDGETRACE_OUTPUT=" + dump, "EDGETRACE_SAMPLE_MS=off"})
+              .exit_code == 0);
+  er::dump_reader off;
+  REQUIRE(opened(off, dump));
+  CHECK_FALSE(off.writers().begin()->second.device.present);
+  CHECK(off.stats().chunks_unknown == 0);
+
+  const process_result bad =
+      run({app, "device-steps", "0.1", "-1", "sleep"}, {"EDGETRACE_OUTPUT=" + dump, "EDGETRACE_SAMPLE_MS=fast"});
+  REQUIRE(bad.exit_code == 0);
+  CHECK(contains(bad.err, "EDGETRACE_SAMPLE_MS='fast' is not a whole number in 1..60000 or off; using the default 100"));
+  er::dump_reader r;
+  REQUIRE(opened(r, dump));
+  CHECK(r.writers().begin()->second.device.period_us == 100000);
+}
+
+TEST_CASE("a sandbox with no /sys: the run and its spans are as without sampling, the sources are listed") {
+  const std::string root = tmp + "/device_sandbox_" + std::to_string(::getpid());
+  std::system(("rm -rf '" + root + "' && mkdir -p '" + root + "'").c_str());
+  const std::string dump = fresh("device_sandbox.etr");
+  const process_result p = run({app, "device-steps", "0.2", "-1", "sleep"},
+                               {"EDGETRACE_OUTPUT=" + dump, "EDGETRACE_SYSFS_ROOT=" + root, "EDGETRACE_SAMPLE_MS=5"});
+  REQUIRE(p.exit_code == 0);
+  CHECK(p.err.empty());
+  const loaded_dump d = whole_dump(dump);
+  CHECK(d.complete);
+  CHECK_FALSE(d.damaged);
+  const std::uint64_t steps = std::strtoull(p.out.c_str() + 6, nullptr, 10);
+  CHECK(d.named("step").size() == steps);
+  const process_result info = run({cli, "info", dump});
+  CHECK(contains(info.out, "not sampled    cpufreq"));
+  CHECK(contains(info.out, "not sampled    /proc/stat"));
+  CHECK(contains(info.out, "diagnostics (0)"));
+}
+
+}  // namespace device_test
