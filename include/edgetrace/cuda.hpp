@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // CUDA event-pair spans: EDGETRACE_CUDA_SCOPE records a host span plus the
 // GPU time of what the scope enqueues on a stream. The only header of
-// edgetrace that includes the CUDA runtime; link CUDA::cudart (or use the
-// CMake target edgetrace::cuda).
+// edgetrace that includes the CUDA runtime; link CUDA::cudart and, before
+// glibc 2.34, -ldl (or use the CMake target edgetrace::cuda). It includes
+// <edgetrace/nvml.hpp>: the device samples then hold each GPU's load, SM
+// clock, temperature and power.
 //
 //   #include <edgetrace/cuda.hpp>
 //   EDGETRACE_CATEGORY(gpu);
@@ -35,6 +37,7 @@
 #include <edgetrace/edgetrace.hpp>
 #include <edgetrace/gpu/backend.hpp>
 #include <edgetrace/gpu/spans.hpp>
+#include <edgetrace/nvml.hpp>  // the GPUs' load, clock, temperature, power in the device samples
 #if defined(__NVCC__)
 #pragma nv_diag_default 1835
 #pragma nv_diag_default 550

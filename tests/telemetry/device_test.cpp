@@ -193,6 +193,40 @@ TEST_CASE("EDGETRACE_SAMPLE_MS: off samples nothing; a bad value says so and sam
   CHECK(r.writers().begin()->second.device.period_us == 100000);
 }
 
+TEST_CASE("a board whose files hold garbage: the app runs, the values are ignored and counted, the reader is clean") {
+  const std::string root = board("device_garbage");
+  const std::string cpu = "/sys/devices/system/cpu/cpu";
+  put_file(root, cpu + "0/cpufreq/scaling_cur_freq", "fast\n");
+  put_file(root, cpu + "1/cpufreq/scaling_cur_freq", "");
+  put_file(root, cpu + "2/cpufreq/scaling_cur_freq", "123456789012345678901234567890\n");
+  put_file(root, cpu + "3/cpufreq/scaling_cur_freq", "-1\n");
+  put_file(root, "/sys/class/hwmon/hwmon0/in1_input", "\xff\xfe\n");
+  put_file(root, "/proc/stat", "cpu  1 2 3\ncpu0 x\n");
+  const std::string dump = fresh("device_garbage.etr");
+  const process_result p = run({app, "device-steps", "0.3", "-1", "sleep"},
+                               {"EDGETRACE_OUTPUT=" + dump, "EDGETRACE_SYSFS_ROOT=" + root, "EDGETRACE_SAMPLE_MS=10"});
+  REQUIRE(p.exit_code == 0);
+  CHECK(p.err.empty());
+  er::dump_reader r;
+  REQUIRE(opened(r, dump));
+  const er::writer_info& w = r.writers().begin()->second;
+  CHECK_FALSE(r.damaged());
+  CHECK(w.device.samples_taken >= 10);
+  CHECK(w.device.ignored >= 6 * w.device.samples_taken);
+  CHECK(values(w, Q::cpu_khz, "cpu0").empty());
+  CHECK(values(w, Q::power_mw, "VDD_IN").empty());
+  CHECK(values(w, Q::power_mw, "VDD_CPU_GPU_CV").size() == w.device.samples_taken);
+  const process_result info = run({cli, "info", dump});
+  CHECK(info.exit_code == 0);
+  CHECK(contains(info.out, "device values  "));
+  CHECK(contains(info.out, "ignored (not a number: garbage, empty, huge or negative)"));
+  for (const char* command : {"json", "perfetto", "summary"}) {
+    CAPTURE(command);
+    const std::string out = fresh(std::string("device_garbage.") + command);
+    CHECK(run({cli, command, dump, "-o", out}).exit_code == 0);
+  }
+}
+
 TEST_CASE("a sandbox with no /sys: the run and its spans are as without sampling, the sources are listed") {
   const std::string root = tmp + "/device_sandbox_" + std::to_string(::getpid());
   std::system(("rm -rf '" + root + "' && mkdir -p '" + root + "'").c_str());

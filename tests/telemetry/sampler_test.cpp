@@ -7,6 +7,7 @@
 #include <support/test_env.hpp>
 
 #include <edgetrace/decode/detail/device_chunks.hpp>
+#include <edgetrace/nvml.hpp>  // registers NVML: this program loads support/fake_nvml.cpp's stand-in
 #include <edgetrace/reader.hpp>
 #include <edgetrace/telemetry/sampler.hpp>
 
@@ -199,6 +200,69 @@ TEST_CASE("a sandbox without /sys: every source is listed as missing, once, and 
   CHECK(d.track(Q::cpu_khz) == nullptr);
   CHECK(d.writer.device.samples_taken == 2);
   CHECK(d.writer.device.failed == 0);
+}
+
+TEST_CASE("NVIDIA GPUs through NVML: each GPU's load, SM clock, temperature and power; what NVML refuses is absent") {
+  const std::string root = board("board_nvml");
+  const std::string values = tmp + "/fake_nvml_values_" + std::to_string(::getpid());
+  put_file("", values, "37 1410 61 215000\n5 210 40 -\n");
+  ::setenv("FAKE_NVML_VALUES", values.c_str(), 1);
+  ::setenv("EDGETRACE_NVML_LIBRARY", EDGETRACE_TEST_FAKE_NVML, 1);
+  auto sampler = std::make_unique<tm::device_sampler>();
+  sampler->start(root.c_str(), 10);
+  decoded d;
+  sample(*sampler, d, 1);
+  put_file("", values, "99 705 84 350000\n5 210 40 -\n");  // the first GPU throttles
+  sample(*sampler, d, 2);
+  ::unsetenv("EDGETRACE_NVML_LIBRARY");
+  for (const er::device_missing& m : d.writer.device.missing) CHECK(m.name != "NVML");
+  const er::device_track* clock = d.track(Q::gpu_hz, "Fake GPU 0");
+  REQUIRE(clock != nullptr);
+  CHECK(clock->maximum == 2520000000);
+  CHECK(clock->source == "NVML");
+  CHECK(d.values_of(clock, 1) == 1);
+  CHECK(d.last(clock) == 705000000);
+  CHECK(d.last(d.track(Q::gpu_load_permille, "Fake GPU 0")) == 990);
+  CHECK(d.last(d.track(Q::temperature_mc, "Fake GPU 0")) == 84000);
+  CHECK(d.last(d.track(Q::power_mw, "Fake GPU 0")) == 350000);
+  CHECK(d.last(d.track(Q::gpu_hz, "Fake GPU 1")) == 210000000);
+  CHECK(d.values_of(d.track(Q::power_mw, "Fake GPU 1"), 2) == 0);  // NVML_ERROR_NOT_SUPPORTED
+  // Without the library: listed, once, with the reason.
+  ::setenv("EDGETRACE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+  auto without = std::make_unique<tm::device_sampler>();
+  without->start(root.c_str(), 10);
+  ::unsetenv("EDGETRACE_NVML_LIBRARY");
+  decoded none;
+  sample(*without, none, 1);
+  REQUIRE(none.writer.device.missing.size() == 1);
+  CHECK(none.writer.device.missing[0].name == "NVML");
+  CHECK(contains(none.writer.device.missing[0].why, "/nonexistent/libnvidia-ml.so.1 not found"));
+}
+
+TEST_CASE("two zones of one name get their index in outputs; a thread's tracks its name") {
+  er::writer_info w;
+  for (std::uint64_t zone : {1, 3}) {
+    er::device_track t;
+    t.id = zone;
+    t.quantity = Q::temperature_mc;
+    t.index = zone;
+    t.name = "acpitz";
+    w.device.tracks.push_back(t);
+  }
+  er::device_track cpu;
+  cpu.quantity = Q::cpu_khz;
+  cpu.name = "acpitz";  // another quantity: no index needed
+  w.device.tracks.push_back(cpu);
+  er::device_track wait;
+  wait.quantity = Q::thread_wait_ns_total;
+  wait.thread_id = 7;
+  w.device.tracks.push_back(wait);
+  w.threads[7].name = "infer";
+  w.threads[7].os_tid = 1234;
+  CHECK(er::device_track_label(w, w.device.tracks[0]) == "acpitz #1 temperature (°C)");
+  CHECK(er::device_track_label(w, w.device.tracks[1]) == "acpitz #3 temperature (°C)");
+  CHECK(er::device_track_label(w, w.device.tracks[2]) == "acpitz clock (MHz)");
+  CHECK(er::device_track_label(w, w.device.tracks[3]) == "thread infer (1234) run-queue wait (%)");
 }
 
 TEST_CASE("sampling allocates nothing after start-up") {

@@ -56,10 +56,19 @@ inline device_display display_of(format::device_quantity q) noexcept {
 }
 
 /// A track's name in outputs: "cpu1 clock (MHz)", "thread infer (1234)
-/// run-queue wait (%)", "other processes CPU used (%)".
+/// run-queue wait (%)", "other processes CPU used (%)". Two system tracks
+/// of one quantity with one name (two thermal zones both called `acpitz`)
+/// get their index too ("acpitz #3 temperature (°C)"): a viewer keys a
+/// counter track by its name, and would merge them.
 inline std::string device_track_label(const writer_info& w, const device_track& t) {
   const device_display d = display_of(t.quantity);
   std::string who = t.name;
+  if (t.thread_id == 0)
+    for (const device_track& other : w.device.tracks)
+      if (&other != &t && other.thread_id == 0 && other.quantity == t.quantity && other.name == t.name) {
+        who += " #" + std::to_string(t.index);
+        break;
+      }
   if (t.thread_id != 0) {
     const auto thread = w.threads.find(t.thread_id);
     who = "thread ";

@@ -244,6 +244,7 @@ class device_sampler {
   }
 
   void read_file(const sampled_file& f, payload& out) noexcept {
+    if (f.kind == file_kind::nvml) return read_nvml(f, out);
     if (!read_text(f.fd)) return;
     std::int64_t a = 0, b = 0;
     switch (f.kind) {
@@ -277,11 +278,24 @@ class device_sampler {
       case file_kind::self_stat:
         read_self_stat(f, out);
         break;
+      case file_kind::nvml:
+        break;  // read_nvml
       case file_kind::proc_stat:
         std::memcpy(proc_stat_, text_, std::strlen(text_) + 1);
         have_proc_stat_ = true;
         break;
     }
+  }
+
+  /// An NVIDIA GPU's load, SM clock, temperature and power (NVML).
+  void read_nvml(const sampled_file& f, payload& out) noexcept {
+    nvml_reading g;
+    sources_.nvml->read(f.device, g);
+    ++files_last_;
+    if (g.load_percent >= 0) put(out, f.track, g.load_percent * 10);
+    if (g.sm_mhz >= 0) put(out, f.track + 1, g.sm_mhz * 1000000);
+    if (g.temperature_c >= 0) put(out, f.track + 2, g.temperature_c * 1000);
+    if (g.power_mw >= 0) put(out, f.track + 3, g.power_mw);
   }
 
   /// /proc/self/stat: fields after the command's closing parenthesis (RSS

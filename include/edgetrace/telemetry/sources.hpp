@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The device's sources, found once at start-up: per-CPU clock and busy share, thermal zones, throttling counts, the cgroup's CPU quota, memory, Jetson GPU load and clock, EMC clock, INA3221 power rails. Each is optional; a missing one is listed, never an error.
+// The device's sources, found once at start-up: per-CPU clock and busy share, thermal zones, throttling counts, the cgroup's CPU quota, memory, Jetson GPU load and clock, EMC clock, INA3221 power rails, NVIDIA GPUs through NVML. Each is optional; a missing one is listed, never an error.
 //
 // Discovery opens every file it will sample and keeps the descriptor, so a
 // sample is one pread per file and no path is built again. It may
@@ -10,6 +10,7 @@
 
 #include <edgetrace/format.hpp>
 #include <edgetrace/telemetry/files.hpp>
+#include <edgetrace/telemetry/nvml_source.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -40,6 +41,7 @@ enum class file_kind : std::uint8_t {
   self_stat,       ///< /proc/self/stat: RSS and major faults (and the process's CPU time)
   meminfo,         ///< /proc/meminfo: MemAvailable
   cgroup_cpu_stat, ///< the cgroup's cpu.stat: nr_throttled, throttled_usec
+  nvml,            ///< an NVIDIA GPU through NVML (no descriptor): load, SM clock, temperature, power
 };
 
 /// One sampled quantity, as the dump describes it.
@@ -57,6 +59,7 @@ struct sampled_file {
   int fd = -1;
   int fd2 = -1;               ///< power: the current
   std::uint32_t track = 0;    ///< its (first) track id
+  std::uint32_t device = 0;   ///< nvml: the GPU's NVML index
 };
 
 /// A source looked for and not found (listed once, by `edgetrace info`).
@@ -77,6 +80,7 @@ struct source_set {
   std::uint32_t cpu_busy_track[max_cpus] = {};
   std::uint32_t others_track = 0;
   std::uint32_t cpus_in_stat = 0;
+  const nvml_provider* nvml = nullptr;  ///< when NVML opened
   /// Room to read /proc/stat, the largest file sampled.
   char text[32768];
 
@@ -320,11 +324,41 @@ inline void find_power(source_set& s, const char* root) noexcept {
   if (rails == 0) s.add_missing("power (INA3221)", "no ina3221 in /sys/class/hwmon (Jetson boards have one)");
 }
 
+/// NVIDIA GPUs through NVML, when the program includes <edgetrace/nvml.hpp>
+/// (which registers the provider) and the driver's library opens.
+inline void find_nvml(source_set& s) noexcept {
+  const nvml_provider* provider = nvml_slot().load(std::memory_order_acquire);
+  if (provider == nullptr) {
+    s.add_missing("NVML", "not read: a desktop GPU's load, clock and power need <edgetrace/nvml.hpp> (cuda.hpp includes it)");
+    return;
+  }
+  unsigned devices = 0;
+  char why[112] = "";
+  if (!provider->open(devices, why, sizeof why)) {
+    s.add_missing("NVML", why);
+    return;
+  }
+  s.nvml = provider;
+  for (unsigned d = 0; d < devices && s.file_count < max_files && s.track_count + 4 <= max_tracks; ++d) {
+    char name[40] = "";
+    std::int64_t max_mhz = 0;
+    provider->describe(d, name, sizeof name, max_mhz);
+    sampled_file& f = s.files[s.file_count++];
+    f.kind = file_kind::nvml;
+    f.device = d;
+    f.track = s.add_track(format::device_quantity::gpu_load_permille, d, name, "NVML");
+    s.add_track(format::device_quantity::gpu_hz, d, name, "NVML", max_mhz * 1000000);
+    s.add_track(format::device_quantity::temperature_mc, d, name, "NVML");
+    s.add_track(format::device_quantity::power_mw, d, name, "NVML");
+  }
+}
+
 /// Finds every source under `root` ("" for the machine's own).
 inline void discover(source_set& s, const char* root) noexcept {
   s.close_all();
   s.track_count = s.missing_count = 0;
   s.others_track = s.cpus_in_stat = 0;
+  s.nvml = nullptr;
   std::memset(s.cpu_busy_track, 0, sizeof s.cpu_busy_track);
   find_cpus(s, root);
   find_proc_stat(s, root);
@@ -333,7 +367,7 @@ inline void discover(source_set& s, const char* root) noexcept {
   find_memory(s, root);
   find_devfreq(s, root);
   find_power(s, root);
-  s.add_missing("NVML", "not read: a desktop GPU's load, clock and power (Jetson's come from sysfs)");
+  find_nvml(s);
 }
 
 }  // namespace telemetry
