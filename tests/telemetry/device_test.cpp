@@ -73,6 +73,12 @@ TEST_CASE("a fake board's values and their changes land in the dump at the right
   spawned s = spawn({app, "device-steps", "0.9", "-1", "sleep"},
                     {"EDGETRACE_OUTPUT=" + dump, "EDGETRACE_SYSFS_ROOT=" + root, "EDGETRACE_SAMPLE_MS=10"});
   REQUIRE(s.pid > 0);
+  // The first change comes after the first sample: the device tracks chunk
+  // (it names its files) is written with it. A slow start (qemu) takes
+  // longer than any fixed sleep.
+  for (int i = 0; i < 3000 && !contains(read_file(dump), "scaling_cur_freq"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(contains(read_file(dump), "scaling_cur_freq"));
   const std::string cpu0 = "/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq";
   std::vector<change> changes = {{Q::cpu_khz, "cpu0", 1190400}, {Q::temperature_mc, "CPU-therm", 71000},
                                  {Q::cpu_khz, "cpu0", 729600},  {Q::gpu_hz, "17000000.ga10b", 306000000},
