@@ -19,6 +19,10 @@ inline std::uint64_t thread_cpu_ns() {
 /// about 1 ms of the thread's own CPU time (or a 1 ms sleep with `sleep`),
 /// pinned to CPU when it is >= 0. Prints "steps N".
 inline int device_steps_mode(double seconds, int cpu, bool sleep) {
+  // Tracing starts (and the flusher thread is made) before the pinning: a
+  // thread inherits its creator's CPUs, and a flusher pinned beside the
+  // app would be a preemption of its own.
+  { EDGETRACE_SCOPE(app, "start"); }
   if (cpu >= 0) {
     cpu_set_t set;
     CPU_ZERO(&set);
