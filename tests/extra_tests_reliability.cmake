@@ -54,14 +54,21 @@ foreach(variant IN ITEMS plain noexport)
   add_dependencies(dso_app_${variant} dso_lib_b)
 endforeach()
 set_target_properties(dso_app_plain PROPERTIES ENABLE_EXPORTS ON)
+# A program without edgetrace whose pinned thread dlopens lib_b: that
+# thread makes the flusher, which must not keep its pin.
+add_executable(pinned_loader dso/pinned_loader.cpp)
+target_link_libraries(pinned_loader PRIVATE ${CMAKE_DL_LIBS} Threads::Threads)
+edgetrace_project_warnings(pinned_loader)
+add_dependencies(pinned_loader dso_lib_b)
 if(TEST reliability_test)
   target_compile_definitions(${reliability_test_program} PRIVATE
     EDGETRACE_TEST_DSO_APP="$<TARGET_FILE:dso_app>"
     EDGETRACE_TEST_DSO_APP_PLAIN="$<TARGET_FILE:dso_app_plain>"
     EDGETRACE_TEST_DSO_APP_NOEXPORT="$<TARGET_FILE:dso_app_noexport>"
     EDGETRACE_TEST_DSO_LIB_B="$<TARGET_FILE:dso_lib_b>"
-    EDGETRACE_TEST_DSO_LIB_HIDDEN="$<TARGET_FILE:dso_lib_hidden>")
-  add_dependencies(${reliability_test_program} dso_app dso_app_plain dso_app_noexport)
+    EDGETRACE_TEST_DSO_LIB_HIDDEN="$<TARGET_FILE:dso_lib_hidden>"
+    EDGETRACE_TEST_PINNED_LOADER="$<TARGET_FILE:pinned_loader>")
+  add_dependencies(${reliability_test_program} dso_app dso_app_plain dso_app_noexport pinned_loader)
 endif()
 
 # --- dlclose while the output is slow (tests/writer/dso_unload_test.cpp) -----------

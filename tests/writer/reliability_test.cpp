@@ -28,6 +28,7 @@
 #include <string>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <thread>
 #include <vector>
 
 namespace reliability_test {
@@ -564,6 +565,27 @@ TEST_CASE("reliability: a -fvisibility=hidden DSO has its own copy: a second wri
 
 TEST_CASE("reliability: a plugin of an executable that exports nothing gets its own copy (documented)") {
   check_second_copy(EDGETRACE_TEST_DSO_APP_NOEXPORT, EDGETRACE_TEST_DSO_LIB_B, "lib_b_span");
+}
+
+// A plugin loaded by a pinned inference thread starts tracing on that
+// thread: the flusher it makes takes the process's CPUs instead of sharing
+// the pinned one (where each drain would preempt the app); a program pinned
+// as a whole (taskset) keeps its flusher within its CPUs.
+TEST_CASE("reliability: a flusher made by a pinned thread runs on the process's CPUs, not the pinned one" *
+          doctest::skip(std::thread::hardware_concurrency() < 2)) {
+  const std::string cpu = std::to_string(std::thread::hardware_concurrency() - 1);
+  const std::string dump_path = fresh("pinned.etr");
+  const auto worker = run({EDGETRACE_TEST_PINNED_LOADER, cpu, EDGETRACE_TEST_DSO_LIB_B}, {"EDGETRACE_OUTPUT=" + dump_path});
+  REQUIRE(worker.exit_code == 0);
+  const std::string main_cpus = worker.out.substr(5, worker.out.find('\n') - 5);
+  CHECK(main_cpus != cpu);
+  CHECK(worker.out == "main " + main_cpus + "\nloader " + cpu + "\nflusher " + main_cpus + "\n");
+  CHECK(load_dump(dump_path).named("lib_b_span").size() == 100);
+
+  const auto whole = run({EDGETRACE_TEST_PINNED_LOADER, cpu, EDGETRACE_TEST_DSO_LIB_B, "process"},
+                         {"EDGETRACE_OUTPUT=" + fresh("pinned_process.etr")});
+  REQUIRE(whole.exit_code == 0);
+  CHECK(whole.out == "main " + cpu + "\nloader " + cpu + "\nflusher " + cpu + "\n");
 }
 
 // ------------------------------------------------------------ environment

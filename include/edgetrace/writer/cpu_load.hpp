@@ -11,6 +11,7 @@
 #pragma once
 
 #include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
+#include <edgetrace/writer/platform/linux.hpp>
 
 #include <atomic>
 #include <cstdint>
@@ -36,8 +37,7 @@ class cpu_load {
 
   cpu_load() noexcept {
     cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) cpus_ = CPU_COUNT(&set);
+    if (os::process_cpus(set)) cpus_ = CPU_COUNT(&set);
   }
 
   /// Flusher: takes a sample if sample_ns passed since the last one (the
@@ -61,7 +61,7 @@ class cpu_load {
 
   /// Any thread: the last sample found every CPU busy (relaxed: a hint).
   bool saturated() const noexcept { return saturated_.load(std::memory_order_relaxed); }
-  /// CPUs this process may run on (its affinity mask at start; the reports name it).
+  /// CPUs this process may run on (os::process_cpus at start; the reports name it).
   int cpus() const noexcept { return static_cast<int>(cpus_); }
 
  private:

@@ -412,6 +412,9 @@ class runtime final : public runtime_stream, private flusher_output {
     const playing_role flusher(flusher_role);  // from here on, this thread alone
     on_flusher_thread = true;  // never waits for room: only this thread makes it
     rt->flusher_.set_tid(os::thread_id());
+    // Made by whichever thread traced first: if the app pinned that one,
+    // the flusher would share its CPU and preempt it at every drain.
+    os::run_on_process_cpus();
     if (rt->config_.flight)
       rt->start_flight();  // no file: snapshots make their own
     else

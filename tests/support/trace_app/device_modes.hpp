@@ -19,10 +19,8 @@ inline std::uint64_t thread_cpu_ns() {
 /// about 1 ms of the thread's own CPU time (or a 1 ms sleep with `sleep`),
 /// pinned to CPU when it is >= 0. Prints "steps N".
 inline int device_steps_mode(double seconds, int cpu, bool sleep) {
-  // Tracing starts (and the flusher thread is made) before the pinning: a
-  // thread inherits its creator's CPUs, and a flusher pinned beside the
-  // app would be a preemption of its own.
-  { EDGETRACE_SCOPE(app, "start"); }
+  // The flusher keeps the process's CPUs (it was made in static
+  // initialisation, and takes them itself when a pinned thread makes it).
   if (cpu >= 0) {
     cpu_set_t set;
     CPU_ZERO(&set);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The writer's Linux calls, in one place: the thread id, thread names, the
-// futexes the flusher and full rings sleep on, the process name, and the
-// listing of the process's threads. A port replaces this file (with the
+// CPUs the process may run on, the futexes the flusher and full rings sleep
+// on, the process name, and the listing of the process's threads. A port replaces this file (with the
 // counter in face/tick.hpp, the clock in writer/clock.hpp and the CRC probe
 // in core/crc32.hpp); the rest of the writer calls only these.
 #pragma once
@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -35,6 +36,27 @@ inline void thread_name(char* name, std::size_t size) noexcept { pthread_getname
 
 /// Names thread `thread` (at most 15 characters are kept).
 inline void name_thread(pthread_t thread, const char* name) noexcept { pthread_setname_np(thread, name); }
+
+/// The CPUs this process may run on, into `set`: the main thread's affinity
+/// mask with the calling thread's. A thread inherits its creator's mask, so
+/// the process's own mask is not the calling thread's when an app pinned
+/// the thread that started tracing. False when neither could be read.
+inline bool process_cpus(cpu_set_t& set) noexcept {
+  cpu_set_t own;
+  CPU_ZERO(&set);
+  CPU_ZERO(&own);
+  const bool main_read = sched_getaffinity(getpid(), sizeof set, &set) == 0;
+  const bool own_read = sched_getaffinity(0, sizeof own, &own) == 0;
+  if (own_read) CPU_OR(&set, &set, &own);
+  return (main_read || own_read) && CPU_COUNT(&set) > 0;
+}
+
+/// Lets the calling thread run on every CPU of process_cpus (a `taskset`
+/// of the whole process is kept). Nothing when it cannot be read or set.
+inline void run_on_process_cpus() noexcept {
+  cpu_set_t set;
+  if (process_cpus(set)) sched_setaffinity(0, sizeof set, &set);
+}
 
 /// Wakes up to `count` threads sleeping on `word` in futex_wait.
 /// Async-signal-safe: one system call.
