@@ -245,23 +245,17 @@ inline std::vector<std::string> differences(const device_lookup& d, const iterat
 
 }  // namespace detail
 
-/// The slowest iterations of `name` in `r` (its `slowest` longest, or with
-/// 0 those at or above the 99th percentile, at most 10 listed) and what
-/// the device's samples say differed in each. False with `error` set when
-/// the dump cannot be read or has no span or mark of that name.
-inline bool explain_slow_iterations(dump_reader& r, const std::string& name, std::size_t slowest,
-                                    slow_iterations_result& out, std::string& error) {
-  if (!r.metadata_read() && !r.read_metadata()) {
-    error = r.error();
-    return false;
-  }
-  iteration_windows windows;
-  if (!windows.collect(r, name, [](const thread_info*, std::int64_t, std::int64_t) { return true; }, error)) return false;
+/// The slowest of the iterations `windows` collected from `r` under
+/// `name` (its `slowest` longest, or with 0 those at or above the 99th
+/// percentile, at most 10 listed) and what the device's samples say
+/// differed in each.
+inline void explain_slow_iterations(const dump_reader& r, const iteration_windows& windows, const std::string& name,
+                                    std::size_t slowest, slow_iterations_result& out) {
   auto all = windows.all();
   out = slow_iterations_result{};
   out.name = name;
   out.iterations = all.size();
-  if (all.empty()) return true;
+  if (all.empty()) return;
   std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
     const std::int64_t da = a.second.second - a.second.first, db = b.second.second - b.second.first;
     return da != db ? da > db : a.second.first < b.second.first;
@@ -308,6 +302,19 @@ inline bool explain_slow_iterations(dump_reader& r, const std::string& name, std
     if (found != lookups.end()) s.differences = detail::differences(found->second, measures[i], spreads);
     out.slowest.push_back(std::move(s));
   }
+}
+
+/// The same, reading `r` for the iterations. False with `error` set when
+/// the dump cannot be read or has no span or mark of that name.
+inline bool explain_slow_iterations(dump_reader& r, const std::string& name, std::size_t slowest,
+                                    slow_iterations_result& out, std::string& error) {
+  if (!r.metadata_read() && !r.read_metadata()) {
+    error = r.error();
+    return false;
+  }
+  iteration_windows windows;
+  if (!windows.collect(r, name, [](const thread_info*, std::int64_t, std::int64_t) { return true; }, error)) return false;
+  explain_slow_iterations(r, windows, name, slowest, out);
   return true;
 }
 
