@@ -201,18 +201,31 @@ inline void find_proc_stat(source_set& s, const char* root) noexcept {
   ++s.file_count;
 }
 
+/// Numbered sysfs entries (thermal_zone0.., hwmon0..) may have gaps (a
+/// removed device): calls `probe(n, name)` with the first line of entry n's
+/// name file (`name_format`, %u for n; `fallback` when absent) for n below
+/// `limit`, until `probe` said false 8 times in a row.
+template <typename Probe>
+void for_each_numbered(const char* root, const char* name_format, std::uint32_t limit, const char* fallback,
+                       Probe&& probe) noexcept {
+  for (std::uint32_t n = 0, misses = 0; n < limit && misses < 8; ++n) {
+    char path[160], name[40];
+    std::snprintf(path, sizeof path, name_format, n);
+    read_name_once(root, path, name, sizeof name, fallback);
+    misses = probe(n, static_cast<const char*>(name)) ? 0 : misses + 1;
+  }
+}
+
 /// Thermal zones by type.
 inline void find_thermal(source_set& s, const char* root) noexcept {
   std::size_t found = 0;
-  for (std::uint32_t zone = 0, misses = 0; zone < 64 && misses < 8; ++zone) {
-    char path[160], name[40];
-    std::snprintf(path, sizeof path, "/sys/class/thermal/thermal_zone%u/type", zone);
-    read_name_once(root, path, name, sizeof name, "zone");
+  for_each_numbered(root, "/sys/class/thermal/thermal_zone%u/type", 64, "zone", [&](std::uint32_t zone, const char* name) {
+    char path[160];
     std::snprintf(path, sizeof path, "/sys/class/thermal/thermal_zone%u/temp", zone);
     const bool ok = s.add_file(file_kind::signed_level, root, path, format::device_quantity::temperature_mc, zone, name);
     found += ok ? 1 : 0;
-    misses = ok ? 0 : misses + 1;
-  }
+    return ok;
+  });
   if (found == 0) s.add_missing("thermal", "no /sys/class/thermal/thermal_zone*/temp");
 }
 
@@ -295,32 +308,37 @@ inline void find_devfreq(source_set& s, const char* root) noexcept {
   if (emcs == 0) s.add_missing("EMC (devfreq)", "no memory-controller clock in /sys/class/devfreq");
 }
 
-/// INA3221 power monitors (Jetson): a track per labelled channel, mV × mA.
+/// The labelled channels of INA3221 number `hw`: a track each, mV × mA.
+/// How many were added.
+inline std::size_t add_ina3221_rails(source_set& s, const char* root, std::uint32_t hw) noexcept {
+  std::size_t rails = 0;
+  for (std::uint32_t channel = 1; channel <= 3 && s.file_count < max_files; ++channel) {
+    char path[160], label[40], volts[160], amps[160], full[512];
+    std::snprintf(path, sizeof path, "/sys/class/hwmon/hwmon%u/in%u_label", hw, channel);
+    std::snprintf(label, sizeof label, "rail %u.%u", hw, channel);
+    read_name_once(root, path, label, sizeof label, label);
+    std::snprintf(volts, sizeof volts, "/sys/class/hwmon/hwmon%u/in%u_input", hw, channel);
+    std::snprintf(amps, sizeof amps, "/sys/class/hwmon/hwmon%u/curr%u_input", hw, channel);
+    const int current = join(full, sizeof full, root, amps) ? ::open(full, O_RDONLY | O_CLOEXEC) : -1;
+    if (current < 0) continue;
+    if (!s.add_file(file_kind::power, root, volts, format::device_quantity::power_mw, hw * 4 + channel, label)) {
+      ::close(current);
+      continue;
+    }
+    s.files[s.file_count - 1].fd2 = current;
+    ++rails;
+  }
+  return rails;
+}
+
+/// INA3221 power monitors (Jetson), among the hwmon devices.
 inline void find_power(source_set& s, const char* root) noexcept {
   std::size_t rails = 0;
-  for (std::uint32_t hw = 0, misses = 0; hw < 32 && misses < 8; ++hw) {
-    char path[160], name[40];
-    std::snprintf(path, sizeof path, "/sys/class/hwmon/hwmon%u/name", hw);
-    read_name_once(root, path, name, sizeof name, "");
-    misses = name[0] == '\0' ? misses + 1 : 0;
-    if (std::strncmp(name, "ina3221", 7) != 0) continue;
-    for (std::uint32_t channel = 1; channel <= 3 && s.file_count < max_files; ++channel) {
-      char label[40], volts[160], amps[160], full[512];
-      std::snprintf(path, sizeof path, "/sys/class/hwmon/hwmon%u/in%u_label", hw, channel);
-      std::snprintf(label, sizeof label, "rail %u.%u", hw, channel);
-      read_name_once(root, path, label, sizeof label, label);
-      std::snprintf(volts, sizeof volts, "/sys/class/hwmon/hwmon%u/in%u_input", hw, channel);
-      std::snprintf(amps, sizeof amps, "/sys/class/hwmon/hwmon%u/curr%u_input", hw, channel);
-      const int current = join(full, sizeof full, root, amps) ? ::open(full, O_RDONLY | O_CLOEXEC) : -1;
-      if (current < 0) continue;
-      if (!s.add_file(file_kind::power, root, volts, format::device_quantity::power_mw, hw * 4 + channel, label)) {
-        ::close(current);
-        continue;
-      }
-      s.files[s.file_count - 1].fd2 = current;
-      ++rails;
-    }
-  }
+  for_each_numbered(root, "/sys/class/hwmon/hwmon%u/name", 32, "", [&](std::uint32_t hw, const char* name) {
+    if (name[0] == '\0') return false;
+    if (std::strncmp(name, "ina3221", 7) == 0) rails += add_ina3221_rails(s, root, hw);
+    return true;
+  });
   if (rails == 0) s.add_missing("power (INA3221)", "no ina3221 in /sys/class/hwmon (Jetson boards have one)");
 }
 
