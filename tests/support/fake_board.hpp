@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <fcntl.h>
+#include <initializer_list>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -34,6 +35,13 @@ inline void put_file(const std::string& root, const std::string& path, const std
 }
 
 /// The cgroup v2 path of this process ("" for the root), as the sampler finds it.
+/// Each CPU's scaling_cur_freq on the board at `root`, cpu0 first.
+inline void put_cpu_clocks(const std::string& root, std::initializer_list<const char*> texts) {
+  int cpu = 0;
+  for (const char* text : texts)
+    put_file(root, "/sys/devices/system/cpu/cpu" + std::to_string(cpu++) + "/cpufreq/scaling_cur_freq", text);
+}
+
 inline std::string own_cgroup() {
   const std::string text = read_file("/proc/self/cgroup");
   const std::size_t at = text.find("0::");

@@ -107,6 +107,15 @@ TEST_CASE("a fake board's values and their changes land in the dump at the right
   CHECK(values(w, Q::cpu_khz, "cpu1").front().second == 1984000);
   CHECK(values(w, Q::power_mw, "VDD_CPU_GPU_CV").back().second == 2000);
 
+  // What `edgetrace COMMAND dump OPTIONS -o FILE` wrote.
+  const auto converted = [&](std::vector<std::string> args, const char* file) {
+    const std::string path = fresh(file);
+    args.insert(args.begin() + 1, dump);
+    args.insert(args.begin(), cli);
+    args.insert(args.end(), {"-o", path});
+    REQUIRE(run(args).exit_code == 0);
+    return read_file(path);
+  };
   SUBCASE("info lists what was sampled and what was not") {
     const process_result info = run({cli, "info", dump});
     REQUIRE(info.exit_code == 0);
@@ -114,18 +123,14 @@ TEST_CASE("a fake board's values and their changes land in the dump at the right
     CHECK(contains(info.out, "not sampled    NVML"));
   }
   SUBCASE("the JSON has a counter track per device track") {
-    const std::string json = fresh("device_run.json");
-    REQUIRE(run({cli, "json", dump, "-o", json}).exit_code == 0);
-    const std::string text = read_file(json);
+    const std::string text = converted({"json"}, "device_run.json");
     CHECK(contains(text, "{\"name\":\"cpu0 clock (MHz)\",\"cat\":\"device\",\"ph\":\"C\""));
     CHECK(contains(text, "\"args\":{\"value\":729.6}"));
     CHECK(contains(text, "\"name\":\"CPU-therm temperature (°C)\""));
     CHECK(contains(text, "\"name\":\"VDD_IN power (W)\""));
   }
   SUBCASE("the Perfetto trace has them as counter tracks") {
-    const std::string trace = fresh("device_run.pftrace");
-    REQUIRE(run({cli, "perfetto", dump, "-o", trace, "--compress", "none"}).exit_code == 0);
-    const std::string bytes = read_file(trace);
+    const std::string bytes = converted({"perfetto", "--compress", "none"}, "device_run.pftrace");
     CHECK(contains(bytes, "cpu0 clock (MHz)"));
     CHECK(contains(bytes, "17000000.ga10b GPU clock (MHz)"));
   }
@@ -138,22 +143,18 @@ TEST_CASE("a fake board's values and their changes land in the dump at the right
     CHECK(contains(top.out, "CPU-therm 71.0 C"));
   }
   SUBCASE("the report plots each track under the iteration latency") {
-    const std::string html = fresh("device_run.html");
-    REQUIRE(run({cli, "report", dump, "--per", "step", "-o", html}).exit_code == 0);
-    const std::string text = read_file(html);
+    const std::string text = converted({"report", "--per", "step"}, "device_run.html");
     CHECK(contains(text, "<h2>Device</h2>"));
     CHECK(contains(text, "iteration &quot;step&quot; (ms)"));
     CHECK(contains(text, "cpu0 clock (MHz)"));
     CHECK(contains(text, "<svg class=\"plot\""));
     CHECK(contains(text, "slowest iterations of &quot;step&quot;"));
-    const process_result bad = run({cli, "report", dump, "--slowest", "3", "-o", html});
+    const process_result bad = run({cli, "report", dump, "--slowest", "3", "-o", fresh("device_run_bad.html")});
     CHECK(bad.exit_code == 1);  // a usage error
     CHECK(contains(bad.err, "--slowest N goes with --per NAME"));
   }
   SUBCASE("the CSV counters table has their rows") {
-    const std::string csv = fresh("device_run.csv");
-    REQUIRE(run({cli, "csv", dump, "--tables", "counters", "-o", csv}).exit_code == 0);
-    const std::string text = read_file(csv);
+    const std::string text = converted({"csv", "--tables", "counters"}, "device_run.csv");
     CHECK(contains(text, "cpu0 clock (MHz),device,,"));
     CHECK(contains(text, ",1190.4,"));
     CHECK(contains(text, "run-queue wait (%),device,"));  // the thread's name: its comm (qemu's under qemu)
@@ -201,11 +202,7 @@ TEST_CASE("EDGETRACE_SAMPLE_MS: off samples nothing; a bad value says so and sam
 
 TEST_CASE("a board whose files hold garbage: the app runs, the values are ignored and counted, the reader is clean") {
   const std::string root = board("device_garbage");
-  const std::string cpu = "/sys/devices/system/cpu/cpu";
-  put_file(root, cpu + "0/cpufreq/scaling_cur_freq", "fast\n");
-  put_file(root, cpu + "1/cpufreq/scaling_cur_freq", "");
-  put_file(root, cpu + "2/cpufreq/scaling_cur_freq", "123456789012345678901234567890\n");
-  put_file(root, cpu + "3/cpufreq/scaling_cur_freq", "-1\n");
+  put_cpu_clocks(root, {"fast\n", "", "123456789012345678901234567890\n", "-1\n"});
   put_file(root, "/sys/class/hwmon/hwmon0/in1_input", "\xff\xfe\n");
   put_file(root, "/proc/stat", "cpu  1 2 3\ncpu0 x\n");
   const std::string dump = fresh("device_garbage.etr");

@@ -76,6 +76,15 @@ void sample(tm::device_sampler& s, decoded& out, std::uint64_t tick) {
            [&out](edgetrace::format::chunk_type type, const unsigned char* p, std::size_t n) { out.take(type, p, n); });
 }
 
+/// A sampler started on the board at `root` (10 ms), its first sample
+/// (tick 1) in `d`.
+std::unique_ptr<tm::device_sampler> first_sample(const std::string& root, decoded& d) {
+  auto sampler = std::make_unique<tm::device_sampler>();
+  sampler->start(root.c_str(), 10);
+  sample(*sampler, d, 1);
+  return sampler;
+}
+
 std::string board(const char* name) {
   const std::string root = tmp + "/" + name + "_" + std::to_string(::getpid());
   std::system(("rm -rf '" + root + "'").c_str());
@@ -85,10 +94,8 @@ std::string board(const char* name) {
 
 TEST_CASE("a fake Jetson board's files become tracks with their values") {
   const std::string root = board("board_values");
-  auto sampler = std::make_unique<tm::device_sampler>();
-  sampler->start(root.c_str(), 10);
   decoded d;
-  sample(*sampler, d, 1);
+  const auto sampler = first_sample(root, d);
   put_file(root, "/proc/stat", proc_stat(160, 940));  // 60 busy, 40 idle jiffies per CPU since
   sample(*sampler, d, 2);
   CHECK(d.log.damage_count() == 0);
@@ -137,10 +144,8 @@ TEST_CASE("a fake Jetson board's files become tracks with their values") {
 
 TEST_CASE("changes show at the next sample; garbage, empty, huge and negative values are ignored and counted") {
   const std::string root = board("board_garbage");
-  auto sampler = std::make_unique<tm::device_sampler>();
-  sampler->start(root.c_str(), 10);
   decoded d;
-  sample(*sampler, d, 1);
+  const auto sampler = first_sample(root, d);
   const std::string cpu = "/sys/devices/system/cpu/cpu";
   put_file(root, cpu + "0/cpufreq/scaling_cur_freq", "1190400\n");  // a real change
   put_file(root, "/sys/class/thermal/thermal_zone0/temp", "-5000\n");  // a cold board: negative is a temperature
@@ -154,10 +159,7 @@ TEST_CASE("changes show at the next sample; garbage, empty, huge and negative va
   CHECK(d.values_of(d.track(Q::mem_available_kb), 5) == 0);
   CHECK(d.values_of(d.track(Q::cpu_khz, "cpu1"), 5) == 1);
 
-  put_file(root, cpu + "0/cpufreq/scaling_cur_freq", "garbage\n");
-  put_file(root, cpu + "1/cpufreq/scaling_cur_freq", "");
-  put_file(root, cpu + "2/cpufreq/scaling_cur_freq", "99999999999999999999999\n");
-  put_file(root, cpu + "3/cpufreq/scaling_cur_freq", "-1984000\n");
+  put_cpu_clocks(root, {"garbage\n", "", "99999999999999999999999\n", "-1984000\n"});
   put_file(root, "/sys/class/hwmon/hwmon0/curr1_input", "12x\n");
   put_file(root, "/proc/meminfo", "MemTotal: 1 kB\n");
   put_file(root, "/proc/stat", "cpu0 not numbers\n");
@@ -183,10 +185,8 @@ TEST_CASE("changes show at the next sample; garbage, empty, huge and negative va
 TEST_CASE("a sandbox without /sys: every source is listed as missing, once, and sampling goes on") {
   const std::string root = tmp + "/empty_root_" + std::to_string(::getpid());
   std::system(("rm -rf '" + root + "' && mkdir -p '" + root + "'").c_str());
-  auto sampler = std::make_unique<tm::device_sampler>();
-  sampler->start(root.c_str(), 10);
   decoded d;
-  sample(*sampler, d, 1);
+  const auto sampler = first_sample(root, d);
   sample(*sampler, d, 2);
   std::map<std::string, int> missing;
   for (const er::device_missing& m : d.writer.device.missing) ++missing[m.name];
@@ -208,10 +208,8 @@ TEST_CASE("NVIDIA GPUs through NVML: each GPU's load, SM clock, temperature and 
   put_file("", values, "37 1410 61 215000\n5 210 40 -\n");
   ::setenv("FAKE_NVML_VALUES", values.c_str(), 1);
   ::setenv("EDGETRACE_NVML_LIBRARY", EDGETRACE_TEST_FAKE_NVML, 1);
-  auto sampler = std::make_unique<tm::device_sampler>();
-  sampler->start(root.c_str(), 10);
   decoded d;
-  sample(*sampler, d, 1);
+  const auto sampler = first_sample(root, d);
   put_file("", values, "99 705 84 350000\n5 210 40 -\n");  // the first GPU throttles
   sample(*sampler, d, 2);
   ::unsetenv("EDGETRACE_NVML_LIBRARY");
