@@ -8,7 +8,7 @@
 
 # A traced program on the fake GPU that gpu_test runs as a child.
 add_executable(gpu_app support/gpu_app.cpp)
-target_link_libraries(gpu_app PRIVATE edgetrace::edgetrace)
+target_link_libraries(gpu_app PRIVATE edgetrace::edgetrace ${CMAKE_DL_LIBS})
 target_include_directories(gpu_app PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 edgetrace_project_warnings(gpu_app)
 # perfetto_test converts the same child's dump (GPU tracks, launch flows).
@@ -24,7 +24,7 @@ if(TARGET gpu_test)
   # GPU add-on reaches the flusher through declarations only.
   if(TARGET edgetrace_runtime)
     add_executable(gpu_app_separate support/gpu_app.cpp)
-    target_link_libraries(gpu_app_separate PRIVATE edgetrace::runtime)
+    target_link_libraries(gpu_app_separate PRIVATE edgetrace::runtime ${CMAKE_DL_LIBS})
     target_include_directories(gpu_app_separate PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
     edgetrace_project_warnings(gpu_app_separate)
     add_dependencies(gpu_test gpu_app_separate)
@@ -50,6 +50,17 @@ add_test(NAME gpu_check_judge_fake COMMAND bash -c
    '$<TARGET_FILE:edgetrace_gpu_check_read>' example '${EDGETRACE_TEST_TMP}/gpu_check_judge.etr' 80")
 set_tests_properties(gpu_check_judge_fake PROPERTIES LABELS gpu PASS_REGULAR_EXPRESSION "PASS 2 example inside"
   FAIL_REGULAR_EXPRESSION "FAIL")
+# Its check 9 (the device samples through NVML against nvidia-smi) on the
+# fake GPU's program sampling NVML's stand-in: two GPUs, every quantity.
+set(judge_device ${EDGETRACE_TEST_TMP}/gpu_check_judge_device)
+add_test(NAME gpu_check_judge_device_fake COMMAND bash -c
+  "printf '37 1410 61 215000\\n12 1200 45 90000\\n' >'${judge_device}.values' && \
+   printf '0, 2520, 60, 300.00\\n1, 2520, 44, 300.00\\n' >'${judge_device}.smi' && \
+   EDGETRACE_OUTPUT='${judge_device}.etr' EDGETRACE_SAMPLE_MS=10 EDGETRACE_NVML_LIBRARY='$<TARGET_FILE:fake_nvml>' \
+   FAKE_NVML_VALUES='${judge_device}.values' '$<TARGET_FILE:gpu_app>' pipeline >/dev/null && \
+   '$<TARGET_FILE:edgetrace_gpu_check_read>' device '${judge_device}.etr' '${judge_device}.smi'")
+set_tests_properties(gpu_check_judge_device_fake PROPERTIES LABELS gpu
+  PASS_REGULAR_EXPRESSION "PASS 9 device gpu1 temperature and power" FAIL_REGULAR_EXPRESSION "FAIL")
 
 # flight_test reads the same child's GPU spans back from a snapshot.
 if(TEST flight_test)

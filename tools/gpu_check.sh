@@ -16,7 +16,9 @@
 # 3 accuracy against the events and the kernel's clock; 4 host/GPU
 # alignment; 5 a CUDA scope's cost against a bare cudaEventRecord pair;
 # 6 8 threads x 4 streams x 100,000 scopes; 7 graph capture and 1000
-# replays; 8 the overload bench on 1, 4, 8 and 16 threads.
+# replays; 8 the overload bench on 1, 4, 8 and 16 threads; 9 the device
+# samples through NVML (each GPU's load, SM clock, temperature and power,
+# every 20 ms during check 6's load) against nvidia-smi.
 #
 # usage: tools/gpu_check.sh OUTDIR
 # exit: 0 every check passed; 1 one failed (or the build did); 2 bad usage;
@@ -151,6 +153,12 @@ if timeout 200 bash "$root/bench/overload.sh" --rounds 3 --workloads "w1_1t w1_4
 else
   echo "FAIL 8 overload: bench/overload.sh failed (overload.txt)" | tally
 fi
+
+# --- 9: the device samples through NVML, against nvidia-smi ----------------
+traced device env EDGETRACE_SAMPLE_MS=20 "$app" load 100000
+nvidia-smi --query-gpu=index,clocks.max.sm,temperature.gpu,power.limit --format=csv,noheader,nounits >"$work/smi.txt" 2>&1
+cat "$work/smi.txt" >>"$out/app.log"
+"$judge" device "$work/device.etr" "$work/smi.txt" 2>&1 | tally
 
 say "gpu_check: $passed passed, $failed failed in $(($(date +%s) - started)) s; files in $out"
 [ "$failed" -eq 0 ]

@@ -9,8 +9,11 @@
 //   no-device      cudaGetDeviceCount says 0 devices
 //   old-driver     cudaGetDeviceCount fails with cudaErrorInsufficientDriver
 //   exit-pending   work still running at exit: resolved within the final wait
+// Like a program that includes cuda.hpp it samples NVIDIA GPUs through NVML
+// (EDGETRACE_NVML_LIBRARY: the stand-in, support/fake_nvml.cpp).
 #include <edgetrace/edgetrace.hpp>
 #include <edgetrace/gpu/spans.hpp>
+#include <edgetrace/nvml.hpp>
 #include <support/fake_gpu.hpp>
 
 #include <chrono>

@@ -15,6 +15,11 @@
 //             event pair against [launch, the instant after the sync]
 //   load      DUMP APP_OUTPUT  written + dropped = issued, the event pool
 //   graph     DUMP APP_OUTPUT  captured scopes flagged, every replay timed
+//   device    DUMP SMI_VALUES  NVML's tracks in the device samples: each GPU
+//             nvidia-smi lists has its load, SM clock, temperature and
+//             power, within nvidia-smi's own figures (SMI_VALUES: a line per
+//             GPU, "index, clocks.max.sm, temperature.gpu, power.limit",
+//             csv without units)
 #include <edgetrace/decode/dump_reader.hpp>
 
 #include <algorithm>
@@ -256,9 +261,79 @@ void graph(const dump& d, const std::vector<std::string>& app) {
 
 }  // namespace
 
+/// Check 9: what NVML said while the app ran, against nvidia-smi.
+void device(const dump& d, const std::vector<std::string>& smi_lines) {
+  namespace fmt = edgetrace::format;
+  std::vector<std::string> smi;
+  for (const std::string& line : smi_lines)
+    if (line.find(',') != std::string::npos) smi.push_back(line);
+  const rd::writer_device& dev = d.writer->device;
+  for (const rd::device_missing& m : dev.missing)
+    if (m.name == "NVML") verdict(false, "9 device nvml", "not sampled: " + m.why);
+  struct gpu_reading {
+    const rd::device_track* track[4] = {};  // load, SM clock, temperature, power
+    std::int64_t low[4] = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX}, high[4] = {INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN};
+    std::size_t count[4] = {};
+  };
+  const fmt::device_quantity order[4] = {fmt::device_quantity::gpu_load_permille, fmt::device_quantity::gpu_hz,
+                                         fmt::device_quantity::temperature_mc, fmt::device_quantity::power_mw};
+  std::map<std::uint64_t, gpu_reading> gpus;
+  for (const rd::device_track& t : dev.tracks)
+    for (int k = 0; k < 4; ++k)
+      if (t.source == "NVML" && t.quantity == order[k]) gpus[t.index].track[k] = &t;
+  for (const rd::device_sample& s : dev.samples) {
+    const rd::device_track& t = dev.tracks[s.track];
+    if (t.source != "NVML") continue;
+    gpu_reading& g = gpus[t.index];
+    for (int k = 0; k < 4; ++k)
+      if (g.track[k] == &t) {
+        g.low[k] = std::min(g.low[k], s.value);
+        g.high[k] = std::max(g.high[k], s.value);
+        ++g.count[k];
+      }
+  }
+  verdict(!gpus.empty() && gpus.size() == smi.size(), "9 device gpus",
+          std::to_string(gpus.size()) + " GPU(s) sampled through NVML, nvidia-smi lists " + std::to_string(smi.size()) +
+              "; " + std::to_string(dev.samples_taken) + " samples every " + std::to_string(dev.period_us / 1000) + " ms");
+  for (const std::string& line : smi) {
+    std::istringstream in(line);
+    std::string field[4];
+    for (std::string& f : field) std::getline(in, f, ',');
+    const std::uint64_t index = std::strtoull(field[0].c_str(), nullptr, 10);
+    const double max_mhz = std::atof(field[1].c_str()), celsius = std::atof(field[2].c_str()),
+                 limit_w = std::atof(field[3].c_str());
+    const auto found = gpus.find(index);
+    const std::string item = "9 device gpu" + std::to_string(index);
+    if (found == gpus.end()) {
+      verdict(false, item, "no NVML track");
+      continue;
+    }
+    const gpu_reading& g = found->second;
+    bool all = true;
+    for (int k = 0; k < 4; ++k) all = all && g.track[k] != nullptr && g.count[k] > 0;
+    if (!all) {
+      verdict(false, item, "a quantity has no track or no value (load, SM clock, temperature, power)");
+      continue;
+    }
+    char text[400];
+    std::snprintf(text, sizeof text, "load %.0f..%.0f %%, SM clock %.0f..%.0f MHz (maximum %.0f, nvidia-smi %.0f)",
+                  g.low[0] / 10.0, g.high[0] / 10.0, g.low[1] / 1e6, g.high[1] / 1e6, g.track[1]->maximum / 1e6, max_mhz);
+    verdict(g.low[0] >= 0 && g.high[0] <= 1000 && g.high[0] > 0 && g.low[1] > 0 &&
+                g.high[1] <= g.track[1]->maximum && std::fabs(g.track[1]->maximum / 1e6 - max_mhz) <= 1,
+            item + " load and clock", text);
+    std::snprintf(text, sizeof text, "temperature %.1f..%.1f C (nvidia-smi after the run: %.0f), power %.1f..%.1f W (limit %.0f)",
+                  g.low[2] / 1000.0, g.high[2] / 1000.0, celsius, g.low[3] / 1000.0, g.high[3] / 1000.0, limit_w);
+    verdict(std::fabs(g.high[2] / 1000.0 - celsius) <= 15 && g.low[3] > 0 && g.high[3] / 1000.0 <= limit_w * 1.25,
+            item + " temperature and power", text);
+  }
+  if (dev.samples_taken > 0)
+    note("9 device cost", "the flusher's CPU per sample " + us(static_cast<double>(dev.cpu_ns) / static_cast<double>(dev.samples_taken)) +
+                              ", " + std::to_string(dev.ignored) + " values ignored");
+}
+
 int main(int argc, char** argv) {
   if (argc != 4) {
-    std::fprintf(stderr, "usage: edgetrace_gpu_check_read example|accuracy|alignment|load|graph DUMP APP_OUTPUT|EXPECTED\n");
+    std::fprintf(stderr, "usage: edgetrace_gpu_check_read example|accuracy|alignment|load|graph|device DUMP APP_OUTPUT|EXPECTED|SMI_VALUES\n");
     return 2;
   }
   const std::string mode = argv[1];
@@ -274,6 +349,7 @@ int main(int argc, char** argv) {
   else if (mode == "alignment") alignment(d);
   else if (mode == "load") load(d, app);
   else if (mode == "graph") graph(d, app);
+  else if (mode == "device") device(d, app);
   else {
     std::fprintf(stderr, "gpu_check_read: unknown mode '%s'\n", mode.c_str());
     return 2;
