@@ -76,7 +76,7 @@ class device_sampler {
   void start(const char* root, std::uint32_t period_ms) noexcept {
     period_ns_ = std::uint64_t{period_ms} * 1000000u;
     if (period_ms == 0) return;
-    discover(sources_, root);
+    discover(sources_, root, text_, sizeof text_);
     const long page = ::sysconf(_SC_PAGESIZE), tick = ::sysconf(_SC_CLK_TCK);
     page_kb_ = page > 0 ? static_cast<std::uint64_t>(page) / 1024 : 4;
     clock_ticks_ = tick > 0 && tick <= 1000000 ? tick : 100;
@@ -116,7 +116,6 @@ class device_sampler {
       if (slow_now || !slow_kind(sources_.files[i].kind)) read_file(sources_.files[i], out);
     for (thread_slot& slot : slots_)
       if (slot.thread_id != 0) read_thread(slot, out);
-    finish_proc_stat(out);
     out.close_record(body);
     ++samples_taken_;
     ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
@@ -281,8 +280,7 @@ class device_sampler {
       case file_kind::nvml:
         break;  // read_nvml
       case file_kind::proc_stat:
-        std::memcpy(proc_stat_, text_, std::strlen(text_) + 1);
-        have_proc_stat_ = true;
+        read_proc_stat(out);
         break;
     }
   }
@@ -317,13 +315,11 @@ class device_sampler {
     put(out, f.track + 1, fields[12]);
   }
 
-  /// /proc/stat, with the process's own CPU time: each CPU's
+  /// /proc/stat (in text_), with the process's own CPU time: each CPU's
   /// busy share since the last sample, and the load of other processes
   /// (all CPUs' busy time less the process's, 1000 = one CPU).
-  void finish_proc_stat(payload& out) noexcept {
-    if (!have_proc_stat_) return;
-    have_proc_stat_ = false;
-    for (const char* line = proc_stat_; line != nullptr && *line != '\0';) {
+  void read_proc_stat(payload& out) noexcept {
+    for (const char* line = text_; line != nullptr && *line != '\0';) {
       if (std::strncmp(line, "cpu", 3) == 0) {
         const char* p = line + 3;
         std::int64_t cpu = -1;
@@ -390,13 +386,12 @@ class device_sampler {
   std::uint64_t page_kb_ = 4;
   std::int64_t clock_ticks_ = 100;  ///< /proc/stat's jiffies a second
   std::uint32_t next_thread_track_ = max_tracks + 1;
-  bool tracks_pending_ = false, system_defined_ = false, have_proc_stat_ = false;
+  bool tracks_pending_ = false, system_defined_ = false;
   std::uint64_t samples_taken_ = 0, ignored_ = 0, failed_ = 0, cpu_ns_ = 0;
   std::uint32_t files_last_ = 0;
   std::int64_t own_jiffies_ = -1, prev_own_ = -1;
   std::int64_t prev_busy_[max_cpus + 1] = {}, prev_total_[max_cpus + 1] = {};
-  char text_[32768];
-  char proc_stat_[32768];
+  char text_[32768];  ///< the file being read; /proc/stat is the largest
   unsigned char tracks_[96u << 10];
   unsigned char samples_[64u << 10];
 };

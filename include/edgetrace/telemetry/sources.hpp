@@ -81,8 +81,6 @@ struct source_set {
   std::uint32_t others_track = 0;
   std::uint32_t cpus_in_stat = 0;
   const nvml_provider* nvml = nullptr;  ///< when NVML opened
-  /// Room to read /proc/stat, the largest file sampled.
-  char text[32768];
 
   ~source_set() { close_all(); }
 
@@ -176,11 +174,11 @@ inline void find_cpus(source_set& s, const char* root) noexcept {
 }
 
 /// /proc/stat: a busy-share track per CPU line, and other processes' load.
-inline void find_proc_stat(source_set& s, const char* root) noexcept {
+/// `text` (of `capacity`) is room to read it.
+inline void find_proc_stat(source_set& s, const char* root, char* text, std::size_t capacity) noexcept {
   char full[512];
-  char* const text = s.text;
   const int fd = join(full, sizeof full, root, "/proc/stat") ? ::open(full, O_RDONLY | O_CLOEXEC) : -1;
-  if (fd < 0 || read_at_start(fd, text, sizeof s.text) <= 0 || s.file_count == max_files) {
+  if (fd < 0 || read_at_start(fd, text, capacity) <= 0 || s.file_count == max_files) {
     if (fd >= 0) ::close(fd);
     s.add_missing("/proc/stat", "not readable: no CPU busy shares, no other processes' load");
     return;
@@ -371,15 +369,16 @@ inline void find_nvml(source_set& s) noexcept {
   }
 }
 
-/// Finds every source under `root` ("" for the machine's own).
-inline void discover(source_set& s, const char* root) noexcept {
+/// Finds every source under `root` ("" for the machine's own); `text` (of
+/// `capacity`) is room to read the largest file sampled, /proc/stat.
+inline void discover(source_set& s, const char* root, char* text, std::size_t capacity) noexcept {
   s.close_all();
   s.track_count = s.missing_count = 0;
   s.others_track = s.cpus_in_stat = 0;
   s.nvml = nullptr;
   std::memset(s.cpu_busy_track, 0, sizeof s.cpu_busy_track);
   find_cpus(s, root);
-  find_proc_stat(s, root);
+  find_proc_stat(s, root, text, capacity);
   find_thermal(s, root);
   find_cgroup_cpu(s, root);
   find_memory(s, root);
