@@ -121,24 +121,28 @@ inline constexpr std::uint32_t default_flight_keep = 20;
 /// (each holds the seconds before it anyway).
 inline constexpr std::uint32_t default_flight_gap_ms = 1000;
 
+/// An unsigned decimal, blanks around it allowed, into `value`; false for
+/// anything else (a sign, other characters, more than 64 bits).
+inline bool parse_unsigned(const char* text, std::uint64_t& value) noexcept {
+  const char* p = text;
+  while (*p == ' ') ++p;
+  if (*p < '0' || *p > '9') return false;
+  value = 0;
+  for (; *p >= '0' && *p <= '9'; ++p) {
+    if (value > (~std::uint64_t{0} - 9) / 10) return false;
+    value = value * 10 + static_cast<std::uint64_t>(*p - '0');
+  }
+  while (*p == ' ') ++p;
+  return *p == '\0';
+}
+
 /// Parses an unsigned decimal in [lo, hi]; on anything else reports one line
 /// naming the variable and the default, and returns the default.
 inline std::uint64_t env_unsigned(const char* name, std::uint64_t lo, std::uint64_t hi, std::uint64_t fallback) noexcept {
   const char* text = std::getenv(name);
   if (text == nullptr) return fallback;
-  const char* p = text;
-  while (*p == ' ') ++p;
-  bool ok = *p >= '0' && *p <= '9';
   std::uint64_t value = 0;
-  for (; ok && *p >= '0' && *p <= '9'; ++p) {
-    if (value > (~std::uint64_t{0} - 9) / 10) {
-      ok = false;
-      break;
-    }
-    value = value * 10 + static_cast<std::uint64_t>(*p - '0');
-  }
-  while (ok && *p == ' ') ++p;
-  if (!ok || *p != '\0' || value < lo || value > hi) {
+  if (!parse_unsigned(text, value) || value < lo || value > hi) {
     report("%s='%.64s' is not a whole number in %llu..%llu; using the default %llu", name, text,
            static_cast<unsigned long long>(lo), static_cast<unsigned long long>(hi),
            static_cast<unsigned long long>(fallback));
@@ -154,9 +158,7 @@ inline std::uint32_t env_sample_ms() noexcept {
   if (text == nullptr) return default_sample_ms;
   if (std::strcmp(text, "off") == 0) return 0;
   std::uint64_t value = 0;
-  const char* p = text;
-  for (; *p >= '0' && *p <= '9' && value <= max_flush_ms; ++p) value = value * 10 + static_cast<std::uint64_t>(*p - '0');
-  if (p != text && *p == '\0' && value >= 1 && value <= max_flush_ms) return static_cast<std::uint32_t>(value);
+  if (parse_unsigned(text, value) && value >= 1 && value <= max_flush_ms) return static_cast<std::uint32_t>(value);
   report("EDGETRACE_SAMPLE_MS='%.64s' is not a whole number in 1..%u or off; using the default %u", text, max_flush_ms,
          default_sample_ms);
   return default_sample_ms;
