@@ -224,6 +224,15 @@ inline unsigned char* put_varint(unsigned char* out, std::uint64_t value) noexce
   return out;
 }
 
+/// Writes `value` (below 2^21) as an unsigned LEB128 padded to exactly three
+/// bytes: room for a size is kept before the body it counts, and filled in
+/// after it (readers accept the non-minimal form).
+inline void put_varint3(unsigned char* out, std::size_t value) noexcept {
+  out[0] = static_cast<unsigned char>(0x80 | (value & 0x7F));
+  out[1] = static_cast<unsigned char>(0x80 | ((value >> 7) & 0x7F));
+  out[2] = static_cast<unsigned char>((value >> 14) & 0x7F);
+}
+
 /// Reads an unsigned LEB128 from [*in, end). Returns false, leaving *in
 /// unspecified, on a truncated, overlong (> 10 bytes) or overflowing value.
 inline bool get_varint(const unsigned char*& in, const unsigned char* end, std::uint64_t& value) noexcept {

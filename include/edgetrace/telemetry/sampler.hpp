@@ -12,6 +12,7 @@
 #include <edgetrace/telemetry/files.hpp>
 #include <edgetrace/telemetry/sources.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -38,7 +39,7 @@ struct payload {
     size = static_cast<std::size_t>(format::put_varint(data + size, value) - data);
   }
   void string(const char* text) noexcept {
-    const std::size_t n = std::strlen(text) < 255 ? std::strlen(text) : 255;
+    const std::size_t n = std::min<std::size_t>(std::strlen(text), 255);
     varint(n);
     std::memcpy(data + size, text, n);
     size += n;
@@ -50,12 +51,7 @@ struct payload {
     size += 3;
     return size;
   }
-  void close_record(std::size_t body) noexcept {
-    const std::size_t n = size - body;
-    data[body - 3] = static_cast<unsigned char>((n & 0x7f) | 0x80);
-    data[body - 2] = static_cast<unsigned char>(((n >> 7) & 0x7f) | 0x80);
-    data[body - 1] = static_cast<unsigned char>((n >> 14) & 0x7f);
-  }
+  void close_record(std::size_t body) noexcept { format::put_varint3(data + body - 3, size - body); }
 };
 
 class device_sampler {

@@ -200,9 +200,7 @@ class chunk_writer {
       annotations_.resize(annotations_.size() - (run_size_bytes - 1));
       return;
     }
-    tag[1] = static_cast<unsigned char>(0x80 | (size & 0x7F));
-    tag[2] = static_cast<unsigned char>(0x80 | ((size >> 7) & 0x7F));
-    tag[3] = static_cast<unsigned char>(size >> 14);
+    format::put_varint3(tag + 1, size);
   }
   void put_annotation(format::annotation_record type, const unsigned char* body, const unsigned char* end) {
     close_arg_run();
