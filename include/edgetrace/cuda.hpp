@@ -34,10 +34,11 @@
 #pragma nv_diag_suppress 1835
 #pragma nv_diag_suppress 550
 #endif
+// First: NVML registers before edgetrace.hpp starts the runtime (nvml.hpp).
+#include <edgetrace/nvml.hpp>  // the GPUs' load, clock, temperature, power in the device samples
 #include <edgetrace/edgetrace.hpp>
 #include <edgetrace/gpu/backend.hpp>
 #include <edgetrace/gpu/spans.hpp>
-#include <edgetrace/nvml.hpp>  // the GPUs' load, clock, temperature, power in the device samples
 #if defined(__NVCC__)
 #pragma nv_diag_default 1835
 #pragma nv_diag_default 550

@@ -11,9 +11,15 @@
 // sampled and everything else goes on. Needs dlopen (in glibc from 2.34;
 // -ldl before). Jetson boards have no NVML: their GPU is read from sysfs
 // without this header.
+//
+// Include it before <edgetrace/edgetrace.hpp>: its registration then runs
+// before the runtime starts in the same file's static initialisation, so
+// the flusher's discovery finds it (cuda.hpp does so). Included after, or
+// only in another file, the flusher may look before it registers and list
+// NVML as not read.
 #pragma once
 
-#include <edgetrace/edgetrace.hpp>
+#include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
 #include <edgetrace/telemetry/nvml_source.hpp>
 
 #include <cstddef>

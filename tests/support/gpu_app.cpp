@@ -10,10 +10,11 @@
 //   old-driver     cudaGetDeviceCount fails with cudaErrorInsufficientDriver
 //   exit-pending   work still running at exit: resolved within the final wait
 // Like a program that includes cuda.hpp it samples NVIDIA GPUs through NVML
-// (EDGETRACE_NVML_LIBRARY: the stand-in, support/fake_nvml.cpp).
+// (EDGETRACE_NVML_LIBRARY: the stand-in, support/fake_nvml.cpp); it
+// includes nvml.hpp first, as cuda.hpp does.
+#include <edgetrace/nvml.hpp>
 #include <edgetrace/edgetrace.hpp>
 #include <edgetrace/gpu/spans.hpp>
-#include <edgetrace/nvml.hpp>
 #include <support/fake_gpu.hpp>
 
 #include <chrono>
