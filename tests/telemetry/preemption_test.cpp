@@ -17,6 +17,7 @@
 #include <sched.h>
 #include <sstream>
 #include <string>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -71,13 +72,51 @@ std::vector<listed> explained_lines(const std::string& out) {
   return lines;
 }
 
-// Under qemu-user the emulated app's own threads load the pinned CPU
-// (7 % run-queue wait in the quiet thirds, measured): not the preemption
-// this measures, so the case reports itself skipped there.
-TEST_CASE("another process on the app's CPU shows as run-queue wait; the quiet thirds get no explanation" *
-          doctest::skip(edgetrace_test::emulated())) {
+/// CPU time, in seconds, that ran on this machine but in neither this
+/// process nor its reaped children: /proc/stat's busy time less our own
+/// (the app and the spinner are children, reaped before the second reading).
+struct outside_load {
+  double busy = 0, ours = 0;
+  static outside_load now() {
+    outside_load l;
+    const std::string stat = read_file("/proc/stat");
+    std::istringstream in(stat.substr(0, stat.find('\n')));
+    std::string cpu;
+    in >> cpu;
+    double v[8] = {};
+    for (double& x : v) in >> x;
+    l.busy = (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+    for (int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {
+      rusage u{};
+      ::getrusage(who, &u);
+      l.ours += static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+                static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+    }
+    return l;
+  }
+  double since(const outside_load& before) const { return (busy - before.busy) - (ours - before.ours); }
+};
+
+/// What one traced run with a spinner in its middle third showed.
+struct preempted_run {
+  std::vector<listed> top;  // summary --per step's default list
+  std::size_t quiet = 0, quiet_explained = 0, spun = 0, spun_explained = 0;
+  std::vector<std::string> quiet_lines;  // the quiet iterations it explained anyway
+  double others_cpu_s = 0;               // CPU other processes used meanwhile
+
+  /// Whether it showed everything the case asserts.
+  bool held() const {
+    bool all_run_queue = top.size() == 10;
+    for (const listed& l : top) all_run_queue = all_run_queue && contains(l.text, "waited on the run queue");
+    return all_run_queue && quiet > 1000 && quiet_explained == 0 && spun > 100 && spun_explained * 10 >= spun * 9;
+  }
+};
+
+preempted_run run_preempted() {
+  preempted_run result;
   const int cpu = some_cpu();
   const std::string dump = fresh("preempted.etr");
+  const outside_load before = outside_load::now();
   spawned run_app = spawn({app, "device-steps", "3.0", std::to_string(cpu)}, {"EDGETRACE_OUTPUT=" + dump});
   REQUIRE(run_app.pid > 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
@@ -90,6 +129,7 @@ TEST_CASE("another process on the app's CPU shows as run-queue wait; the quiet t
   const auto spin_end = static_cast<std::int64_t>(monotonic_ns());
   std::string out;
   REQUIRE(wait_for(run_app, 60, &out) == 0);
+  result.others_cpu_s = outside_load::now().since(before);
 
   // Iteration n is the n-th step by begin.
   const loaded_dump d = whole_dump(dump);
@@ -98,42 +138,67 @@ TEST_CASE("another process on the app's CPU shows as run-queue wait; the quiet t
   std::sort(begins.begin(), begins.end());
   REQUIRE(begins.size() > 1000);
 
-  // The default list: the slowest (p99 and above), each explained by the run queue.
   const process_result slowest = run({cli, "summary", dump, "--per", "step"});
   REQUIRE(slowest.exit_code == 0);
-  const std::vector<listed> top = explained_lines(slowest.out);
-  REQUIRE(top.size() == 10);
-  for (const listed& l : top) {
-    CAPTURE(l.text);
-    CHECK(contains(l.text, "waited on the run queue"));
-  }
+  result.top = explained_lines(slowest.out);
 
-  // Every iteration: none of the quiet thirds is explained (more than two
-  // sampling periods from the spinner), most of those under it are.
+  // Every iteration, split into the quiet thirds (more than two sampling
+  // periods from the spinner) and those under it.
   const process_result all =
       run({cli, "summary", dump, "--per", "step", "--slowest", std::to_string(begins.size())});
   REQUIRE(all.exit_code == 0);
   const std::int64_t margin = 250000000;
-  std::size_t quiet = 0, quiet_explained = 0, spun = 0, spun_explained = 0;
   for (const listed& l : explained_lines(all.out)) {
     REQUIRE(l.number >= 0);
     REQUIRE(static_cast<std::size_t>(l.number) < begins.size());
     const std::int64_t begin = begins[static_cast<std::size_t>(l.number)];
     if (begin < spin_begin - margin || begin > spin_end + margin) {
-      ++quiet;
+      ++result.quiet;
       if (l.explained) {
-        ++quiet_explained;
-        MESSAGE(l.text);
+        ++result.quiet_explained;
+        result.quiet_lines.push_back(l.text);
       }
     } else if (begin > spin_begin + margin && begin < spin_end - margin) {
-      ++spun;
-      spun_explained += l.explained ? 1 : 0;
+      ++result.spun;
+      result.spun_explained += l.explained ? 1 : 0;
     }
   }
-  CHECK(quiet > 1000);
-  CHECK(quiet_explained == 0);
-  CHECK(spun > 100);
-  CHECK(spun_explained * 10 >= spun * 9);
+  return result;
+}
+
+// Under qemu-user the emulated app's own threads load the pinned CPU
+// (7 % run-queue wait in the quiet thirds, measured): not the preemption
+// this measures, so the case reports itself skipped there.
+//
+// The quiet thirds are quiet only on an otherwise idle machine. When a run
+// did not show everything below and the test itself measured other
+// processes' CPU during it (e.g. a build beside the suite, which the
+// product rightly reports: "other processes used 33% of a CPU"), the run
+// is repeated once, and the repeat must show everything; a run on a
+// machine measured idle is judged at once.
+TEST_CASE("another process on the app's CPU shows as run-queue wait; the quiet thirds get no explanation" *
+          doctest::skip(edgetrace_test::emulated())) {
+  const double busy_machine_s = 0.03;  // 3 clock ticks of CPU outside this test in the ~3 s run
+  preempted_run r = run_preempted();
+  if (!r.held() && r.others_cpu_s >= busy_machine_s) {
+    MESSAGE("other processes used " << r.others_cpu_s << " s of CPU during the run, which did not show everything ("
+                                    << r.quiet_explained << " quiet iterations explained); running it once more");
+    r = run_preempted();
+  }
+  CAPTURE(r.others_cpu_s);
+
+  // The default list: the slowest (p99 and above), each explained by the run queue.
+  REQUIRE(r.top.size() == 10);
+  for (const listed& l : r.top) {
+    CAPTURE(l.text);
+    CHECK(contains(l.text, "waited on the run queue"));
+  }
+  // None of the quiet thirds is explained, most of those under the spinner are.
+  for (const std::string& line : r.quiet_lines) MESSAGE(line);
+  CHECK(r.quiet > 1000);
+  CHECK(r.quiet_explained == 0);
+  CHECK(r.spun > 100);
+  CHECK(r.spun_explained * 10 >= r.spun * 9);
 }
 
 }  // namespace preemption_test
