@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 # One suite, many configurations: the tests whose code a build knob changes,
-# built and run again under that knob. Each configuration has a name; its
+# built and run again under that knob (a test that meets the knob only in
+# the trace_app it starts is not built again: its room's program runs it
+# with the knob's trace_app). Each configuration has a name; its
 # entries are called <test>@<name> and carry the labels `knob` and <name>:
 #   ctest -L knob                  every configuration
 #   ctest -L compact_scopes        one of them
@@ -21,13 +23,23 @@ add_custom_target(knob_configurations)
 #     [TRACE_APP]                build support/trace_app.cpp under the knob
 #                                too (target trace_app.<name>); the tests of
 #                                this configuration start it instead of trace_app
-#     TESTS <test>[:<entry>]...) tests/<test>.cpp as target <test>.<name>, run
+#     TESTS <test>[:<entry>]...  tests/<test>.cpp as target <test>.<name>, run
 #                                as <test>@<name> with the environment of the
 #                                ctest entry <entry> (default: <test>); its
 #                                scratch files (and EDGETRACE_OUTPUT) are in
 #                                tests/tmp/<name>/
+#     APP_TESTS <test>...)       tests that run the knob only through
+#                                trace_app.<name> (they include nothing that
+#                                the knob changes): not built again, their
+#                                room's program runs as <test>@<name> with
+#                                ET_TEST_TRACE_APP and ET_TEST_TMPDIR pointing
+#                                at the configuration's app and scratch folder
+#                                (support/test_env.hpp)
 function(edgetrace_knob_configuration name)
-  cmake_parse_arguments(PARSE_ARGV 1 knob "RUNTIME_LIBRARY;TRACE_APP" "" "DEFINES;TESTS")
+  cmake_parse_arguments(PARSE_ARGV 1 knob "RUNTIME_LIBRARY;TRACE_APP" "" "DEFINES;TESTS;APP_TESTS")
+  if(knob_APP_TESTS AND NOT knob_TRACE_APP)
+    message(FATAL_ERROR "knob configuration ${name}: APP_TESTS run trace_app.${name}, which needs TRACE_APP")
+  endif()
   if(knob_RUNTIME_LIBRARY)
     if(NOT TARGET edgetrace_runtime)
       message(STATUS "edgetrace: EDGETRACE_BUILD_RUNTIME_LIBRARY=OFF: the ${name} configuration is not built")
@@ -52,20 +64,30 @@ function(edgetrace_knob_configuration name)
     add_dependencies(knob_configurations ${trace_app})
   endif()
 
-  foreach(spec IN LISTS knob_TESTS)
+  foreach(spec IN LISTS knob_TESTS knob_APP_TESTS)
     string(REPLACE ":" ";" spec "${spec}")
     list(GET spec 0 test)
     list(GET spec -1 entry)
-    set(target ${test}.${name})
-    add_executable(${target} ${${test}_source})
-    target_link_libraries(${target} PRIVATE edgetrace_doctest_runner ${library})
-    target_compile_definitions(${target} PRIVATE ${knob_DEFINES} EDGETRACE_TEST_TRACE_APP="$<TARGET_FILE:${trace_app}>"
-                                                 EDGETRACE_TEST_TMPDIR="${tmp}")
-    edgetrace_project_warnings(${target})
-    add_dependencies(${target} edgetrace_cli ${trace_app})
-    add_dependencies(knob_configurations ${target})
-
-    add_test(NAME ${test}@${name} COMMAND ${target})
+    set(app_environment)
+    if(test IN_LIST knob_APP_TESTS)
+      # The room's program, already built, with this configuration's app.
+      if(NOT DEFINED ${test}_command)
+        message(FATAL_ERROR "knob configuration ${name}: APP_TESTS ${test} is not a test of a room")
+      endif()
+      add_test(NAME ${test}@${name} COMMAND ${${test}_command})
+      add_dependencies(knob_configurations ${${test}_program})
+      set(app_environment "ET_TEST_TRACE_APP=$<TARGET_FILE:${trace_app}>" "ET_TEST_TMPDIR=${tmp}")
+    else()
+      set(target ${test}.${name})
+      add_executable(${target} ${${test}_source})
+      target_link_libraries(${target} PRIVATE edgetrace_doctest_runner ${library})
+      target_compile_definitions(${target} PRIVATE ${knob_DEFINES} EDGETRACE_TEST_TRACE_APP="$<TARGET_FILE:${trace_app}>"
+                                                   EDGETRACE_TEST_TMPDIR="${tmp}")
+      edgetrace_project_warnings(${target})
+      add_dependencies(${target} edgetrace_cli ${trace_app})
+      add_dependencies(knob_configurations ${target})
+      add_test(NAME ${test}@${name} COMMAND ${target})
+    endif()
     set(labels knob ${name})
     get_test_property(${entry} LABELS entry_labels)
     if(entry_labels)
@@ -76,6 +98,11 @@ function(edgetrace_knob_configuration name)
     if(environment)
       # Its output file in its own directory: ctest runs the configurations side by side.
       string(REPLACE "${EDGETRACE_TEST_TMP}/" "${tmp}/" environment "${environment}")
+    else()
+      set(environment)
+    endif()
+    list(APPEND environment ${app_environment})
+    if(environment)
       set_tests_properties(${test}@${name} PROPERTIES ENVIRONMENT "${environment}")
     endif()
     get_test_property(${entry} TIMEOUT timeout)
@@ -104,7 +131,8 @@ edgetrace_knob_configuration(disabled
 edgetrace_knob_configuration(compact_scopes
   DEFINES EDGETRACE_COMPACT_SCOPES=1
   TRACE_APP
-  TESTS runtime_test hooks_test:hooks_test_recording capture_test annotations_test)
+  TESTS runtime_test hooks_test:hooks_test_recording
+  APP_TESTS capture_test annotations_test)
 
 # EDGETRACE_SEPARATE_RUNTIME=1 turns the runtime's entry points into
 # declarations defined once in edgetrace::runtime: everything in-process
@@ -116,7 +144,8 @@ edgetrace_knob_configuration(compact_scopes
 edgetrace_knob_configuration(separate_runtime
   RUNTIME_LIBRARY
   TRACE_APP
-  TESTS runtime_test hooks_test:hooks_test_recording capture_test lifecycle_test)
+  TESTS runtime_test hooks_test:hooks_test_recording
+  APP_TESTS capture_test lifecycle_test)
 
 # EDGETRACE_CLOCK_MONOTONIC=1 reads clock_gettime instead of the cycle
 # counter (face/tick.hpp): timing against steady_clock (runtime_test),
@@ -126,7 +155,8 @@ edgetrace_knob_configuration(separate_runtime
 edgetrace_knob_configuration(clock_monotonic
   DEFINES EDGETRACE_CLOCK_MONOTONIC=1
   TRACE_APP
-  TESTS runtime_test clock_start_test capture_test)
+  TESTS runtime_test
+  APP_TESTS clock_start_test capture_test)
 
 # EDGETRACE_TLS_INITIAL_EXEC=0 gives the hot path's thread_local pointers
 # the compiler's default TLS model (face/ring.hpp, gpu/spans.hpp): the

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <support/json_lite.hpp>
+#include <support/test_env.hpp>
 
 #include <cerrno>
 #include <cmath>
@@ -59,7 +60,7 @@ bool file_exists(const std::string& path) {
 
 /// A fresh, empty scratch directory under the test tmp dir.
 std::string scratch_dir(const std::string& name) {
-  const std::string dir = std::string(EDGETRACE_TEST_TMPDIR) + "/pipeline_e2e_" + name;
+  const std::string dir = edgetrace_test::tmp + "/pipeline_e2e_" + name;
   const std::string command = "rm -rf '" + dir + "' && mkdir -p '" + dir + "'";
   REQUIRE(std::system(command.c_str()) == 0);
   return dir;

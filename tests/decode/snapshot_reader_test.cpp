@@ -97,7 +97,7 @@ bytes rebuild(const std::string& source, const bytes& extra, std::size_t drop_ev
 /// A finished traced run of trace_app's "paced" mode (many events chunks).
 std::string paced_dump(const std::string& name, double seconds) {
   const std::string path = fresh_file(temp_path(name));
-  const process_result p = run({EDGETRACE_TEST_TRACE_APP, "paced", std::to_string(seconds), "200"},
+  const process_result p = run({edgetrace_test::app, "paced", std::to_string(seconds), "200"},
                                {"EDGETRACE_OUTPUT=" + path, "EDGETRACE_FLUSH_MS=10"});
   REQUIRE(p.exit_code == 0);
   return path;

@@ -221,7 +221,7 @@ namespace {
 
 /// An empty directory of its own for one run's dump and snapshots.
 std::string fresh_dir(const std::string& name) {
-  const std::string dir = std::string(EDGETRACE_TEST_TMPDIR) + "/" + name;
+  const std::string dir = edgetrace_test::tmp + "/" + name;
   ::mkdir(dir.c_str(), 0755);
   if (DIR* d = ::opendir(dir.c_str())) {
     while (const dirent* e = ::readdir(d))
@@ -277,7 +277,7 @@ snapshot_chunk read_snapshot_chunk(const std::string& path) {
 /// `dir`/run.etr, plus `env`.
 edgetrace_test::process_result run_flight(const std::string& dir, std::vector<std::string> args,
                                           std::vector<std::string> env) {
-  args.insert(args.begin(), {EDGETRACE_TEST_TRACE_APP, "flight-iterations"});
+  args.insert(args.begin(), {edgetrace_test::app, "flight-iterations"});
   env.push_back("EDGETRACE_OUTPUT=" + dir + "/run.etr");
   env.push_back("EDGETRACE_MODE=flight");
   return edgetrace_test::run(args, env);
@@ -388,7 +388,7 @@ TEST_CASE("flight: an interval between two marks across a pause of recording is 
   // frame>20ms would fire on the 60 ms interval if it counted; the exit
   // snapshot shows that the marks around the pause were recorded.
   const auto result = edgetrace_test::run(
-      {EDGETRACE_TEST_TRACE_APP, "flight-paused"},
+      {edgetrace_test::app, "flight-paused"},
       {"EDGETRACE_OUTPUT=" + dir + "/run.etr", "EDGETRACE_MODE=flight", "EDGETRACE_TRIGGER=frame>20ms",
        "EDGETRACE_FLIGHT_AT_EXIT=1"});
   CHECK(result.exit_code == 0);
@@ -448,7 +448,7 @@ TEST_CASE("flight: a bad EDGETRACE_TRIGGER is one stderr line; the app runs on a
 
 TEST_CASE("EDGETRACE_TRIGGER outside flight mode: one stderr line, and the dump is written as usual") {
   const std::string dir = fresh_dir("flight_trigger_normal");
-  const auto result = edgetrace_test::run({EDGETRACE_TEST_TRACE_APP, "flight-iterations", "20", "10", "0", "30", "0"},
+  const auto result = edgetrace_test::run({edgetrace_test::app, "flight-iterations", "20", "10", "0", "30", "0"},
                                           {"EDGETRACE_OUTPUT=" + dir + "/run.etr", "EDGETRACE_TRIGGER=infer>20ms"});
   CHECK(result.exit_code == 0);
   CHECK(result.err == "edgetrace: EDGETRACE_TRIGGER needs EDGETRACE_MODE=flight (a trigger writes a snapshot of the "

@@ -153,7 +153,7 @@ TEST_CASE("diff of repeated runs pools each side and sets every mean change agai
 TEST_CASE("diff --by arg:KEY groups rows as summary does, and says so") {
   const std::string dump = scratch("diff_args.etr");
   std::remove(dump.c_str());
-  const auto traced = run({EDGETRACE_TEST_TRACE_APP, "annotations"}, {"EDGETRACE_OUTPUT=" + dump});
+  const auto traced = run({edgetrace_test::app, "annotations"}, {"EDGETRACE_OUTPUT=" + dump});
   REQUIRE_MESSAGE(traced.exit_code == 0, traced.err);
   for (const char* by : {"arg:batch", "name,arg:dtype"}) {
     CAPTURE(by);

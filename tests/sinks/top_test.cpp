@@ -124,7 +124,7 @@ bool read_until(const spawned& s, std::string& out, const std::string& needle, d
 TEST_CASE("top on a finished dump: calls, rate, mean, p50, p99, max of the window's spans") {
   const std::string path = fresh_file(temp_path("top_finished.etr"));
   const process_result app =
-      run({EDGETRACE_TEST_TRACE_APP, "paced", "1.5", "200"}, {"EDGETRACE_OUTPUT=" + path, "EDGETRACE_FLUSH_MS=20"});
+      run({edgetrace_test::app, "paced", "1.5", "200"}, {"EDGETRACE_OUTPUT=" + path, "EDGETRACE_FLUSH_MS=20"});
   REQUIRE(app.exit_code == 0);
   const loaded_dump dump = load_dump(path);
   REQUIRE(dump.error.empty());
@@ -190,7 +190,7 @@ struct live_follow {
 };
 live_follow follow_paced_app(const std::string& path, const char* seconds, std::vector<std::string> more = {}) {
   live_follow live;
-  live.app = spawn({EDGETRACE_TEST_TRACE_APP, "paced", seconds, "200"},
+  live.app = spawn({edgetrace_test::app, "paced", seconds, "200"},
                    {"EDGETRACE_OUTPUT=" + path, "EDGETRACE_FLUSH_MS=20"});
   REQUIRE(live.app.pid > 0);
   REQUIRE(wait_for_size(path, 16, 20));

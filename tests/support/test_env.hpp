@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: MIT
 // Test helper: what every test program is given (the traced helper app, the
 // CLI, its scratch folder) and a fresh path in that folder. The paths come
-// from the build (tests/CMakeLists.txt; a knob configuration passes its own).
+// from the build (tests/CMakeLists.txt); a knob configuration that runs a
+// room's program with its own trace_app and scratch folder gives them in
+// the environment, as ET_TEST_TRACE_APP and ET_TEST_TMPDIR
+// (tests/knob_configurations.cmake). Not EDGETRACE_*: the runtime in the
+// test program would report them as unknown variables.
 #pragma once
 
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -13,12 +18,25 @@
 
 namespace edgetrace_test {
 
-/// tests/support/trace_app.cpp as built for this program.
-inline const std::string app = EDGETRACE_TEST_TRACE_APP;
+/// The environment's `variable` when set and not empty, else `built`.
+inline std::string setting(const char* variable, const char* built) {
+  const char* value = std::getenv(variable);
+  return value != nullptr && *value != '\0' ? value : built;
+}
+
+/// tests/support/trace_app.cpp as built for this program's configuration.
+inline const std::string app = setting("ET_TEST_TRACE_APP", EDGETRACE_TEST_TRACE_APP);
 /// The edgetrace command-line tool.
 inline const std::string cli = EDGETRACE_TEST_CLI;
 /// This program's scratch folder.
-inline const std::string tmp = EDGETRACE_TEST_TMPDIR;
+inline const std::string tmp = setting("ET_TEST_TMPDIR", EDGETRACE_TEST_TMPDIR);
+
+/// The line `trace_app knobs` prints: the build knobs of `app`
+/// ("ENABLED=1 COMPACT_SCOPES=0 CLOCK_MONOTONIC=0 ...").
+inline const std::string& app_knobs() {
+  static const std::string knobs = run({app, "knobs"}).out;
+  return knobs;
+}
 
 /// `tmp/name` with no file there (see fresh_file).
 inline std::string fresh(const std::string& name) { return fresh_file(tmp + "/" + name); }

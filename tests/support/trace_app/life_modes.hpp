@@ -392,6 +392,14 @@ inline int record_absurd_mode(int, char**) {
 /// The modes above, by name (trace_app.cpp looks them up).
 inline const app_mode life_modes[] = {
     {"idle", idle_mode},
+    {"knobs", [](int, char**) {
+       // The build knobs this trace_app was compiled with, for a test that
+       // runs whichever trace_app its configuration gives it.
+       std::printf("ENABLED=%d COMPACT_SCOPES=%d CLOCK_MONOTONIC=%d SEPARATE_RUNTIME=%d TLS_INITIAL_EXEC=%d\n",
+                   EDGETRACE_ENABLED, EDGETRACE_COMPACT_SCOPES, EDGETRACE_CLOCK_MONOTONIC, EDGETRACE_SEPARATE_RUNTIME,
+                   EDGETRACE_TLS_INITIAL_EXEC);
+       return 0;
+     }},
     {"worker-exit", worker_exit_mode},
     {"fork", fork_mode},
     {"signal-term", signal_term_mode},
