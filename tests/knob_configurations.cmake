@@ -32,7 +32,7 @@ add_custom_target(knob_configurations)
 #                                trace_app.<name> (they include nothing that
 #                                the knob changes): not built again, their
 #                                room's program runs as <test>@<name> with
-#                                ET_TEST_TRACE_APP and ET_TEST_TMPDIR pointing
+#                                ETTEST_TRACE_APP and ETTEST_TMPDIR pointing
 #                                at the configuration's app and scratch folder
 #                                (support/test_env.hpp)
 function(edgetrace_knob_configuration name)
@@ -76,7 +76,7 @@ function(edgetrace_knob_configuration name)
       endif()
       add_test(NAME ${test}@${name} COMMAND ${${test}_command})
       add_dependencies(knob_configurations ${${test}_program})
-      set(app_environment "ET_TEST_TRACE_APP=$<TARGET_FILE:${trace_app}>" "ET_TEST_TMPDIR=${tmp}")
+      set(app_environment "ETTEST_TRACE_APP=$<TARGET_FILE:${trace_app}>" "ETTEST_TMPDIR=${tmp}")
     else()
       set(target ${test}.${name})
       add_executable(${target} ${${test}_source})

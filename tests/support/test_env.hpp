@@ -3,7 +3,7 @@
 // CLI, its scratch folder) and a fresh path in that folder. The paths come
 // from the build (tests/CMakeLists.txt); a knob configuration that runs a
 // room's program with its own trace_app and scratch folder gives them in
-// the environment, as ET_TEST_TRACE_APP and ET_TEST_TMPDIR
+// the environment, as ETTEST_TRACE_APP and ETTEST_TMPDIR
 // (tests/knob_configurations.cmake). Not EDGETRACE_*: the runtime in the
 // test program would report them as unknown variables.
 #pragma once
@@ -25,11 +25,11 @@ inline std::string setting(const char* variable, const char* built) {
 }
 
 /// tests/support/trace_app.cpp as built for this program's configuration.
-inline const std::string app = setting("ET_TEST_TRACE_APP", EDGETRACE_TEST_TRACE_APP);
+inline const std::string app = setting("ETTEST_TRACE_APP", EDGETRACE_TEST_TRACE_APP);
 /// The edgetrace command-line tool.
 inline const std::string cli = EDGETRACE_TEST_CLI;
 /// This program's scratch folder.
-inline const std::string tmp = setting("ET_TEST_TMPDIR", EDGETRACE_TEST_TMPDIR);
+inline const std::string tmp = setting("ETTEST_TMPDIR", EDGETRACE_TEST_TMPDIR);
 
 /// The line `trace_app knobs` prints: the build knobs of `app`
 /// ("ENABLED=1 COMPACT_SCOPES=0 CLOCK_MONOTONIC=0 ...").
