@@ -15,6 +15,7 @@
 
 #include <edgetrace/decode/dump_reader.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -302,17 +303,36 @@ TEST_CASE("overload: thread pools larger than the core count lose nothing by def
     const auto r = run({app, "dense-threads", std::to_string(threads), std::to_string(each)},
                        {"EDGETRACE_OUTPUT=" + path, "EDGETRACE_BUFFER_KB=64"});
     REQUIRE(r.exit_code == 0);
-    CHECK(r.err.empty());
+    // Under qemu-user, 129 emulated threads on 2 CPUs can keep the flusher
+    // off the CPUs for 250 ms (seen with 128 threads: "the flusher made no
+    // progress for 250 ms (129 threads recording on 2 CPUs)", 0.004-4.6 %
+    // of the records). The bound then drops, as designed, and says why;
+    // there every record must still be accounted for. Natively (and under
+    // the sanitizers) nothing may be lost.
+    const bool starved = edgetrace_test::emulated() &&
+                         r.err.find("the flusher made no progress for 250 ms") != std::string::npos;
+    CAPTURE(r.err);
+    CHECK((r.err.empty() || starved));
     const auto figures = dense_threads(path);
     CHECK(figures.size() == static_cast<std::size_t>(threads));
     std::uint64_t written = 0, dropped = 0;
     for (const auto& t : figures) {
+      CAPTURE(t.name);
+      // The thread's totals and the in-band loss records count the same
+      // dropped records (thread_info::dropped()).
+      const std::uint64_t thread_dropped = std::max(t.dropped, t.lost);
       written += t.written;
-      dropped += t.dropped + t.lost;
-      CHECK(t.spans == static_cast<std::uint64_t>(each));
+      dropped += thread_dropped;
+      CHECK(t.written == t.spans);
+      CHECK(t.spans + thread_dropped == static_cast<std::uint64_t>(each));
+      if (!starved) CHECK(t.spans == static_cast<std::uint64_t>(each));
     }
-    CHECK(dropped == 0);
-    CHECK(written == static_cast<std::uint64_t>(threads) * static_cast<std::uint64_t>(each));
+    if (starved) {
+      MESSAGE("qemu: the flusher was starved with " << threads << " threads; " << dropped << " records dropped, counted");
+    } else {
+      CHECK(dropped == 0);
+    }
+    CHECK(written + dropped == static_cast<std::uint64_t>(threads) * static_cast<std::uint64_t>(each));
     ::unlink(path.c_str());
   }
 }
