@@ -60,6 +60,7 @@ run_ctest() {
 }
 
 # --- 2. aarch64: cross build, suite under qemu ------------------------------
+mkdir -p build
 a64=build/aarch64
 if ((do_aarch64)); then
   # binfmt_misc lets tests exec aarch64 children (trace_app, the CLI, the
