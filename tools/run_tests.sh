@@ -13,7 +13,7 @@
 # also compile-fail and codegen identity (label toolchain: they only run the compiler, and asan
 # already runs them with clang). The `clang` preset (plain clang++) stays available, not run here.
 # The asan, tsan and aarch64 presets compile the doctest programs (all but writer_tests and sinks_tests) at -O0.
-# 23 to 53 minutes on 2 cores, by the machine, ~40 % of it the sanitizer presets (measured: docs/RELIABILITY.md, "CI time").
+# 23 to 53 minutes on 2 cores, by the machine, ~45 % of it the sanitizer presets (measured: docs/RELIABILITY.md, "CI time").
 #
 # Usage: bash tools/run_tests.sh [--help]   (Debian/Ubuntu; apt-get needs root or sudo)
 #   EDGETRACE_LONG_TESTS=1   long reliability variants (10 s stress, 10 kills, 1000 forks; docs/RELIABILITY.md)
