@@ -29,7 +29,7 @@ if(TARGET gpu_test)
     edgetrace_project_warnings(gpu_app_separate)
     add_dependencies(gpu_test gpu_app_separate)
     # Part of the separate_runtime knob configuration (knob_configurations.cmake).
-    add_test(NAME gpu_test@separate_runtime COMMAND gpu_test "-tc=gpu errors*,gpu exit*,gpu end to end*")
+    add_test(NAME gpu_test@separate_runtime COMMAND gpu_test "-tc=gpu errors*,gpu exit*,gpu steady*,gpu end to end*")
     set_tests_properties(gpu_test@separate_runtime PROPERTIES LABELS "gpu;knob;separate_runtime" ENVIRONMENT
       "EDGETRACE_OUTPUT=${EDGETRACE_TEST_TMP}/gpu_test_separate.etr;GPU_TEST_APP=$<TARGET_FILE:gpu_app_separate>")
   endif()

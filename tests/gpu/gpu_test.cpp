@@ -457,6 +457,25 @@ TEST_CASE("gpu exit: work still queued at exit is resolved within the final wait
   CHECK(reader.complete());
 }
 
+TEST_CASE("gpu steady: 50,000 scopes a second lose none, even with a 1 s flush period") {
+  // 8 hand-off queues' worth at a steady rate: the queue would fill 6 times
+  // over between two periods. The thread wakes the flusher when its queue
+  // passes half full, and the flusher comes back by the queue's fill.
+  const std::string dump = tmp("gpu_steady.etr");
+  const auto r = edgetrace_test::run({gpu_app(), "steady"}, {"EDGETRACE_OUTPUT=" + dump, "EDGETRACE_FLUSH_MS=1000"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.empty());
+  const auto issued = std::stoull(value_of(r.out, "issued"));
+  CHECK(issued == 8u * edgetrace::detail::gpu_pending_capacity);
+  edgetrace::reader::dump_reader reader;
+  REQUIRE_MESSAGE(edgetrace_test::opened(reader, dump), reader.error());
+  const auto& g = reader.writers_in_order().front()->gpu;
+  REQUIRE(g.has_stats);
+  CHECK(g.skipped == 0);
+  CHECK(g.unresolved == 0);
+  CHECK(g.resolved == issued);
+}
+
 TEST_CASE("gpu end to end: fake pipeline -> dump -> edgetrace json and info") {
   const std::string dump = tmp("gpu_pipeline.etr");
   const std::string json = tmp("gpu_pipeline.json");

@@ -9,6 +9,8 @@
 //   no-device      cudaGetDeviceCount says 0 devices
 //   old-driver     cudaGetDeviceCount fails with cudaErrorInsufficientDriver
 //   exit-pending   work still running at exit: resolved within the final wait
+//   steady         8 x gpu_pending_capacity scopes at 50,000 a second, never
+//                  faster (a late thread does not catch up in a burst)
 // Like a program that includes cuda.hpp it samples NVIDIA GPUs through NVML
 // (EDGETRACE_NVML_LIBRARY: the stand-in, support/fake_nvml.cpp); it
 // includes nvml.hpp first, as cuda.hpp does.
@@ -17,6 +19,7 @@
 #include <edgetrace/gpu/spans.hpp>
 #include <support/fake_gpu.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -132,6 +135,24 @@ int exit_pending() {
   return 0;
 }
 
+int steady() {
+  fake_gpu& g = fake_gpu::instance();
+  void* s = fake_gpu::stream(0);
+  const std::uint32_t scopes = 8 * edgetrace::detail::gpu_pending_capacity;
+  auto next = std::chrono::steady_clock::now();
+  for (std::uint32_t i = 0; i < scopes; ++i) {
+    {
+      FAKE_GPU_SCOPE(gpu, "steady", s);
+      g.launch(s, 2e3);
+    }
+    next = std::max(next + std::chrono::microseconds(20), std::chrono::steady_clock::now());
+    while (std::chrono::steady_clock::now() < next) {
+    }
+  }
+  std::printf("issued=%u\n", scopes);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -150,6 +171,7 @@ int main(int argc, char** argv) {
   }
   if (mode == "cuda-off") return not_usable();
   if (mode == "exit-pending") return exit_pending();
-  std::fprintf(stderr, "usage: gpu_app pipeline|fail-record|no-device|old-driver|cuda-off|exit-pending\n");
+  if (mode == "steady") return steady();
+  std::fprintf(stderr, "usage: gpu_app pipeline|fail-record|no-device|old-driver|cuda-off|exit-pending|steady\n");
   return 2;
 }

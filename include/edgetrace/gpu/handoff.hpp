@@ -9,6 +9,7 @@
 #include <edgetrace/config.hpp>
 #include <edgetrace/face/spsc.hpp>
 #include <edgetrace/gpu/backend.hpp>
+#include <edgetrace/writer/flusher_client.hpp>
 
 #include <atomic>
 #include <cstdint>
@@ -61,6 +62,9 @@ struct gpu_thread {
 
   // ---- owner side: written by the owning thread only.
   alignas(cache_line) std::uint32_t reserved = 0;  ///< slots held by scopes still open (nesting)
+  /// The queue passed half full and the flusher was woken; cleared once
+  /// it is below half again (one wake per filling, not per scope).
+  bool woke_flusher = false;
   /// Pairs this state ever created. Owner: relaxed load + store; flusher:
   /// relaxed load for stats.
   std::atomic<std::uint32_t> pairs_created{0};
@@ -90,9 +94,15 @@ struct gpu_thread {
   gpu_thread* next_free = nullptr;  ///< pool link (registry mutex)
 
   /// Owner: holds a slot for a scope until it ends, so nested scopes never
-  /// find the queue full at their end. Cost: one acquire load.
+  /// find the queue full at their end. Cost: one acquire load; and when
+  /// the queue passes half full, one wake of the flusher (a burst between
+  /// two of its periods would fill it up otherwise).
   bool reserve() noexcept {
-    if (refresh_room(pending) <= reserved) return false;
+    const std::size_t room = refresh_room(pending);
+    if (room <= reserved) return false;
+    const bool filling = room < gpu_pending_capacity / 2;
+    if (filling && !woke_flusher) wake_flusher_early();
+    woke_flusher = filling;
     ++reserved;
     return true;
   }

@@ -38,8 +38,10 @@ namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
-/// Spans the flusher resolves in one periodic cycle (3 CUDA calls each).
+/// Spans the flusher resolves in one periodic cycle (2 CUDA calls each).
 inline constexpr std::uint32_t gpu_resolve_budget = 4096;
+/// Spans resolved between two looks at the threads' launch queues.
+inline constexpr std::uint32_t gpu_resolve_batch = 512;
 /// Anchor samples per measurement: the tightest bracket wins.
 inline constexpr int gpu_anchor_samples = 5;
 /// How long one anchor sample may take to complete before it is dropped.
@@ -272,15 +274,19 @@ class gpu_tracker : public flusher_client {
   }
 
   /// Moves every launch the threads published into the stream queues.
-  void intake(flusher_output& out) {
+  /// Returns how full the fullest thread's queue was (0..1).
+  double intake(flusher_output& out) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       snapshot_ = threads_;
     }
+    double fullest = 0;
     for (gpu_thread* t : snapshot_) {
       // Acquire pairs with the exit hook's release: every launch published
       // before the thread retired is visible below.
       const bool retired = t->retired.load(std::memory_order_acquire);
+      const double fill = static_cast<double>(unread(t->pending)) / static_cast<double>(gpu_pending_capacity);
+      fullest = std::max(fullest, fill);
       t->drain([&](const gpu_launch& launch) { accept(out, *t, launch); });
       if (retired) {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -289,6 +295,7 @@ class gpu_tracker : public flusher_client {
         pool_ = t;
       }
     }
+    return fullest;
   }
 
   void accept(flusher_output& out, gpu_thread& owner, const gpu_launch& launch) {
@@ -412,21 +419,28 @@ class gpu_tracker : public flusher_client {
 
   /// Resolves completed spans, per stream in FIFO order: a stream's events
   /// complete in record order, so its first pending span blocks only that
-  /// stream. Returns false on a CUDA error (GPU spans are off then).
-  bool resolve(flusher_output& out, std::uint32_t budget) {
+  /// stream. Two CUDA calls a span, plus one query a stream: the query of
+  /// the newest end event reports the GPU's errors, and a span's own
+  /// cudaEventElapsedTime says cudaErrorNotReady until its end completed
+  /// (the legacy stream's queue mixes threads, so that is asked of each
+  /// span, not inferred). `budget` spans at most; returns how many were
+  /// resolved, or -1 on a CUDA error (GPU spans are off then).
+  long resolve(flusher_output& out, std::uint32_t budget) {
+    long resolved = 0;
     for (auto& entry : streams_) {
       stream_state& s = entry.second;
       device_state& d = devices_[entry.first.device];
-      if (!d.has_anchor) continue;
+      if (!d.has_anchor || s.queue.empty() || budget == 0) continue;
+      const int newest = gpu_api->event_query(s.queue.back().pair->end);
+      if (newest != gpu_not_ready && !check("cudaEventQuery", newest)) return -1;
       while (!s.queue.empty() && budget != 0) {
         const gpu_in_flight& f = s.queue.front();
-        const int state = gpu_api->event_query(f.pair->end);
-        if (state == gpu_not_ready) break;
-        if (!check("cudaEventQuery", state)) return false;
         float to_start = 0, length = 0;
-        if (!check("cudaEventElapsedTime", gpu_api->event_elapsed_ms(&to_start, d.anchor, f.pair->start)) ||
-            !check("cudaEventElapsedTime", gpu_api->event_elapsed_ms(&length, f.pair->start, f.pair->end)))
-          return false;
+        const int state = gpu_api->event_elapsed_ms(&length, f.pair->start, f.pair->end);
+        if (state == gpu_not_ready) break;
+        if (!check("cudaEventElapsedTime", state) ||
+            !check("cudaEventElapsedTime", gpu_api->event_elapsed_ms(&to_start, d.anchor, f.pair->start)))
+          return -1;
         const std::int64_t duration = std::llround(static_cast<double>(length) * 1e6);
         write_span(out, format::gpu_span_resolved, s.id, f, d.anchor_seq,
                    std::llround(static_cast<double>(to_start) * 1e6),
@@ -435,9 +449,25 @@ class gpu_tracker : public flusher_client {
         f.owner->give_back(f.pair);
         s.queue.pop_front();
         --budget;
+        ++resolved;
       }
     }
-    return true;
+    return resolved;
+  }
+
+  /// A cycle's resolution: batches of gpu_resolve_batch spans, the threads'
+  /// queues taken in again between batches (a long pass must not leave
+  /// them to fill up). Returns the fullest queue seen, or -1 on a CUDA error.
+  double resolve_cycle(flusher_output& out, std::uint32_t budget, double fullest) {
+    while (budget != 0) {
+      const std::uint32_t batch = budget < gpu_resolve_batch ? budget : gpu_resolve_batch;
+      const long resolved = resolve(out, batch);
+      if (resolved < 0) return -1;
+      budget -= static_cast<std::uint32_t>(resolved);
+      if (static_cast<std::uint32_t>(resolved) < batch) break;  // nothing more is complete
+      fullest = std::max(fullest, intake(out));
+    }
+    return fullest;
   }
 
   bool in_flight_left() const noexcept {
@@ -462,7 +492,7 @@ class gpu_tracker : public flusher_client {
   /// anchor on every device, then makes no CUDA call any more.
   void finish(flusher_output& out) {
     const std::uint64_t give_up = clock_ns(CLOCK_MONOTONIC) + gpu_final_wait_ns;
-    while (on() && resolve(out, ~std::uint32_t{0}) && in_flight_left() && clock_ns(CLOCK_MONOTONIC) < give_up) {
+    while (on() && resolve(out, ~std::uint32_t{0}) >= 0 && in_flight_left() && clock_ns(CLOCK_MONOTONIC) < give_up) {
       timespec pause{0, 1000000};
       nanosleep(&pause, nullptr);
     }
@@ -474,14 +504,15 @@ class gpu_tracker : public flusher_client {
   void serve(flusher_output& out, poll_reason why) {
     if (owner_pid_ != ::getpid()) return;  // a forked child's copy: the parent's business
     write_runtime(out);
-    intake(out);
+    double fullest = intake(out);
     const bool final = why == poll_reason::final || (final_requested_.load(std::memory_order_acquire) && !closed_);
     if (on() && prepare_flusher() && anchors(out, false)) {
       if (final)
         finish(out);
       else
-        resolve(out, why == poll_reason::cycle ? gpu_resolve_budget : ~std::uint32_t{0});
+        fullest = resolve_cycle(out, why == poll_reason::cycle ? gpu_resolve_budget : ~std::uint32_t{0}, fullest);
     }
+    backlog = fullest > 0 ? fullest : 0;
     if (final) closed_ = true;
     if (!on()) abandon(out);
     write_off(out);

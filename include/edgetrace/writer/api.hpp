@@ -48,6 +48,11 @@ EDGETRACE_DETAIL_API std::uint8_t register_on_first_use(std::uint64_t word) noex
   return state.enabled.load(std::memory_order_relaxed);
 }
 
+EDGETRACE_DETAIL_API void wake_flusher_early() noexcept {
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  if (owns_runtime(rt)) rt->control_.wake_flusher();
+}
+
 /// Records waiting in any ring (a walk of the attached list).
 inline std::size_t unread_records(runtime& rt) noexcept {
   mutex_lock lock(rt.rings_.list_mutex());

@@ -34,11 +34,16 @@ class runtime final : public runtime_stream, private flusher_output {
     encoder_.emit_client_chunk(type, payload, size);
   }
 
-  /// Calls every registered client.
-  void poll_clients(poll_reason why) noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
+  /// Calls every registered client; returns the fullest backlog they
+  /// reported (flusher_client::backlog).
+  double poll_clients(poll_reason why) noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     flusher_output& out = *this;
-    for (flusher_client* c = client_list.load(std::memory_order_acquire); c != nullptr; c = c->next)
+    double fullest = 0;
+    for (flusher_client* c = client_list.load(std::memory_order_acquire); c != nullptr; c = c->next) {
       c->poll(*c, out, why);
+      fullest = std::max(fullest, c->backlog);
+    }
+    return fullest;
   }
 
   // flusher_output: what a client may do from its poll.
@@ -185,11 +190,12 @@ class runtime final : public runtime_stream, private flusher_output {
       const std::uint64_t drain_start_ns = clock_ns(CLOCK_MONOTONIC);
       check_capture(drain_start_ns, 0);
       write_capture();
-      const double fullest = drain_all(flushing ? sweep::everything : sweep::cycle);
+      const double rings_fullest = drain_all(flushing ? sweep::everything : sweep::cycle);
       load_.sample(drain_start_ns);
-      poll_clients(flushing ? poll_reason::flush : poll_reason::cycle);
+      const double fullest = std::max(rings_fullest, poll_clients(flushing ? poll_reason::flush : poll_reason::cycle));
       sample_device(drain_start_ns);
-      // Adapt the period to the busiest ring: come back before it can fill
+      // Adapt the period to the busiest ring (or client queue, such as a
+      // thread's GPU launches): come back before it can fill
       // an eighth at the rate just seen (never sooner than 50 µs, never
       // later than EDGETRACE_FLUSH_MS), so bursts are not dropped. A ring
       // found more than half full says nothing about the rate (it may have

@@ -51,10 +51,20 @@ struct flusher_client {
   /// to recycle. Must not block for long except with poll_reason::final.
   void (*poll)(flusher_client& self, flusher_output& out, poll_reason why) noexcept = nullptr;
   flusher_client* next = nullptr;  ///< written once, before publication
+  /// Set by poll (flusher thread): how full the client's fullest hand-off
+  /// queue was when it looked, 0..1. The flusher sets its next period by
+  /// it as by its own rings, so a client's queue is not left to fill up
+  /// while the rings are quiet.
+  double backlog = 0;
 };
 
 /// Adds `client` (once; later calls are no-ops). Any thread, any time.
 EDGETRACE_DETAIL_API void register_flusher_client(flusher_client& client) noexcept;
+
+/// Any thread: asks the flusher for a cycle now rather than at the end of
+/// its period (one futex wake). For an app thread whose hand-off queue to
+/// a client is filling: once when it passes half full, not per record.
+EDGETRACE_DETAIL_API void wake_flusher_early() noexcept;
 
 }  // namespace detail
 }  // namespace EDGETRACE_ABI_NAMESPACE
