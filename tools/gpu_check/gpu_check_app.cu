@@ -10,12 +10,18 @@
 //   accuracy   kernels that spin on clock64() for 10 us, 100 us and 1 ms,
 //              each in a scope: per span the kernel's own length (its
 //              %globaltimer at start and end) and cudaEventElapsedTime of the
-//              very events the scope recorded
+//              very events the scope recorded; each length twice, on an
+//              idle stream and queued behind a 50 us kernel (then the start
+//              event completes just before the kernel starts, not while the
+//              host is still submitting the launch)
 //   alignment  N (400) scopes around nothing on an empty stream, each
 //              followed by cudaStreamSynchronize and an instant "synced"
 //   cost       a CUDA scope against a bare cudaEventRecord pair on the same
 //              stream, and a host-only scope against the floor (two ticks,
-//              one store), interleaved rounds in one run
+//              one store), interleaved rounds in one run; batches of 256
+//              with a 1 ms pause between them (outside the timing), so
+//              every scope gets its events: the cost of a skipped scope is
+//              not the cost of a scope
 //   load       8 threads x 4 streams x N (100000) scopes around a tiny kernel
 //   graph      scopes inside a captured CUDA graph, the graph replayed N
 //              (1000) times in a scope each
@@ -23,7 +29,9 @@
 
 #include "floor.hpp"
 
+#include <dirent.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -88,11 +96,31 @@ __global__ void tiny(int* sink) {
   if (threadIdx.x == 0 && sink != nullptr) *sink += 1;
 }
 
+/// One scoped spin of `cycles` on `stream`; one site per length and
+/// placement (the reader tells the spans apart by name).
+void scoped_spin(long long target, bool queued, cudaStream_t stream, long long cycles, unsigned long long* times) {
+  void* const s = static_cast<void*>(stream);
+#define EDGETRACE_CHECK_SPIN(name)                                    \
+  {                                                                   \
+    EDGETRACE_DETAIL_GPU_SCOPE(check, name, s, &remembering);         \
+    spin<<<1, 1, 0, stream>>>(cycles, times);                         \
+  }
+  if (target == 10000 && !queued) EDGETRACE_CHECK_SPIN("spin_10us")
+  else if (target == 10000) EDGETRACE_CHECK_SPIN("spin_10us_queued")
+  else if (target == 100000 && !queued) EDGETRACE_CHECK_SPIN("spin_100us")
+  else if (target == 100000) EDGETRACE_CHECK_SPIN("spin_100us_queued")
+  else if (!queued) EDGETRACE_CHECK_SPIN("spin_1ms")
+  else EDGETRACE_CHECK_SPIN("spin_1ms_queued")
+#undef EDGETRACE_CHECK_SPIN
+}
+
 int accuracy(int reps) {
   cudaStream_t stream = nullptr;
   unsigned long long* times = nullptr;
+  unsigned long long* ahead_times = nullptr;  // the 50 us kernel that keeps the stream busy
   if (!ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate") ||
-      !ok(cudaMalloc(&times, 2 * sizeof(unsigned long long)), "cudaMalloc"))
+      !ok(cudaMalloc(&times, 2 * sizeof(unsigned long long)), "cudaMalloc") ||
+      !ok(cudaMalloc(&ahead_times, 2 * sizeof(unsigned long long)), "cudaMalloc"))
     return 1;
   // Cycles per ns from a 2 ms spin (the clock the kernel reports in ns).
   unsigned long long host[2] = {0, 0};
@@ -109,32 +137,25 @@ int accuracy(int reps) {
   std::printf("clock_khz=%d cycles_per_ns=%.4f\n", clock_khz, cycles_per_ns);
   if (cycles_per_ns <= 0) return 1;
   const long long targets[] = {10000, 100000, 1000000};
+  const long long ahead_cycles = static_cast<long long>(50000.0 * cycles_per_ns);
   for (long long target : targets) {
-    const long long cycles = static_cast<long long>(static_cast<double>(target) * cycles_per_ns);
-    for (int i = 0; i < reps; ++i) {
-      {
-        // One site per length: the reader tells the spans apart by name.
-        if (target == 10000) {
-          EDGETRACE_DETAIL_GPU_SCOPE(check, "spin_10us", static_cast<void*>(stream), &remembering);
-          spin<<<1, 1, 0, stream>>>(cycles, times);
-        } else if (target == 100000) {
-          EDGETRACE_DETAIL_GPU_SCOPE(check, "spin_100us", static_cast<void*>(stream), &remembering);
-          spin<<<1, 1, 0, stream>>>(cycles, times);
-        } else {
-          EDGETRACE_DETAIL_GPU_SCOPE(check, "spin_1ms", static_cast<void*>(stream), &remembering);
-          spin<<<1, 1, 0, stream>>>(cycles, times);
-        }
+    for (const bool queued : {false, true}) {
+      const long long cycles = static_cast<long long>(static_cast<double>(target) * cycles_per_ns);
+      for (int i = 0; i < reps; ++i) {
+        if (queued) spin<<<1, 1, 0, stream>>>(ahead_cycles, ahead_times);
+        scoped_spin(target, queued, stream, cycles, times);
+        ok(cudaMemcpyAsync(host, times, sizeof host, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
+        ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+        float ms = -1;
+        if (recorded[0] != nullptr && recorded[1] != nullptr)
+          ok(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(recorded[0]), static_cast<cudaEvent_t>(recorded[1])),
+             "cudaEventElapsedTime");
+        std::printf("span target_ns=%lld queued=%d kernel_ns=%llu events_ns=%.0f\n", target, queued ? 1 : 0,
+                    host[1] - host[0], static_cast<double>(ms) * 1e6);
       }
-      ok(cudaMemcpyAsync(host, times, sizeof host, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
-      ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-      float ms = -1;
-      if (recorded[0] != nullptr && recorded[1] != nullptr)
-        ok(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(recorded[0]), static_cast<cudaEvent_t>(recorded[1])),
-           "cudaEventElapsedTime");
-      std::printf("span target_ns=%lld kernel_ns=%llu events_ns=%.0f\n", target, host[1] - host[0],
-                  static_cast<double>(ms) * 1e6);
     }
   }
+  cudaFree(ahead_times);
   cudaFree(times);
   cudaStreamDestroy(stream);
   return 0;
@@ -161,8 +182,9 @@ int alignment(int reps) {
 
 // ---- cost ---------------------------------------------------------------
 
-/// ns per call of `body` over `n` calls, the stream synchronised every 256
-/// calls outside the timing (the GPU keeps up; nothing queues without bound).
+/// ns per call of `body` over `n` calls. With a stream: every 256 calls,
+/// outside the timing, the stream is synchronised (the GPU keeps up) and
+/// the thread pauses 1 ms (the flusher keeps up: no scope is skipped).
 template <class Body>
 double timed(cudaStream_t stream, long n, Body&& body) {
   std::chrono::steady_clock::duration spent{};
@@ -170,7 +192,10 @@ double timed(cudaStream_t stream, long n, Body&& body) {
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < 256; ++i) body();
     spent += std::chrono::steady_clock::now() - start;
-    if (stream != nullptr) ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    if (stream != nullptr) {
+      ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   }
   return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(spent).count()) /
          static_cast<double>(((n + 255) / 256) * 256);
@@ -213,6 +238,7 @@ int cost(int rounds) {
               median(bare_ns), median(scope_ns), median(ratio), *std::max_element(ratio.begin(), ratio.end()));
   std::printf("cost floor_ns=%.2f host_scope_ns=%.2f host_ratio=%.3f\n", median(floor_ns), median(host_ns),
               median(host_ratio));
+  std::printf("cost scopes=%ld\n", (rounds + 1) * ((20000L + 255) / 256) * 256);
   cudaEventDestroy(start);
   cudaEventDestroy(end);
   cudaStreamDestroy(stream);
@@ -220,6 +246,37 @@ int cost(int rounds) {
 }
 
 // ---- load ---------------------------------------------------------------
+
+/// CPU time (user + system, ms) of the process's flusher: the thread named
+/// "edgetrace" in /proc/self/task; -1 when there is none.
+double flusher_cpu_ms() {
+  DIR* tasks = opendir("/proc/self/task");
+  if (tasks == nullptr) return -1;
+  double ms = -1;
+  const double tick_ms = 1000.0 / static_cast<double>(sysconf(_SC_CLK_TCK));
+  while (const dirent* entry = readdir(tasks)) {
+    if (entry->d_name[0] == '.') continue;
+    const std::string dir = std::string("/proc/self/task/") + entry->d_name;
+    char name[32] = {};
+    if (FILE* f = std::fopen((dir + "/comm").c_str(), "r")) {
+      if (std::fgets(name, sizeof name, f) == nullptr) name[0] = '\0';
+      std::fclose(f);
+    }
+    if (std::strcmp(name, "edgetrace\n") != 0) continue;
+    if (FILE* f = std::fopen((dir + "/stat").c_str(), "r")) {
+      char line[1024] = {};
+      const char* fields = std::fgets(line, sizeof line, f) != nullptr ? std::strrchr(line, ')') : nullptr;
+      unsigned long utime = 0, stime = 0;
+      // After "pid (comm)": state and 10 fields, then utime and stime.
+      if (fields != nullptr && std::sscanf(fields + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime,
+                                           &stime) == 2)
+        ms = static_cast<double>(utime + stime) * tick_ms;
+      std::fclose(f);
+    }
+  }
+  closedir(tasks);
+  return ms;
+}
 
 int load(long per_stream) {
   constexpr int threads = 8, streams = 4;
@@ -242,7 +299,8 @@ int load(long per_stream) {
   ok(cudaGetLastError(), "kernel launch");
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  std::printf("load issued=%ld max_rss_kb=%ld\n", static_cast<long>(threads) * streams * per_stream, usage.ru_maxrss);
+  std::printf("load issued=%ld max_rss_kb=%ld flusher_cpu_ms=%.0f\n", static_cast<long>(threads) * streams * per_stream,
+              usage.ru_maxrss, flusher_cpu_ms());
   return 0;
 }
 
