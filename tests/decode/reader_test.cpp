@@ -470,6 +470,37 @@ TEST_CASE("unknown chunk types are skipped silently; extra payload bytes are ign
   CHECK(l.events[0].thread->os_tid == 78);
 }
 
+TEST_CASE("gpu stats: a 1.9 record has no skip reasons; a 1.10 one splits the skipped; a forged split is ignored") {
+  struct stats_case {
+    std::vector<std::uint64_t> fields;  ///< launches, resolved, captured, unresolved, skipped, pairs[, no pair]
+    bool reasons;
+    std::uint64_t no_pair;
+  };
+  const stats_case cases[] = {
+      {{10, 8, 0, 2, 5, 64}, false, 0},     // 1.9: six varints
+      {{10, 8, 0, 2, 5, 64, 3}, true, 3},   // 1.10: 3 of the 5 for want of an event pair
+      {{10, 8, 0, 2, 5, 64, 9}, false, 9},  // more lacking a pair than skipped: not believed
+  };
+  for (const stats_case& c : cases) {
+    CAPTURE(c.fields.size());
+    payload body;
+    for (std::uint64_t v : c.fields) body.varint(v);
+    payload gpu;
+    gpu.u8(static_cast<std::uint8_t>(fmt::gpu_record::stats)).varint(body.data().size());
+    for (unsigned char b : body.data()) gpu.u8(b);
+    dump_builder d;
+    d.process(7).chunk(fmt::chunk_type::gpu, 7, gpu).end(7);
+    loaded l(d.build(), "gpu_stats.etr");
+    REQUIRE(l.ok);
+    const er::writer_gpu& g = l.reader.writers().begin()->second.gpu;
+    REQUIRE(g.has_stats);
+    CHECK(g.skipped == 5);
+    CHECK(g.event_pairs == 64);
+    CHECK(g.has_skip_reasons == c.reasons);
+    if (c.reasons) CHECK(g.skipped_no_pair == c.no_pair);
+  }
+}
+
 TEST_CASE("an events chunk that fails midway keeps the events before the error") {
   dump_builder d = sample_dump();
   SUBCASE("unknown site") {

@@ -221,6 +221,17 @@ TEST_CASE("gpu: a thread owns at most gpu_max_pairs_per_thread pairs; the rest i
   fake_gpu& g = fake_gpu::instance();
   void* s = fake_gpu::stream(50);
   const int extra = 100;
+  // The stats so far (none before the process's first GPU scope).
+  std::uint64_t skipped_before = 0, no_pair_before = 0;
+  {
+    const auto before = gpu_spans_now();
+    const auto& writers = before->reader.writers();
+    if (!writers.empty() && writers.begin()->second.gpu.has_stats) {
+      const auto& stats = writers.begin()->second.gpu;
+      skipped_before = stats.skipped;
+      no_pair_before = stats.skipped_no_pair;
+    }
+  }
   const long creates_before = g.calls(fake_gpu::c_event_create);
   std::thread worker([&] {
     g.hold(s);
@@ -235,6 +246,13 @@ TEST_CASE("gpu: a thread owns at most gpu_max_pairs_per_thread pairs; the rest i
   wait_gpu_idle();
   const auto dump = gpu_spans_now();
   CHECK(named(dump->spans, "held").size() == edgetrace::detail::gpu_max_pairs_per_thread);
+  // Counted as skipped for want of a pair (info: "every event pair in flight").
+  const auto& stats = dump->reader.writers().begin()->second.gpu;
+  REQUIRE(stats.has_skip_reasons);
+  CHECK(stats.skipped - skipped_before == extra);
+  CHECK(stats.skipped_no_pair - no_pair_before == extra);
+  const auto info = edgetrace_test::run({EDGETRACE_TEST_CLI, "info", output_path()});
+  CHECK(info.out.find(" every event pair in flight), ") != std::string::npos);
   // A thread started later adopts the exited worker's state, events included.
   const long creates = g.calls(fake_gpu::c_event_create);
   std::thread([&] {
@@ -255,13 +273,18 @@ void nested_scopes(void* stream, std::uint32_t depth) {
   if (depth > 1) nested_scopes(stream, depth - 1);
 }
 
-/// The writer's GPU stats as of now (flush() writes them).
-std::uint64_t gpu_skipped_now() {
+/// The writer's skipped GPU scopes as of now (flush() writes the stats):
+/// all of them, and those that found every event pair in flight.
+struct skipped_counts {
+  std::uint64_t all = 0, no_pair = 0;
+};
+skipped_counts gpu_skipped_now() {
   const auto dump = gpu_spans_now();
   REQUIRE(dump->reader.writers().size() == 1);
   const auto& gpu = dump->reader.writers().begin()->second.gpu;
   REQUIRE(gpu.has_stats);
-  return gpu.skipped;
+  REQUIRE(gpu.has_skip_reasons);
+  return {gpu.skipped, gpu.skipped_no_pair};
 }
 
 }  // namespace
@@ -270,10 +293,12 @@ TEST_CASE("gpu: nested scopes hold a hand-off slot each; past gpu_pending_capaci
   void* s = fake_gpu::stream(60);
   const std::uint32_t extra = 5;
   wait_gpu_idle();
-  const std::uint64_t skipped_before = gpu_skipped_now();
+  const skipped_counts before = gpu_skipped_now();
   std::thread([&] { nested_scopes(s, edgetrace::detail::gpu_pending_capacity + extra); }).join();
   wait_gpu_idle();
-  CHECK(gpu_skipped_now() - skipped_before == extra);
+  const skipped_counts after = gpu_skipped_now();
+  CHECK(after.all - before.all == extra);
+  CHECK(after.no_pair == before.no_pair);  // a full queue, not a want of pairs
   CHECK(named(gpu_spans_now()->spans, "nested").size() == edgetrace::detail::gpu_pending_capacity);
 }
 
@@ -474,6 +499,8 @@ TEST_CASE("gpu steady: 50,000 scopes a second lose none, even with a 1 s flush p
   CHECK(g.skipped == 0);
   CHECK(g.unresolved == 0);
   CHECK(g.resolved == issued);
+  const auto info = edgetrace_test::run({EDGETRACE_TEST_CLI, "info", dump});
+  CHECK(info.out.find("; 8192 launches, 0 skipped, ") != std::string::npos);
 }
 
 TEST_CASE("gpu end to end: fake pipeline -> dump -> edgetrace json and info") {

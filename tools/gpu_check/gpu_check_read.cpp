@@ -277,9 +277,12 @@ void load(const dump& d, const std::vector<std::string>& app) {
           std::to_string(issued) + " issued: " + std::to_string(g.launches) + " GPU spans written (" +
               std::to_string(g.resolved) + " resolved) + " + std::to_string(g.skipped) + " skipped; " +
               std::to_string(host_spans) + " host spans");
+  const std::string why = g.has_skip_reasons ? " (" + std::to_string(g.skipped - g.skipped_no_pair) +
+                                                  " hand-off queue full, " + std::to_string(g.skipped_no_pair) +
+                                                  " every event pair in flight)"
+                                            : " (hand-off queue full or every pair in flight)";
   verdict(dropped == 0, "6 load lost",
-          std::to_string(g.skipped) + " skipped (hand-off queue full or every pair in flight), " +
-              std::to_string(g.unresolved) + " unresolved");
+          std::to_string(g.skipped) + " skipped" + why + ", " + std::to_string(g.unresolved) + " unresolved");
   verdict(g.event_pairs <= 8u * 4096u, "6 load pool",
           std::to_string(g.event_pairs) + " event pairs created (high-water; bound 8 threads x 4096), app max RSS " +
               std::to_string(rss_kb / 1024) + " MiB");

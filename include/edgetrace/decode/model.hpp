@@ -260,6 +260,11 @@ struct writer_gpu {
   /// The writer's totals (last stats record), when has_stats.
   bool has_stats = false;
   std::uint64_t launches = 0, resolved = 0, captured = 0, unresolved = 0, skipped = 0, event_pairs = 0;
+  /// Of `skipped`, the scopes that found every event pair of their thread
+  /// in flight (the rest found the hand-off queue full); when
+  /// has_skip_reasons (format 1.10 and later).
+  bool has_skip_reasons = false;
+  std::uint64_t skipped_no_pair = 0;
   /// (OS tid, host end tick) of launches recorded while their stream was
   /// capturing a CUDA graph, to flag those host spans; at most
   /// max_captured_keys are kept.

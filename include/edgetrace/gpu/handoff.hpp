@@ -68,9 +68,12 @@ struct gpu_thread {
   /// Pairs this state ever created. Owner: relaxed load + store; flusher:
   /// relaxed load for stats.
   std::atomic<std::uint32_t> pairs_created{0};
-  /// Scopes that got no GPU time for lack of a slot or a pair. Owner:
+  /// Scopes that got no GPU time for lack of a slot or a pair, and of
+  /// those, the ones for lack of a pair (all of the thread's pairs in
+  /// flight: the GPU, or the flusher's resolution, is far behind). Owner:
   /// relaxed load + store (one writer); flusher: relaxed load for stats.
   std::atomic<std::uint64_t> skipped{0};
+  std::atomic<std::uint64_t> skipped_no_pair{0};
   /// Owner's idle pairs, one list per device (owner only).
   struct device_free {
     int device;
@@ -120,8 +123,13 @@ struct gpu_thread {
     consume(pending, visit);
   }
 
-  /// Owner: counts a scope that got no GPU time (one writer: no RMW).
-  void skip() noexcept { skipped.store(skipped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+  /// Owner: counts a scope that got no GPU time (one writer: no RMW);
+  /// `no_pair`: every pair was in flight (else the queue was full).
+  void skip(bool no_pair = false) noexcept {
+    skipped.store(skipped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (no_pair)
+      skipped_no_pair.store(skipped_no_pair.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
 
   device_free* free_list(int device, bool add) noexcept {
     for (int i = 0; i < device_count; ++i)

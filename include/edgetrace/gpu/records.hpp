@@ -54,7 +54,8 @@ class gpu_chunk_writer {
     end_record(out, format::gpu_record::off);
   }
 
-  void stats(flusher_output& out, const gpu_totals& totals, std::uint64_t skipped, std::uint64_t pairs) {
+  void stats(flusher_output& out, const gpu_totals& totals, std::uint64_t skipped, std::uint64_t pairs,
+             std::uint64_t skipped_no_pair) {
     auto& b = begin_record();
     put_varint(b, totals.launches);
     put_varint(b, totals.resolved);
@@ -62,6 +63,7 @@ class gpu_chunk_writer {
     put_varint(b, totals.unresolved);
     put_varint(b, skipped);
     put_varint(b, pairs);
+    put_varint(b, skipped_no_pair);  // 1.10
     end_record(out, format::gpu_record::stats);
   }
 

@@ -105,7 +105,7 @@ EDGETRACE_DETAIL_NOINLINE void gpu_scope_begin(gpu_scope_state& s, void* stream,
   if (pair == nullptr) {
     t->unreserve();
     s.active = false;
-    if (!failed) t->skip();  // every pair in flight: the GPU is far behind
+    if (!failed) t->skip(true);  // every pair in flight: the GPU is far behind
     return;
   }
   error = gpu_api->event_record(pair->start, stream);

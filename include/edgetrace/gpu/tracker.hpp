@@ -243,15 +243,16 @@ class gpu_tracker : public flusher_client {
   }
 
   void write_stats(flusher_output& out) {
-    std::uint64_t skipped = 0, pairs = 0;
+    std::uint64_t skipped = 0, no_pair = 0, pairs = 0;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (const gpu_thread* t : all_) {
         skipped += t->skipped.load(std::memory_order_relaxed);
+        no_pair += t->skipped_no_pair.load(std::memory_order_relaxed);
         pairs += t->pairs_created.load(std::memory_order_relaxed);
       }
     }
-    records_.stats(out, totals_, skipped, pairs);
+    records_.stats(out, totals_, skipped, pairs, no_pair);
     stats_dirty_ = false;
   }
 

@@ -184,9 +184,17 @@ inline std::string gpu_text(const writer_info& w, std::uint64_t placed_at_launch
   }
   std::string spans = format_text("%llu resolved, %llu captured (CUDA graph capture: host span only), %llu unresolved",
                                   ull(resolved), ull(captured), ull(unresolved));
-  if (g.has_stats)
-    spans += format_text("; %llu launches, %llu skipped (no slot or event pair free), %llu event pairs created",
-                         ull(g.launches), ull(g.skipped), ull(g.event_pairs));
+  if (g.has_stats) {
+    // Why scopes were skipped: a full hand-off queue (the flusher came
+    // back late) or every pair in flight (the GPU is far behind); a writer
+    // before format 1.10 did not say.
+    std::string why = " (no slot or event pair free)";
+    if (g.has_skip_reasons)
+      why = g.skipped == 0 ? "" : format_text(" (%llu hand-off queue full, %llu every event pair in flight)",
+                                              ull(g.skipped - g.skipped_no_pair), ull(g.skipped_no_pair));
+    spans += format_text("; %llu launches, %llu skipped%s, %llu event pairs created", ull(g.launches),
+                         ull(g.skipped), why.c_str(), ull(g.event_pairs));
+  }
   field("gpu spans", spans);
   if (placed_at_launch != 0)
     field("", format_text("%llu GPU span(s) aligned before their launch: moved to it (alignment error)",

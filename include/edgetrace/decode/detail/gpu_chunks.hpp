@@ -83,6 +83,8 @@ class gpu_chunk_reader {
             !b.varint(g_.skipped) || !b.varint(g_.event_pairs))
           return false;
         g_.has_stats = true;
+        // 1.10: of the skipped, those for want of an event pair.
+        g_.has_skip_reasons = b.left() != 0 && b.varint(g_.skipped_no_pair) && g_.skipped_no_pair <= g_.skipped;
         return true;
       case format::gpu_record::off: return b.string(g_.off_reason);
     }
