@@ -23,6 +23,7 @@
 #include <edgetrace/edgetrace.hpp>
 
 #include "floor.hpp"
+#include "flusher_cpu.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -30,7 +31,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <dirent.h>
 #include <string>
 #include <thread>
 #include <vector>
@@ -122,31 +122,6 @@ double timed_ns(Body&& body) {
   return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
 }
 
-/// CPU time the flusher thread (named "edgetrace") has run so far, in ns,
-/// from /proc/self/task/*/schedstat; 0 when there is none.
-double flusher_cpu_ns() {
-  double total = 0;
-  DIR* tasks = opendir("/proc/self/task");
-  if (tasks == nullptr) return 0;
-  while (const dirent* entry = readdir(tasks)) {
-    if (entry->d_name[0] == '.') continue;
-    const std::string dir = std::string("/proc/self/task/") + entry->d_name;
-    char comm[32] = {};
-    if (FILE* f = std::fopen((dir + "/comm").c_str(), "r")) {
-      if (std::fgets(comm, sizeof comm, f) == nullptr) comm[0] = '\0';
-      std::fclose(f);
-    }
-    if (std::strcmp(comm, "edgetrace\n") != 0) continue;  // not this program's own "edgetrace_overl"
-    if (FILE* f = std::fopen((dir + "/schedstat").c_str(), "r")) {
-      unsigned long long ns = 0;
-      if (std::fscanf(f, "%llu", &ns) == 1) total += static_cast<double>(ns);
-      std::fclose(f);
-    }
-  }
-  closedir(tasks);
-  return total;
-}
-
 volatile std::uint64_t result_sink;
 constexpr long warm_up = 1000;
 
@@ -231,7 +206,7 @@ int run(const char* workload) {
   double flusher_ns = 0;
   if (v == variant::traced) {
     edgetrace::flush();
-    flusher_ns = flusher_cpu_ns();
+    flusher_ns = edgetrace_bench::flusher_cpu_ns();
   }
   std::printf("hot_ns_per_span=%.3f spans_issued=%ld flusher_cpu_ns_per_span=%.3f\n",
               hot_ns / static_cast<double>(spans), issued, flusher_ns / static_cast<double>(issued));

@@ -28,10 +28,9 @@
 #include <edgetrace/cuda.hpp>
 
 #include "floor.hpp"
+#include "flusher_cpu.hpp"
 
-#include <dirent.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -247,37 +246,6 @@ int cost(int rounds) {
 
 // ---- load ---------------------------------------------------------------
 
-/// CPU time (user + system, ms) of the process's flusher: the thread named
-/// "edgetrace" in /proc/self/task; -1 when there is none.
-double flusher_cpu_ms() {
-  DIR* tasks = opendir("/proc/self/task");
-  if (tasks == nullptr) return -1;
-  double ms = -1;
-  const double tick_ms = 1000.0 / static_cast<double>(sysconf(_SC_CLK_TCK));
-  while (const dirent* entry = readdir(tasks)) {
-    if (entry->d_name[0] == '.') continue;
-    const std::string dir = std::string("/proc/self/task/") + entry->d_name;
-    char name[32] = {};
-    if (FILE* f = std::fopen((dir + "/comm").c_str(), "r")) {
-      if (std::fgets(name, sizeof name, f) == nullptr) name[0] = '\0';
-      std::fclose(f);
-    }
-    if (std::strcmp(name, "edgetrace\n") != 0) continue;
-    if (FILE* f = std::fopen((dir + "/stat").c_str(), "r")) {
-      char line[1024] = {};
-      const char* fields = std::fgets(line, sizeof line, f) != nullptr ? std::strrchr(line, ')') : nullptr;
-      unsigned long utime = 0, stime = 0;
-      // After "pid (comm)": state and 10 fields, then utime and stime.
-      if (fields != nullptr && std::sscanf(fields + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime,
-                                           &stime) == 2)
-        ms = static_cast<double>(utime + stime) * tick_ms;
-      std::fclose(f);
-    }
-  }
-  closedir(tasks);
-  return ms;
-}
-
 int load(long per_stream) {
   constexpr int threads = 8, streams = 4;
   std::vector<std::thread> pool;
@@ -300,7 +268,7 @@ int load(long per_stream) {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   std::printf("load issued=%ld max_rss_kb=%ld flusher_cpu_ms=%.0f\n", static_cast<long>(threads) * streams * per_stream,
-              usage.ru_maxrss, flusher_cpu_ms());
+              usage.ru_maxrss, edgetrace_bench::flusher_cpu_ns() / 1e6);
   return 0;
 }
 

@@ -287,7 +287,7 @@ void load(const dump& d, const std::vector<std::string>& app) {
           std::to_string(g.event_pairs) + " event pairs created (high-water; bound 8 threads x 4096), app max RSS " +
               std::to_string(rss_kb / 1024) + " MiB");
   const double flusher_ms = app_value(app, "load", "flusher_cpu_ms");
-  if (flusher_ms >= 0 && g.resolved != 0) {
+  if (flusher_ms > 0 && g.resolved != 0) {  // 0: no schedstat, or no flusher thread found
     char text[160];
     std::snprintf(text, sizeof text, "the flusher's CPU %.0f ms for %llu resolved spans: %.2f us a span", flusher_ms,
                   static_cast<unsigned long long>(g.resolved), flusher_ms * 1000.0 / static_cast<double>(g.resolved));
