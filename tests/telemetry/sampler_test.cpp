@@ -142,6 +142,24 @@ TEST_CASE("a fake Jetson board's files become tracks with their values") {
   CHECK(dev.missing[0].name == "NVML");
 }
 
+TEST_CASE("other processes' load waits for 10 jiffies per CPU: a stray jiffy in a short interval is no CPU's worth") {
+  const std::string root = board("board_others");
+  decoded d;
+  const auto sampler = first_sample(root, d);  // /proc/stat: 100 busy, 900 idle jiffies per CPU
+  put_file(root, "/proc/stat", proc_stat(101, 901));  // 2 jiffies per CPU since: too few to judge
+  sample(*sampler, d, 2);
+  const er::device_track* others = d.track(Q::others_busy_permille);
+  REQUIRE(others != nullptr);
+  CHECK(d.values_of(others, 2) == 0);
+  put_file(root, "/proc/stat", proc_stat(106, 906));  // 12 per CPU since the first sample: judged over all 12
+  sample(*sampler, d, 3);
+  CHECK(d.values_of(others, 3) == 1);
+  // 4 CPUs busy 6 of 12 jiffies: 2 CPUs' worth, less this process's own
+  // CPU time meanwhile (a few jiffies; more under qemu, which it counts).
+  CHECK(d.last(others) <= 2000);
+  if (!emulated()) CHECK(d.last(others) > 1000);
+}
+
 TEST_CASE("changes show at the next sample; garbage, empty, huge and negative values are ignored and counted") {
   const std::string root = board("board_garbage");
   decoded d;

@@ -335,12 +335,7 @@ class device_sampler {
           const std::int64_t d_busy = busy - prev_busy_[at], d_total = total - prev_total_[at];
           if (prev_total_[at] != 0 && d_total > 0 && d_busy >= 0 && d_busy <= d_total && cpu >= 0)
             put(out, sources_.cpu_busy_track[at], d_busy * 1000 / d_total);
-          if (cpu < 0 && prev_total_[at] != 0 && d_total > 0 && own_jiffies_ >= 0 && prev_own_ >= 0 &&
-              sources_.cpus_in_stat != 0) {
-            const std::int64_t others = d_busy - (own_jiffies_ - prev_own_);
-            const std::int64_t per_cpu = d_total / sources_.cpus_in_stat;
-            if (per_cpu > 0) put(out, sources_.others_track, others > 0 ? others * 1000 / per_cpu : 0);
-          }
+          if (cpu < 0) others_share(busy, total, out);
           prev_busy_[at] = busy;
           prev_total_[at] = total;
         }
@@ -348,7 +343,30 @@ class device_sampler {
       line = std::strchr(line, '\n');
       if (line != nullptr) ++line;
     }
-    prev_own_ = own_jiffies_;
+  }
+
+  /// The load of other processes since the last share written: all CPUs'
+  /// busy jiffies less the process's own, 1000 = one CPU. Written only
+  /// once the interval holds others_min_jiffies per CPU: both counts move
+  /// in whole jiffies, so over a short interval (the last sample before
+  /// exit, or a fast EDGETRACE_SAMPLE_MS) one stray jiffy would read as
+  /// half a CPU or more. Until then the interval grows.
+  void others_share(std::int64_t busy, std::int64_t total, payload& out) noexcept {
+    if (own_jiffies_ < 0 || sources_.cpus_in_stat == 0) return;
+    if (others_total_ == 0 || others_own_ < 0) {
+      others_busy_ = busy, others_total_ = total, others_own_ = own_jiffies_;
+      return;
+    }
+    const std::int64_t d_busy = busy - others_busy_, d_total = total - others_total_;
+    const std::int64_t per_cpu = d_total / sources_.cpus_in_stat;
+    if (d_busy < 0 || d_busy > d_total || per_cpu < 0) {  // a counter went back: start again
+      others_busy_ = busy, others_total_ = total, others_own_ = own_jiffies_;
+      return;
+    }
+    if (per_cpu < others_min_jiffies) return;
+    const std::int64_t others = d_busy - (own_jiffies_ - others_own_);
+    put(out, sources_.others_track, others > 0 ? others * 1000 / per_cpu : 0);
+    others_busy_ = busy, others_total_ = total, others_own_ = own_jiffies_;
   }
 
   void read_thread(thread_slot& slot, payload& out) noexcept {
@@ -385,7 +403,11 @@ class device_sampler {
   bool tracks_pending_ = false, system_defined_ = false;
   std::uint64_t samples_taken_ = 0, ignored_ = 0, failed_ = 0, cpu_ns_ = 0;
   std::uint32_t files_last_ = 0;
-  std::int64_t own_jiffies_ = -1, prev_own_ = -1;
+  std::int64_t own_jiffies_ = -1;
+  /// The "others" share's last interval start (others_share).
+  std::int64_t others_busy_ = 0, others_total_ = 0, others_own_ = -1;
+  /// Jiffies per CPU an "others" share needs at least: 1 jiffy in it is 10 %.
+  static constexpr std::int64_t others_min_jiffies = 10;
   std::int64_t prev_busy_[max_cpus + 1] = {}, prev_total_[max_cpus + 1] = {};
   char text_[32768];  ///< the file being read; /proc/stat is the largest
   unsigned char tracks_[96u << 10];
