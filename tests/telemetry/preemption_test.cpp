@@ -168,16 +168,17 @@ preempted_run run_preempted() {
 // this measures, so the case reports itself skipped there.
 //
 // The quiet thirds are quiet only on an otherwise idle machine. When a run
-// did not show everything below and the test itself measured other
-// processes' CPU during it (e.g. a build beside the suite, which the
-// product rightly reports: "other processes used 33% of a CPU"), the run
-// is repeated once, and the repeat must show everything; a run on a
-// machine measured idle is judged at once.
+// did not show everything below, it is repeated once, and the repeat must
+// show everything. Other processes' CPU (a build beside the suite, which
+// the product rightly reports: "other processes used 33% of a CPU") is
+// one cause; the app's own flusher is another, which the test cannot
+// measure apart: it may run on the app's pinned CPU, and under ASan on 2
+// cores one of its passes once kept the app waiting 7 ms of a 100 ms
+// sample ("waited on the run queue 7%"), rightly reported too.
 TEST_CASE("another process on the app's CPU shows as run-queue wait; the quiet thirds get no explanation" *
           doctest::skip(edgetrace_test::emulated())) {
-  const double busy_machine_s = 0.03;  // 3 clock ticks of CPU outside this test in the ~3 s run
   preempted_run r = run_preempted();
-  if (!r.held() && r.others_cpu_s >= busy_machine_s) {
+  if (!r.held()) {
     MESSAGE("other processes used " << r.others_cpu_s << " s of CPU during the run, which did not show everything ("
                                     << r.quiet_lines.size() << " quiet iterations explained); running it once more");
     r = run_preempted();
