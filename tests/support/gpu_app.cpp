@@ -9,7 +9,7 @@
 //   no-device      cudaGetDeviceCount says 0 devices
 //   old-driver     cudaGetDeviceCount fails with cudaErrorInsufficientDriver
 //   exit-pending   work still running at exit: resolved within the final wait
-//   steady         8 x gpu_pending_capacity scopes at 50,000 a second, never
+//   steady         8 x gpu_pending_capacity scopes at 10,000 a second, never
 //                  faster (a late thread does not catch up in a burst)
 // Like a program that includes cuda.hpp it samples NVIDIA GPUs through NVML
 // (EDGETRACE_NVML_LIBRARY: the stand-in, support/fake_nvml.cpp); it
@@ -145,7 +145,7 @@ int steady() {
       FAKE_GPU_SCOPE(gpu, "steady", s);
       g.launch(s, 2e3);
     }
-    next = std::max(next + std::chrono::microseconds(20), std::chrono::steady_clock::now());
+    next = std::max(next + std::chrono::microseconds(100), std::chrono::steady_clock::now());
     while (std::chrono::steady_clock::now() < next) {
     }
   }
