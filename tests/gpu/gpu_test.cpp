@@ -484,10 +484,11 @@ TEST_CASE("gpu exit: work still queued at exit is resolved within the final wait
 
 TEST_CASE("gpu steady: 10,000 scopes a second lose none, even with a 1 s flush period") {
   // 8 hand-off queues' worth at a steady rate: the queue would fill 9 times
-  // over in one period. Half a queue lasts 51 ms, time enough for the
-  // woken flusher under TSan beside another test (at 50,000 a second, 10 ms
-  // was not: 132 of 8192 skipped once). The thread wakes the flusher when its queue
-  // passes half full, and the flusher comes back by the queue's fill.
+  // over in one period. The thread wakes the flusher when its queue passes
+  // half full, and the flusher comes back by the queue's fill. Half a queue
+  // lasts 51 ms, time enough for the woken flusher under TSan beside
+  // another test (at 50,000 a second, 10 ms was not: 132 of 8192 skipped
+  // once).
   const std::string dump = tmp("gpu_steady.etr");
   const auto r = edgetrace_test::run({gpu_app(), "steady"}, {"EDGETRACE_OUTPUT=" + dump, "EDGETRACE_FLUSH_MS=1000"});
   REQUIRE(r.exit_code == 0);

@@ -117,10 +117,10 @@ struct gpu_thread {
   void unreserve() noexcept { --reserved; }
 
   /// Flusher: calls `visit(const gpu_launch&)` for every published launch
-  /// in order, then frees their slots.
+  /// in order, then frees their slots. Returns how many there were.
   template <class Visit>
-  void drain(Visit&& visit) {
-    consume(pending, visit);
+  std::size_t drain(Visit&& visit) {
+    return consume(pending, visit);
   }
 
   /// Owner: counts a scope that got no GPU time (one writer: no RMW);

@@ -286,9 +286,8 @@ class gpu_tracker : public flusher_client {
       // Acquire pairs with the exit hook's release: every launch published
       // before the thread retired is visible below.
       const bool retired = t->retired.load(std::memory_order_acquire);
-      const double fill = static_cast<double>(unread(t->pending)) / static_cast<double>(gpu_pending_capacity);
-      fullest = std::max(fullest, fill);
-      t->drain([&](const gpu_launch& launch) { accept(out, *t, launch); });
+      const std::size_t taken = t->drain([&](const gpu_launch& launch) { accept(out, *t, launch); });
+      fullest = std::max(fullest, static_cast<double>(taken) / static_cast<double>(gpu_pending_capacity));
       if (retired) {
         std::lock_guard<std::mutex> lock(mutex_);
         threads_.erase(std::find(threads_.begin(), threads_.end(), t));
@@ -458,14 +457,15 @@ class gpu_tracker : public flusher_client {
 
   /// A cycle's resolution: batches of gpu_resolve_batch spans, the threads'
   /// queues taken in again between batches (a long pass must not leave
-  /// them to fill up). Returns the fullest queue seen, or -1 on a CUDA error.
-  double resolve_cycle(flusher_output& out, std::uint32_t budget, double fullest) {
+  /// them to fill up). Returns the fullest queue those intakes saw.
+  double resolve_cycle(flusher_output& out, std::uint32_t budget) {
+    double fullest = 0;
     while (budget != 0) {
       const std::uint32_t batch = budget < gpu_resolve_batch ? budget : gpu_resolve_batch;
       const long resolved = resolve(out, batch);
-      if (resolved < 0) return -1;
+      // A CUDA error (GPU spans are off), or nothing more is complete.
+      if (resolved < 0 || static_cast<std::uint32_t>(resolved) < batch) break;
       budget -= static_cast<std::uint32_t>(resolved);
-      if (static_cast<std::uint32_t>(resolved) < batch) break;  // nothing more is complete
       fullest = std::max(fullest, intake(out));
     }
     return fullest;
@@ -508,12 +508,13 @@ class gpu_tracker : public flusher_client {
     double fullest = intake(out);
     const bool final = why == poll_reason::final || (final_requested_.load(std::memory_order_acquire) && !closed_);
     if (on() && prepare_flusher() && anchors(out, false)) {
+      const std::uint32_t budget = why == poll_reason::cycle ? gpu_resolve_budget : ~std::uint32_t{0};
       if (final)
         finish(out);
       else
-        fullest = resolve_cycle(out, why == poll_reason::cycle ? gpu_resolve_budget : ~std::uint32_t{0}, fullest);
+        fullest = std::max(fullest, resolve_cycle(out, budget));
     }
-    backlog = fullest > 0 ? fullest : 0;
+    backlog = fullest;
     if (final) closed_ = true;
     if (!on()) abandon(out);
     write_off(out);
