@@ -331,13 +331,16 @@ class device_sampler {
           ++ignored_;
         } else {
           const std::int64_t busy = total - field[3] - field[4];  // less idle and iowait
-          const std::size_t at = cpu < 0 ? max_cpus : static_cast<std::size_t>(cpu);
-          const std::int64_t d_busy = busy - prev_busy_[at], d_total = total - prev_total_[at];
-          if (prev_total_[at] != 0 && d_total > 0 && d_busy >= 0 && d_busy <= d_total && cpu >= 0)
-            put(out, sources_.cpu_busy_track[at], d_busy * 1000 / d_total);
-          if (cpu < 0) others_share(busy, total, out);
-          prev_busy_[at] = busy;
-          prev_total_[at] = total;
+          if (cpu < 0) {
+            others_share(busy, total, out);  // the "cpu" line: all CPUs
+          } else {
+            const auto at = static_cast<std::size_t>(cpu);
+            const std::int64_t d_busy = busy - prev_busy_[at], d_total = total - prev_total_[at];
+            if (prev_total_[at] != 0 && d_total > 0 && d_busy >= 0 && d_busy <= d_total)
+              put(out, sources_.cpu_busy_track[at], d_busy * 1000 / d_total);
+            prev_busy_[at] = busy;
+            prev_total_[at] = total;
+          }
         }
       }
       line = std::strchr(line, '\n');
@@ -353,20 +356,18 @@ class device_sampler {
   /// half a CPU or more. Until then the interval grows.
   void others_share(std::int64_t busy, std::int64_t total, payload& out) noexcept {
     if (own_jiffies_ < 0 || sources_.cpus_in_stat == 0) return;
-    if (others_total_ == 0 || others_own_ < 0) {
-      others_busy_ = busy, others_total_ = total, others_own_ = own_jiffies_;
-      return;
-    }
     const std::int64_t d_busy = busy - others_busy_, d_total = total - others_total_;
-    const std::int64_t per_cpu = d_total / sources_.cpus_in_stat;
-    if (d_busy < 0 || d_busy > d_total || per_cpu < 0) {  // a counter went back: start again
-      others_busy_ = busy, others_total_ = total, others_own_ = own_jiffies_;
-      return;
+    // From the second look on, unless a counter went back (then the
+    // interval starts again here).
+    if (others_total_ != 0 && d_busy >= 0 && d_busy <= d_total) {
+      const std::int64_t per_cpu = d_total / sources_.cpus_in_stat;
+      if (per_cpu < others_min_jiffies) return;  // the interval grows
+      const std::int64_t others = d_busy - (own_jiffies_ - others_own_);
+      put(out, sources_.others_track, others > 0 ? others * 1000 / per_cpu : 0);
     }
-    if (per_cpu < others_min_jiffies) return;
-    const std::int64_t others = d_busy - (own_jiffies_ - others_own_);
-    put(out, sources_.others_track, others > 0 ? others * 1000 / per_cpu : 0);
-    others_busy_ = busy, others_total_ = total, others_own_ = own_jiffies_;
+    others_busy_ = busy;
+    others_total_ = total;
+    others_own_ = own_jiffies_;
   }
 
   void read_thread(thread_slot& slot, payload& out) noexcept {
@@ -405,10 +406,10 @@ class device_sampler {
   std::uint32_t files_last_ = 0;
   std::int64_t own_jiffies_ = -1;
   /// The "others" share's last interval start (others_share).
-  std::int64_t others_busy_ = 0, others_total_ = 0, others_own_ = -1;
+  std::int64_t others_busy_ = 0, others_total_ = 0, others_own_ = 0;
   /// Jiffies per CPU an "others" share needs at least: 1 jiffy in it is 10 %.
   static constexpr std::int64_t others_min_jiffies = 10;
-  std::int64_t prev_busy_[max_cpus + 1] = {}, prev_total_[max_cpus + 1] = {};
+  std::int64_t prev_busy_[max_cpus] = {}, prev_total_[max_cpus] = {};  ///< each CPU's line at the last look
   char text_[32768];  ///< the file being read; /proc/stat is the largest
   unsigned char tracks_[96u << 10];
   unsigned char samples_[64u << 10];
