@@ -158,7 +158,7 @@ if(TEST pipeline_e2e_test)
       EDGETRACE_TEST_PIPELINE="$<TARGET_FILE:pipeline>"
       EDGETRACE_TEST_PIPELINE_DISABLED="$<TARGET_FILE:pipeline_disabled>"
       EDGETRACE_TEST_MINIMAL="$<TARGET_FILE:minimal>")
-    add_dependencies(${pipeline_e2e_test_program} pipeline pipeline_disabled minimal)
+    edgetrace_test_starts(${pipeline_e2e_test_program} pipeline pipeline_disabled minimal)
   else()
     # Examples not built: the test reports itself skipped.
     target_compile_definitions(${pipeline_e2e_test_program} PRIVATE EDGETRACE_TEST_PIPELINE="")
@@ -193,7 +193,7 @@ if(TARGET edgetrace_nvtx)
   edgetrace_test_program(nvtx_test nvtx/nvtx_test.cpp)
   target_compile_definitions(nvtx_test PRIVATE EDGETRACE_TEST_NVTX_APP="$<TARGET_FILE:nvtx_app>"
     EDGETRACE_TEST_NVTX_INJECTION="$<TARGET_FILE:nvtx_injection>")
-  add_dependencies(nvtx_test nvtx_app nvtx_injection)
+  edgetrace_test_starts(nvtx_test nvtx_app nvtx_injection)
   add_test(NAME nvtx_test COMMAND nvtx_test)
   set_tests_properties(nvtx_test PROPERTIES LABELS nvtx)
 else()

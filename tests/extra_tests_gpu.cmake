@@ -14,11 +14,11 @@ edgetrace_project_warnings(gpu_app)
 # perfetto_test converts the same child's dump (GPU tracks, launch flows).
 if(TEST perfetto_test)
   target_compile_definitions(${perfetto_test_program} PRIVATE EDGETRACE_TEST_GPU_APP="$<TARGET_FILE:gpu_app>")
-  add_dependencies(${perfetto_test_program} gpu_app)
+  edgetrace_test_starts(${perfetto_test_program} gpu_app)
 endif()
 if(TARGET gpu_test)
   target_compile_definitions(gpu_test PRIVATE EDGETRACE_TEST_GPU_APP="$<TARGET_FILE:gpu_app>")
-  add_dependencies(gpu_test gpu_app)
+  edgetrace_test_starts(gpu_test gpu_app)
   set_tests_properties(gpu_test PROPERTIES LABELS gpu ENVIRONMENT "EDGETRACE_OUTPUT=${EDGETRACE_TEST_TMP}/gpu_test.etr")
   # The same child runs on the separate runtime (edgetrace::runtime): the
   # GPU add-on reaches the flusher through declarations only.
@@ -27,7 +27,7 @@ if(TARGET gpu_test)
     target_link_libraries(gpu_app_separate PRIVATE edgetrace::runtime ${CMAKE_DL_LIBS})
     target_include_directories(gpu_app_separate PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
     edgetrace_project_warnings(gpu_app_separate)
-    add_dependencies(gpu_test gpu_app_separate)
+    edgetrace_test_starts(gpu_test gpu_app_separate)
     # Part of the separate_runtime knob configuration (knob_configurations.cmake).
     add_test(NAME gpu_test@separate_runtime COMMAND gpu_test "-tc=gpu errors*,gpu exit*,gpu steady*,gpu end to end*")
     set_tests_properties(gpu_test@separate_runtime PROPERTIES LABELS "gpu;knob;separate_runtime" ENVIRONMENT
@@ -65,5 +65,5 @@ set_tests_properties(gpu_check_judge_device_fake PROPERTIES LABELS gpu
 # flight_test reads the same child's GPU spans back from a snapshot.
 if(TEST flight_test)
   target_compile_definitions(${flight_test_program} PRIVATE EDGETRACE_TEST_GPU_APP="$<TARGET_FILE:gpu_app>")
-  add_dependencies(${flight_test_program} gpu_app)
+  edgetrace_test_starts(${flight_test_program} gpu_app)
 endif()

@@ -68,7 +68,7 @@ if(TEST reliability_test)
     EDGETRACE_TEST_DSO_LIB_B="$<TARGET_FILE:dso_lib_b>"
     EDGETRACE_TEST_DSO_LIB_HIDDEN="$<TARGET_FILE:dso_lib_hidden>"
     EDGETRACE_TEST_PINNED_LOADER="$<TARGET_FILE:pinned_loader>")
-  add_dependencies(${reliability_test_program} dso_app dso_app_plain dso_app_noexport pinned_loader)
+  edgetrace_test_starts(${reliability_test_program} dso_app dso_app_plain dso_app_noexport pinned_loader)
 endif()
 
 # --- dlclose while the output is slow (tests/writer/dso_unload_test.cpp) -----------
@@ -84,7 +84,7 @@ if(TEST dso_unload_test)
   target_compile_definitions(${dso_unload_test_program} PRIVATE
     EDGETRACE_TEST_DSO_APP="$<TARGET_FILE:dso_app>"
     EDGETRACE_TEST_DSO_LIB_UNLOAD="$<TARGET_FILE:dso_lib_unload>")
-  add_dependencies(${dso_unload_test_program} dso_app dso_lib_unload)
+  edgetrace_test_starts(${dso_unload_test_program} dso_app dso_lib_unload)
   set_tests_properties(dso_unload_test PROPERTIES LABELS reliability TIMEOUT 120)
 endif()
 
