@@ -14,7 +14,8 @@
 # already runs them with clang). The `clang` preset (plain clang++) stays available, not run here.
 # The asan, tsan and aarch64 presets compile the doctest programs at -O0 (all but writer_tests; tsan and aarch64
 # keep sinks_tests at the preset's level too). ctest runs one entry more than there are cores.
-# 23 to 53 minutes on 2 cores, by the machine, ~45 % of it the sanitizer presets (measured: docs/RELIABILITY.md, "CI time").
+# 25 minutes on the faster kind of 2-core machine, about twice that on the slower kind; ~45 % of it the
+# sanitizer presets (measured: docs/RELIABILITY.md, "CI time").
 #
 # Usage: bash tools/run_tests.sh [--help]   (Debian/Ubuntu; apt-get needs root or sudo)
 #   EDGETRACE_LONG_TESTS=1   long reliability variants (10 s stress, 10 kills, 1000 forks; docs/RELIABILITY.md)
