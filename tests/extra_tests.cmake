@@ -190,6 +190,7 @@ if(TARGET edgetrace_nvtx)
   add_executable(nvtx_app nvtx/nvtx_app.cpp)
   target_link_libraries(nvtx_app PRIVATE edgetrace::nvtx)
   edgetrace_project_warnings(nvtx_app)
+  edgetrace_helper_runtime(nvtx_app)
   edgetrace_test_program(nvtx_test nvtx/nvtx_test.cpp)
   target_compile_definitions(nvtx_test PRIVATE EDGETRACE_TEST_NVTX_APP="$<TARGET_FILE:nvtx_app>"
     EDGETRACE_TEST_NVTX_INJECTION="$<TARGET_FILE:nvtx_injection>")

@@ -10,7 +10,7 @@
 add_executable(gpu_app support/gpu_app.cpp)
 target_link_libraries(gpu_app PRIVATE edgetrace::edgetrace ${CMAKE_DL_LIBS})
 target_include_directories(gpu_app PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
-edgetrace_project_warnings(gpu_app)
+edgetrace_project_warnings(gpu_app)  # header-only always: gpu_app_separate (below) is the other mode
 # perfetto_test converts the same child's dump (GPU tracks, launch flows).
 if(TEST perfetto_test)
   target_compile_definitions(${perfetto_test_program} PRIVATE EDGETRACE_TEST_GPU_APP="$<TARGET_FILE:gpu_app>")
