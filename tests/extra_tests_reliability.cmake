@@ -119,6 +119,9 @@ else()
   add_executable(reader_fuzz_replay fuzz/reader_fuzz.cpp fuzz/replay_main.cpp)
   target_link_libraries(reader_fuzz_replay PRIVATE edgetrace::edgetrace)
   edgetrace_project_warnings(reader_fuzz_replay)
+  # A test driver like the doctest programs: 13 small files, so -O0 where
+  # the preset asks for it (tsan, aarch64) costs nothing to run.
+  target_compile_options(reader_fuzz_replay PRIVATE ${EDGETRACE_TEST_PROGRAM_FLAGS})
 endif()
 add_test(NAME fuzz_regressions
   COMMAND ${CMAKE_COMMAND} -DREPLAY=$<TARGET_FILE:${edgetrace_fuzz_replay}>

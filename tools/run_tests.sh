@@ -12,8 +12,10 @@
 # presets; docs/RELIABILITY.md, "Sanitizers"): asan the packaging tests (a separate CMake build), tsan
 # also compile-fail and codegen identity (label toolchain: they only run the compiler, and asan
 # already runs them with clang). The `clang` preset (plain clang++) stays available, not run here.
-# The asan, tsan and aarch64 presets compile the doctest programs at -O0 (all but writer_tests; tsan and aarch64
-# keep sinks_tests at the preset's level too). Builds run 2 jobs, ctest 3 (one entry more, as tools/edge_matrix.sh).
+# The asan, tsan and aarch64 presets compile the doctest programs and test drivers at -O0 (all but writer_tests; tsan and aarch64
+# keep sinks_tests at the preset's level too); in asan and tsan the helper programs that are not about header-only
+# mode link edgetrace::runtime (EDGETRACE_TEST_HELPERS_LINK_RUNTIME). Builds run 2 jobs, ctest 3 (one entry more,
+# as tools/edge_matrix.sh).
 # 25 minutes on the faster kind of 2-core machine, about twice that on the slower kind; ~45 % of it the
 # sanitizer presets (measured: docs/RELIABILITY.md, "CI time").
 #
