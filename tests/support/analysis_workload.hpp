@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -78,13 +79,19 @@ inline void analysis_workload(int iterations, int scale) {
 /// each with an "op" argument; "layer_10" and "layer_1" are the two steps of
 /// flow "request" (id = frame), "layer_2" the only step of flow "lonely".
 /// Recording is paused (edgetrace::pause) for 3 ms before the mark of frame
-/// `iterations / 2`, so one interval between marks holds a pause. A worker
-/// thread waits ("wait_queue", sleeping), works ("worker_task") and parks
-/// ("park", category idle) meanwhile. Phase "steady" starts at frame 2.
+/// `iterations / 2`, so one interval between marks holds a pause. Phase
+/// "steady" starts at frame 2. A worker thread waits ("wait_queue",
+/// sleeping), works ("worker_task") and parks ("park", category idle) from
+/// then on: it starts once main is in the phase, so a report of phase
+/// "steady" shows its waiting however late main gets there (under qemu on
+/// a loaded machine, main's first two frames once took 8 ms, and the
+/// worker had finished before the phase began).
 inline void analysis_extras(int iterations, int scale) {
   EDGETRACE_THREAD_NAME("main");
+  std::atomic<bool> steady{false};
   std::thread worker([&] {
     EDGETRACE_THREAD_NAME("worker");
+    while (!steady.load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::microseconds(50));
     for (int i = 0; i < iterations; ++i) {
       {
         EDGETRACE_SCOPE(aux, "wait_queue");
@@ -101,7 +108,10 @@ inline void analysis_extras(int iterations, int scale) {
     }
   });
   for (int i = 0; i < iterations; ++i) {
-    if (i == 2) edgetrace::phase("steady");
+    if (i == 2) {
+      edgetrace::phase("steady");
+      steady.store(true, std::memory_order_release);
+    }
     if (i == iterations / 2) {
       edgetrace::pause();
       spin_us(3000);
@@ -130,6 +140,7 @@ inline void analysis_extras(int iterations, int scale) {
     spin_us(scale * 5);
   }
   EDGETRACE_MARK(work, "frame");  // closes the last iteration
+  steady.store(true, std::memory_order_release);  // fewer than 3 iterations: no phase, the worker still runs
   worker.join();
 }
 
