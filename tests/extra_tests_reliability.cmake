@@ -121,7 +121,7 @@ else()
   edgetrace_project_warnings(reader_fuzz_replay)
   # A test driver like the doctest programs: 13 small files, so -O0 where
   # the preset asks for it (tsan, aarch64) costs nothing to run.
-  target_compile_options(reader_fuzz_replay PRIVATE ${EDGETRACE_TEST_PROGRAM_FLAGS})
+  edgetrace_test_program_flags(reader_fuzz_replay reader_fuzz_replay)
 endif()
 add_test(NAME fuzz_regressions
   COMMAND ${CMAKE_COMMAND} -DREPLAY=$<TARGET_FILE:${edgetrace_fuzz_replay}>
