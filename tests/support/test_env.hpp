@@ -26,6 +26,13 @@ inline std::string setting(const char* variable, const char* built) {
 
 /// tests/support/trace_app.cpp as built for this program's configuration.
 inline const std::string app = setting("ETTEST_TRACE_APP", EDGETRACE_TEST_TRACE_APP);
+/// Whether this run is a knob configuration's (`<test>@<name>`, started with
+/// ETTEST_TRACE_APP): the room's program, the same reader and CLI, with the
+/// knob's trace_app.
+inline bool knob_app() {
+  const char* value = std::getenv("ETTEST_TRACE_APP");
+  return value != nullptr && *value != '\0';
+}
 /// The edgetrace command-line tool.
 inline const std::string cli = EDGETRACE_TEST_CLI;
 /// This program's scratch folder.
