@@ -19,7 +19,7 @@
 # The builds run ahead in the background at idle priority (every preset's, then the edge matrix's), so the
 # next build uses the CPU that the running tests leave idle; a preset's tests start when its build is done.
 # Build output goes to build/<preset>/build.log (its errors are shown when a build fails).
-# 25 minutes on the faster kind of 2-core machine, about twice that on the slower kind; ~45 % of it the
+# 23 minutes on the faster kind of 2-core machine, about twice that on the slower kind; ~45 % of it the
 # sanitizer presets (measured: docs/RELIABILITY.md, "CI time").
 #
 # Usage: bash tools/run_tests.sh [--help]   (Debian/Ubuntu; apt-get needs root or sudo)
