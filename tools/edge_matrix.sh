@@ -4,41 +4,29 @@
 # under qemu-aarch64, dumps converted across architectures (aarch64 dump with
 # the x86-64 CLI and the reverse, identical JSON), and lean builds.
 #
-# Usage: bash tools/edge_matrix.sh [--full] [--no-aarch64] [--no-lean] [--build-only]
+# Usage: bash tools/edge_matrix.sh [--full] [--no-aarch64] [--no-lean]
 #   (default)     aarch64 suite + cross-architecture check + 3 lean builds that
 #                 together cover every lean dimension once (table below)
 #   --full        every lean build: {g++, clang++} x {C++17, 20, 23} x
 #                 {-O0, -O2, -Os}, plus per compiler at C++17 -O2:
 #                 -fno-exceptions -fno-rtti, -static, -fvisibility=hidden,
 #                 EDGETRACE_ENABLED=0 (28 builds, ~20 min on 2 cores)
-#   --build-only  install, configure and build what the same options would
-#                 test, and test nothing, the builds at idle priority
-#                 (SCHED_IDLE): tools/run_tests.sh builds ahead this way
-#                 while other tests run; the run that follows finds its
-#                 builds done
 # Debian/Ubuntu; installs what is missing with apt-get (root or sudo).
 # Build trees: build/aarch64, build/edge-lean/<name>. Prints ctest's own
 # summary line for each ctest run; exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root=$PWD
-full=0 do_aarch64=1 do_lean=1 build_only=0
+full=0 do_aarch64=1 do_lean=1
 for arg in "$@"; do
   case $arg in
     --full) full=1 ;;
     --no-aarch64) do_aarch64=0 ;;
     --no-lean) do_lean=0 ;;
-    --build-only) build_only=1 ;;
-    *) echo "usage: $0 [--full] [--no-aarch64] [--no-lean] [--build-only]" >&2; exit 1 ;;
+    *) echo "usage: $0 [--full] [--no-aarch64] [--no-lean]" >&2; exit 1 ;;
   esac
 done
 jobs=2
-# --build-only builds beside other work: only with the CPU it leaves idle.
-build=(cmake --build)
-if ((build_only)); then
-  build=(chrt --idle 0 cmake --build)
-  chrt --idle 0 true 2>/dev/null || build=(nice -n 19 cmake --build)
-fi
 # ctest runs one entry more: the entries wait for part of their time (under
 # qemu too: 1.47 of 2 cores busy at -j2), and those that load every core run alone.
 test_jobs=$((jobs + 1))
@@ -106,16 +94,14 @@ if ((do_aarch64)); then
   t0=$SECONDS
   cmake --preset aarch64 >"$a64.configure.log" 2>&1 ||
     { cat "$a64.configure.log"; echo "== aarch64 configure FAILED"; exit 1; }
-  if "${build[@]}" "$a64" -j "$jobs" >"$a64.build.log" 2>&1; then
+  if cmake --build "$a64" -j "$jobs" >"$a64.build.log" 2>&1; then
     note "aarch64: built in $((SECONDS - t0)) s"
-    if ((!build_only)); then
-      note "aarch64: ctest under qemu-aarch64 (left out: labels packaging, compile_fail: they run the host's"
-      note "         cmake and compiler, nothing of the target; doctest cases qemu cannot run: see"
-      note "         cmake/toolchains/qemu-aarch64-test.sh)"
-      t0=$SECONDS
-      run_ctest "aarch64 suite (qemu)" "$a64" "${ctest_args[@]}"
-      note "aarch64: ctest took $((SECONDS - t0)) s"
-    fi
+    note "aarch64: ctest under qemu-aarch64 (left out: labels packaging, compile_fail: they run the host's"
+    note "         cmake and compiler, nothing of the target; doctest cases qemu cannot run: see"
+    note "         cmake/toolchains/qemu-aarch64-test.sh)"
+    t0=$SECONDS
+    run_ctest "aarch64 suite (qemu)" "$a64" "${ctest_args[@]}"
+    note "aarch64: ctest took $((SECONDS - t0)) s"
   else
     grep -E -A5 'error|Error' "$a64.build.log" | head -n 60
     echo "== aarch64 build FAILED (log: $a64.build.log)"
@@ -163,8 +149,8 @@ if ((do_lean)); then
     if cmake -S tests/lean -B "$dir" -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_COMPILER="$cxx" \
          -DCMAKE_CXX_STANDARD="$std" -DCMAKE_CXX_STANDARD_REQUIRED=ON -DCMAKE_CXX_EXTENSIONS=OFF \
          -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$link_flags" $extra >"$dir.configure.log" 2>&1 &&
-       "${build[@]}" "$dir" -j "$jobs" >"$dir.build.log" 2>&1; then
-      ((build_only)) || run_ctest "lean $name" "$dir"
+       cmake --build "$dir" -j "$jobs" >"$dir.build.log" 2>&1; then
+      run_ctest "lean $name" "$dir"
       [[ -z $host_cli && -x $dir/edgetrace/tools/edgetrace ]] && host_cli=$root/$dir/edgetrace/tools/edgetrace
     else
       cat "$dir.configure.log" | tail -n 20
@@ -180,7 +166,7 @@ fi
 # --- 4. Cross-architecture dumps ----------------------------------------------
 # A dump converts to the same JSON (and summary) whichever architecture
 # wrote it and whichever converts it: FORMAT.md fixes byte order and layout.
-if ((do_aarch64 && !build_only)); then
+if ((do_aarch64)); then
   note "cross-architecture: aarch64 dump -> x86-64 CLI vs aarch64 CLI (qemu), and the reverse"
   xdir=$root/build/edge-crossarch
   rm -rf "$xdir" && mkdir -p "$xdir"
@@ -229,10 +215,6 @@ if ((do_aarch64 && !build_only)); then
 fi
 
 # --- 5. Summary ---------------------------------------------------------------
-if ((build_only)); then
-  ((status == 0)) && note "edge matrix: built in $((SECONDS - started)) s" || note "edge matrix: a build FAILED"
-  exit $status
-fi
 echo
 note "edge matrix ($( ((full)) && echo full || echo subset)), $((SECONDS - started)) s"
 printf '   %s\n' "${summaries[@]}"
