@@ -48,6 +48,13 @@ struct sleepers {
   }
 };
 
+/// CLOCK_MONOTONIC, as the flusher reads it just before a sample's tick.
+std::uint64_t monotonic_ns() {
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<std::uint64_t>(t.tv_sec) * 1000000000u + static_cast<std::uint64_t>(t.tv_nsec);
+}
+
 void BM_device_sample(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   sleepers traced(threads);
@@ -58,12 +65,12 @@ void BM_device_sample(benchmark::State& state) {
     for (std::size_t i = 0; i < traced.tids.size(); ++i) add(static_cast<std::uint32_t>(i + 1), traced.tids[i]);
   };
   const auto emit = [&bytes](edgetrace::format::chunk_type, const unsigned char*, std::size_t n) { bytes += n; };
-  sampler->sample(1, 100000000u, each, emit);  // the first opens the threads' files
+  sampler->sample({1, monotonic_ns()}, 100000000u, each, emit);  // the first opens the threads' files
   tick = 1;
   bytes = 0;
   for (auto _ : state) {
     ++tick;
-    sampler->sample(tick, tick * 100000000u, each, emit);
+    sampler->sample({tick, monotonic_ns()}, tick * 100000000u, each, emit);
   }
   state.counters["files"] = static_cast<double>(sampler->sources().file_count + 2 * traced.tids.size());
   state.counters["bytes"] = static_cast<double>(bytes) / static_cast<double>(state.iterations());
@@ -117,7 +124,7 @@ void BM_device_sample_cold(benchmark::State& state) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     ++tick;
     const double before = thread_cpu_seconds();
-    sampler->sample(tick, tick * 100000000u, each, emit);
+    sampler->sample({tick, monotonic_ns()}, tick * 100000000u, each, emit);
     state.SetIterationTime(thread_cpu_seconds() - before);
   }
 }

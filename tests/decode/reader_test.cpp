@@ -501,6 +501,27 @@ TEST_CASE("gpu stats: a 1.9 record has no skip reasons; a 1.10 one splits the sk
   }
 }
 
+TEST_CASE("device stats: a 1.10 record says nothing of the longest sample; a 1.11 one does") {
+  for (const bool with_longest : {false, true}) {
+    CAPTURE(with_longest);
+    payload body;
+    for (std::uint64_t v : {40, 1, 0, 90000, 12}) body.varint(v);
+    if (with_longest) body.varint(1500000);
+    payload samples;
+    samples.u8(static_cast<std::uint8_t>(fmt::device_sample_record::stats)).varint(body.data().size());
+    for (unsigned char b : body.data()) samples.u8(b);
+    dump_builder d;
+    d.process(7).chunk(fmt::chunk_type::device_samples, 7, samples).end(7);
+    loaded l(d.build(), "device_stats.etr");
+    REQUIRE(l.ok);
+    CHECK(l.diag("device samples") == nullptr);  // not malformed
+    const er::writer_device& dev = l.reader.writers().begin()->second.device;
+    CHECK(dev.samples_taken == 40);
+    CHECK(dev.files_last == 12);
+    CHECK(dev.longest_ns == (with_longest ? 1500000u : 0u));
+  }
+}
+
 TEST_CASE("an events chunk that fails midway keeps the events before the error") {
   dump_builder d = sample_dump();
   SUBCASE("unknown site") {

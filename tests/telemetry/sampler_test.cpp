@@ -18,6 +18,7 @@
 #include <new>
 #include <string>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include <vector>
 
@@ -70,9 +71,15 @@ struct decoded {
 
 std::uint64_t own_tid() { return static_cast<std::uint64_t>(::syscall(SYS_gettid)); }
 
+std::uint64_t monotonic_now_ns() {
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<std::uint64_t>(t.tv_sec) * 1000000000u + static_cast<std::uint64_t>(t.tv_nsec);
+}
+
 /// One sample at `tick` (and ns = tick ms) with this thread as traced thread 1.
 void sample(tm::device_sampler& s, decoded& out, std::uint64_t tick) {
-  s.sample(tick, tick * 1000000u, [](auto&& add) { add(1, own_tid()); },
+  s.sample({tick, monotonic_now_ns()}, tick * 1000000u, [](auto&& add) { add(1, own_tid()); },
            [&out](edgetrace::format::chunk_type type, const unsigned char* p, std::size_t n) { out.take(type, p, n); });
 }
 
@@ -104,6 +111,10 @@ TEST_CASE("a fake Jetson board's files become tracks with their values") {
   CHECK(dev.samples_taken == 2);
   CHECK(dev.ignored == 0);
   CHECK(dev.failed == 0);
+  // The longest sample (1.11): from its tick to its last read, here two
+  // samples of a few dozen files with nothing else to do.
+  CHECK(dev.longest_ns > 0);
+  CHECK(dev.longest_ns < 2000000000u);
   for (const char* cpu : {"cpu0", "cpu1", "cpu2", "cpu3"}) {
     CAPTURE(cpu);
     const er::device_track* clock = d.track(Q::cpu_khz, cpu);
@@ -287,11 +298,11 @@ TEST_CASE("sampling allocates nothing after start-up") {
   sampler->start(root.c_str(), 10);
   std::uint64_t bytes = 0;
   const auto count = [&bytes](edgetrace::format::chunk_type, const unsigned char*, std::size_t n) { bytes += n; };
-  sampler->sample(1, 1000000, [](auto&& add) { add(1, own_tid()); }, count);  // opens the thread's files
+  sampler->sample({1, monotonic_now_ns()}, 1000000, [](auto&& add) { add(1, own_tid()); }, count);  // opens the files
   const long before = allocations.load();
   counting = true;
   for (std::uint64_t tick = 2; tick < 200; ++tick)
-    sampler->sample(tick, tick * 1000000u, [](auto&& add) { add(1, own_tid()); }, count);
+    sampler->sample({tick, monotonic_now_ns()}, tick * 1000000u, [](auto&& add) { add(1, own_tid()); }, count);
   counting = false;
   CHECK(allocations.load() == before);
   CHECK(sampler->samples_taken() == 199);

@@ -48,6 +48,9 @@ struct writer_device {
   std::vector<device_missing> missing;
   /// The sampler's totals (the last stats record wins).
   std::uint64_t samples_taken = 0, ignored = 0, failed = 0, cpu_ns = 0, files_last = 0;
+  /// The longest a sample took from its tick to its last read, ns (1.11;
+  /// 0 before): a sample's values were read within that long after its time.
+  std::uint64_t longest_ns = 0;
   std::uint64_t undefined = 0;  ///< values of a track never defined (damage)
 };
 

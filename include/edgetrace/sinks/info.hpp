@@ -142,6 +142,10 @@ void write_device_info(const writer_info& w, Field& field) {
                     "last, %.1f us of the flusher's CPU each",
                     format_duration(d.period_us * 1000).c_str(), ull(d.samples_taken), d.tracks.size(),
                     tracks.c_str(), ull(d.files_last), per / 1000.0));
+  if (d.longest_ns != 0)
+    field("  ", "device timing",
+          format_text("a sample's values were read at most %s after its time (the longest sample)",
+                      format_duration(d.longest_ns).c_str()));
   if (d.ignored != 0 || d.failed != 0 || d.undefined != 0)
     field("  ", "device values",
           format_text("%llu ignored (not a number: garbage, empty, huge or negative), %llu reads failed, %llu of "

@@ -85,10 +85,18 @@ class device_sampler {
   bool due(std::uint64_t now_ns) const noexcept { return on() && (last_ns_ == 0 || now_ns - last_ns_ >= period_ns_); }
   const source_set& sources() const noexcept { return sources_; }
 
-  /// One sample. `each_thread(add)` calls add(thread id, OS tid) for every
-  /// traced thread alive now; `emit(type, payload, size)` writes a chunk.
+  /// When a sample is taken: its tick, and CLOCK_MONOTONIC read just
+  /// before it (the start of the sample's time to its last read).
+  struct taken_at {
+    std::uint64_t tick;
+    std::uint64_t monotonic_ns;
+  };
+
+  /// One sample, due at `now_ns`. `each_thread(add)` calls add(thread id,
+  /// OS tid) for every traced thread alive now; `emit(type, payload, size)`
+  /// writes a chunk.
   template <class EachThread, class Emit>
-  void sample(std::uint64_t tick, std::uint64_t now_ns, EachThread&& each_thread, Emit&& emit) noexcept {
+  void sample(taken_at at, std::uint64_t now_ns, EachThread&& each_thread, Emit&& emit) noexcept {
     timespec cpu0{}, cpu1{};
     ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
     last_ns_ = now_ns;
@@ -99,7 +107,7 @@ class device_sampler {
     if (tracks_pending_) write_tracks(emit);
     payload out{samples_, sizeof samples_};
     const std::size_t body = out.open_record(static_cast<unsigned>(format::device_sample_record::values));
-    out.varint(tick);
+    out.varint(at.tick);
     files_last_ = 0;
     // The process's CPU time, for other processes' load: one system call,
     // where /proc/self/stat costs a formatted file.
@@ -114,11 +122,13 @@ class device_sampler {
       if (slot.thread_id != 0) read_thread(slot, out);
     out.close_record(body);
     ++samples_taken_;
+    note_read_time(at.monotonic_ns);
     ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
     const std::int64_t spent = (cpu1.tv_sec - cpu0.tv_sec) * 1000000000LL + (cpu1.tv_nsec - cpu0.tv_nsec);
     cpu_ns_ += spent > 0 ? static_cast<std::uint64_t>(spent) : 0;
     const std::size_t stats = out.open_record(static_cast<unsigned>(format::device_sample_record::stats));
-    for (std::uint64_t v : {samples_taken_, ignored_, failed_, cpu_ns_, std::uint64_t{files_last_}}) out.varint(v);
+    for (std::uint64_t v : {samples_taken_, ignored_, failed_, cpu_ns_, std::uint64_t{files_last_}, longest_ns_})
+      out.varint(v);
     out.close_record(stats);
     emit(format::chunk_type::device_samples, out.data, out.size);
   }
@@ -142,6 +152,17 @@ class device_sampler {
       *this = thread_slot{};
     }
   };
+
+  /// The longest time from a sample's tick to its last read: a value it
+  /// holds was read within that long after its tick (longer when the
+  /// flusher was preempted in between).
+  void note_read_time(std::uint64_t from_ns) noexcept {
+    timespec now{};
+    if (::clock_gettime(CLOCK_MONOTONIC, &now) != 0) return;
+    const std::uint64_t end_ns =
+        static_cast<std::uint64_t>(now.tv_sec) * 1000000000u + static_cast<std::uint64_t>(now.tv_nsec);
+    if (end_ns > from_ns && end_ns - from_ns > longest_ns_) longest_ns_ = end_ns - from_ns;
+  }
 
   void see_thread(std::uint32_t thread_id, std::uint64_t os_tid) noexcept {
     thread_slot* free_slot = nullptr;
@@ -403,6 +424,7 @@ class device_sampler {
   std::uint32_t next_thread_track_ = max_tracks + 1;
   bool tracks_pending_ = false, system_defined_ = false;
   std::uint64_t samples_taken_ = 0, ignored_ = 0, failed_ = 0, cpu_ns_ = 0;
+  std::uint64_t longest_ns_ = 0;  ///< the longest sample, from its tick to its last read (note_read_time)
   std::uint32_t files_last_ = 0;
   std::int64_t own_jiffies_ = -1;
   /// The "others" share's last interval start (others_share).

@@ -256,8 +256,9 @@ class runtime final : public runtime_stream, private flusher_output {
       if (encoder_.announced(*ring) && !ring->retired.load(std::memory_order_acquire))
         threads[count++] = {ring->thread_id, ring->os_tid};
     chunk_encoder& encoder = encoder_;
+    const std::uint64_t before_tick_ns = clock_ns(CLOCK_MONOTONIC);
     sampler_->sample(
-        ticks(config_.clock), now_ns,
+        {ticks(config_.clock), before_tick_ns}, now_ns,
         [&](auto&& add) {
           for (std::size_t i = 0; i < count; ++i) add(threads[i].id, threads[i].os_tid);
         },

@@ -90,8 +90,9 @@ inline void read_device_samples(diagnostic_log& log, writer_info& w, payload_cur
   writer_device& d = w.device;
   read_device_records<record>(log, w, in, offset, "device samples", [&d](record r, payload_cursor& body) {
     if (r == record::values) return read_device_values(d, body);
-    return r != record::stats || (body.varint(d.samples_taken) && body.varint(d.ignored) && body.varint(d.failed) &&
-                                  body.varint(d.cpu_ns) && body.varint(d.files_last));
+    return r != record::stats ||
+           (body.varint(d.samples_taken) && body.varint(d.ignored) && body.varint(d.failed) && body.varint(d.cpu_ns) &&
+            body.varint(d.files_last) && (body.left() == 0 || body.varint(d.longest_ns)));  // 1.11: the longest sample
   });
 }
 
