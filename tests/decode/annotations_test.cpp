@@ -339,10 +339,11 @@ TEST_CASE("annotations: a dense loop of arguments costs at most 4 bytes per argu
 // took ~180 s emulated, the CI's longest entry, and 2 M spans with 4 M
 // arguments would still need ~590 MB if the reader kept them. The bound
 // is the reader's code, the same on every architecture; native runs keep
-// the full size. So is a knob configuration's run
-// (annotations_test@compact_scopes): the knob changes how trace_app writes
-// the spans, not the reader that reads them, and the default build's entry
-// already reads the full size (a quarter: 31 s to 8.5 s on an idle machine).
+// the full size. A knob configuration's entry
+// (annotations_test@compact_scopes) also runs at a quarter of the size: the
+// knob changes how trace_app writes the spans, not the reader that reads
+// them, and the default build's entry already reads the full size (a
+// quarter: 31 s to 8.5 s on an idle machine).
 TEST_CASE("annotations: every command reads 8 M spans with 16 M arguments, or 4 M arguments outside spans, in under 64 MB" *
           doctest::skip(edgetrace_test::sanitized_build)) {
   const long scale = edgetrace_test::emulated() || edgetrace_test::knob_app() ? 4 : 1;

@@ -29,10 +29,7 @@ inline const std::string app = setting("ETTEST_TRACE_APP", EDGETRACE_TEST_TRACE_
 /// Whether this run is a knob configuration's (`<test>@<name>`, started with
 /// ETTEST_TRACE_APP): the room's program, the same reader and CLI, with the
 /// knob's trace_app.
-inline bool knob_app() {
-  const char* value = std::getenv("ETTEST_TRACE_APP");
-  return value != nullptr && *value != '\0';
-}
+inline bool knob_app() { return app != EDGETRACE_TEST_TRACE_APP; }
 /// The edgetrace command-line tool.
 inline const std::string cli = EDGETRACE_TEST_CLI;
 /// This program's scratch folder.
