@@ -470,6 +470,21 @@ TEST_CASE("unknown chunk types are skipped silently; extra payload bytes are ign
   CHECK(l.events[0].thread->os_tid == 78);
 }
 
+namespace {
+
+/// A chunk payload of one record: `tag`, its size, and `fields` as varints.
+template <class Tag>
+payload one_record(Tag tag, const std::vector<std::uint64_t>& fields) {
+  payload body;
+  for (std::uint64_t v : fields) body.varint(v);
+  payload record;
+  record.u8(static_cast<std::uint8_t>(tag)).varint(body.data().size());
+  for (unsigned char b : body.data()) record.u8(b);
+  return record;
+}
+
+}  // namespace
+
 TEST_CASE("gpu stats: a 1.9 record has no skip reasons; a 1.10 one splits the skipped; a forged split is ignored") {
   struct stats_case {
     std::vector<std::uint64_t> fields;  ///< launches, resolved, captured, unresolved, skipped, pairs[, no pair]
@@ -483,13 +498,8 @@ TEST_CASE("gpu stats: a 1.9 record has no skip reasons; a 1.10 one splits the sk
   };
   for (const stats_case& c : cases) {
     CAPTURE(c.fields.size());
-    payload body;
-    for (std::uint64_t v : c.fields) body.varint(v);
-    payload gpu;
-    gpu.u8(static_cast<std::uint8_t>(fmt::gpu_record::stats)).varint(body.data().size());
-    for (unsigned char b : body.data()) gpu.u8(b);
     dump_builder d;
-    d.process(7).chunk(fmt::chunk_type::gpu, 7, gpu).end(7);
+    d.process(7).chunk(fmt::chunk_type::gpu, 7, one_record(fmt::gpu_record::stats, c.fields)).end(7);
     loaded l(d.build(), "gpu_stats.etr");
     REQUIRE(l.ok);
     const er::writer_gpu& g = l.reader.writers().begin()->second.gpu;
@@ -504,14 +514,10 @@ TEST_CASE("gpu stats: a 1.9 record has no skip reasons; a 1.10 one splits the sk
 TEST_CASE("device stats: a 1.10 record says nothing of the longest sample; a 1.11 one does") {
   for (const bool with_longest : {false, true}) {
     CAPTURE(with_longest);
-    payload body;
-    for (std::uint64_t v : {40, 1, 0, 90000, 12}) body.varint(v);
-    if (with_longest) body.varint(1500000);
-    payload samples;
-    samples.u8(static_cast<std::uint8_t>(fmt::device_sample_record::stats)).varint(body.data().size());
-    for (unsigned char b : body.data()) samples.u8(b);
+    std::vector<std::uint64_t> fields = {40, 1, 0, 90000, 12};  // taken, ignored, failed, CPU ns, files
+    if (with_longest) fields.push_back(1500000);
     dump_builder d;
-    d.process(7).chunk(fmt::chunk_type::device_samples, 7, samples).end(7);
+    d.process(7).chunk(fmt::chunk_type::device_samples, 7, one_record(fmt::device_sample_record::stats, fields)).end(7);
     loaded l(d.build(), "device_stats.etr");
     REQUIRE(l.ok);
     CHECK(l.diag("device samples") == nullptr);  // not malformed
