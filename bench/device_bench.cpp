@@ -8,6 +8,7 @@
 // them a second (docs/PERFORMANCE.md, "Device sampling"). Counters: files
 // read and bytes encoded per sample. EDGETRACE_SYSFS_ROOT points it at a
 // replayed board instead.
+#include <edgetrace/face/tick.hpp>
 #include <edgetrace/telemetry/sampler.hpp>
 
 #include <benchmark/benchmark.h>
@@ -48,12 +49,8 @@ struct sleepers {
   }
 };
 
-/// CLOCK_MONOTONIC, as the flusher reads it just before a sample's tick.
-std::uint64_t monotonic_ns() {
-  timespec t{};
-  ::clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<std::uint64_t>(t.tv_sec) * 1000000000u + static_cast<std::uint64_t>(t.tv_nsec);
-}
+/// CLOCK_MONOTONIC, read as the flusher reads it just before a sample's tick.
+std::uint64_t monotonic_ns() { return edgetrace::detail::clock_ns(CLOCK_MONOTONIC); }
 
 void BM_device_sample(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));

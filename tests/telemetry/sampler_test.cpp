@@ -4,6 +4,7 @@
 
 #include <support/fake_board.hpp>
 #include <support/sanitizers.hpp>
+#include <support/spawn.hpp>  // monotonic_ns
 #include <support/test_env.hpp>
 
 #include <edgetrace/decode/detail/device_chunks.hpp>
@@ -18,7 +19,6 @@
 #include <new>
 #include <string>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 #include <vector>
 
@@ -71,15 +71,9 @@ struct decoded {
 
 std::uint64_t own_tid() { return static_cast<std::uint64_t>(::syscall(SYS_gettid)); }
 
-std::uint64_t monotonic_now_ns() {
-  timespec t{};
-  ::clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<std::uint64_t>(t.tv_sec) * 1000000000u + static_cast<std::uint64_t>(t.tv_nsec);
-}
-
 /// One sample at `tick` (and ns = tick ms) with this thread as traced thread 1.
 void sample(tm::device_sampler& s, decoded& out, std::uint64_t tick) {
-  s.sample({tick, monotonic_now_ns()}, tick * 1000000u, [](auto&& add) { add(1, own_tid()); },
+  s.sample({tick, monotonic_ns()}, tick * 1000000u, [](auto&& add) { add(1, own_tid()); },
            [&out](edgetrace::format::chunk_type type, const unsigned char* p, std::size_t n) { out.take(type, p, n); });
 }
 
@@ -298,11 +292,11 @@ TEST_CASE("sampling allocates nothing after start-up") {
   sampler->start(root.c_str(), 10);
   std::uint64_t bytes = 0;
   const auto count = [&bytes](edgetrace::format::chunk_type, const unsigned char*, std::size_t n) { bytes += n; };
-  sampler->sample({1, monotonic_now_ns()}, 1000000, [](auto&& add) { add(1, own_tid()); }, count);  // opens the files
+  sampler->sample({1, monotonic_ns()}, 1000000, [](auto&& add) { add(1, own_tid()); }, count);  // opens the files
   const long before = allocations.load();
   counting = true;
   for (std::uint64_t tick = 2; tick < 200; ++tick)
-    sampler->sample({tick, monotonic_now_ns()}, tick * 1000000u, [](auto&& add) { add(1, own_tid()); }, count);
+    sampler->sample({tick, monotonic_ns()}, tick * 1000000u, [](auto&& add) { add(1, own_tid()); }, count);
   counting = false;
   CHECK(allocations.load() == before);
   CHECK(sampler->samples_taken() == 199);
