@@ -26,15 +26,15 @@ add_custom_target(knob_configurations)
 #     TESTS <test>[:<entry>]...  tests/<test>.cpp as target <test>.<name>, run
 #                                as <test>@<name> with the environment of the
 #                                ctest entry <entry> (default: <test>); its
-#                                scratch files (and EDGETRACE_OUTPUT) are in
-#                                tests/tmp/<name>/
+#                                EDGETRACE_OUTPUT is in tests/tmp/<name>/,
+#                                its scratch files in tests/tmp/<test>@<name>/
+#                                (as every entry's, tests/CMakeLists.txt)
 #     APP_TESTS <test>...)       tests that run the knob only through
 #                                trace_app.<name> (they include nothing that
 #                                the knob changes): not built again, their
 #                                room's program runs as <test>@<name> with
-#                                ETTEST_TRACE_APP and ETTEST_TMPDIR pointing
-#                                at the configuration's app and scratch folder
-#                                (support/test_env.hpp)
+#                                ETTEST_TRACE_APP pointing at the
+#                                configuration's app (support/test_env.hpp)
 function(edgetrace_knob_configuration name)
   cmake_parse_arguments(PARSE_ARGV 1 knob "RUNTIME_LIBRARY;TRACE_APP" "" "DEFINES;TESTS;APP_TESTS")
   if(knob_APP_TESTS AND NOT knob_TRACE_APP)
@@ -50,7 +50,7 @@ function(edgetrace_knob_configuration name)
     set(library edgetrace::edgetrace)
   endif()
 
-  # Scratch files of their own: the tests use fixed names in their directory.
+  # The entries' EDGETRACE_OUTPUT files, moved here: the configurations run side by side.
   set(tmp ${EDGETRACE_TEST_TMP}/${name})
   file(MAKE_DIRECTORY ${tmp})
   set(trace_app trace_app)
@@ -76,7 +76,7 @@ function(edgetrace_knob_configuration name)
       endif()
       add_test(NAME ${test}@${name} COMMAND ${${test}_command})
       add_dependencies(knob_configurations ${${test}_program})
-      set(app_environment "ETTEST_TRACE_APP=$<TARGET_FILE:${trace_app}>" "ETTEST_TMPDIR=${tmp}")
+      set(app_environment "ETTEST_TRACE_APP=$<TARGET_FILE:${trace_app}>")
     else()
       set(target ${test}.${name})
       add_executable(${target} ${${test}_source})

@@ -386,11 +386,9 @@ TEST_CASE("gpu clock: garbage anchors never overflow") {
 
 namespace {
 
-/// A child's dump path, unique per test process (gpu_test and
+/// A child's dump path, in this entry's scratch folder (gpu_test and
 /// gpu_test@separate_runtime may run at the same time).
-std::string tmp(const std::string& name) {
-  return std::string(EDGETRACE_TEST_TMPDIR) + "/" + std::to_string(::getpid()) + "_" + name;
-}
+std::string tmp(const std::string& name) { return edgetrace_test::scratch_dir() + "/" + name; }
 
 int count_lines(const std::string& text, const std::string& needle) {
   int n = 0;

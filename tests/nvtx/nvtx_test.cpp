@@ -21,7 +21,7 @@ namespace {
 
 const std::string app = EDGETRACE_TEST_NVTX_APP;
 const std::string injection = EDGETRACE_TEST_NVTX_INJECTION;
-const std::string tmp = EDGETRACE_TEST_TMPDIR;
+const std::string tmp = edgetrace_test::scratch_dir();
 
 struct nvtx_log {
   std::vector<std::string> domains, strings;

@@ -271,14 +271,8 @@ inline bool write_file(const std::string& path, const bytes& b) {
   return std::fclose(f) == 0 && ok;
 }
 
-/// A path in the test scratch directory.
-inline std::string temp_path(const std::string& name) {
-#ifdef EDGETRACE_TEST_TMPDIR
-  return std::string(EDGETRACE_TEST_TMPDIR) + "/" + name;
-#else
-  return "/tmp/" + name;
-#endif
-}
+/// A path in the test scratch directory (scratch_dir, support/files.hpp).
+inline std::string temp_path(const std::string& name) { return scratch_dir() + "/" + name; }
 
 /// Writes the dump `d` builds to temp_path(name) (required to succeed) and
 /// returns that path.

@@ -63,7 +63,7 @@ inline int exit_code_of(int status) { return WIFEXITED(status) ? WEXITSTATUS(sta
 
 /// Runs `argv` as launch() does and waits for it; output goes through temp files.
 inline process_result run(const std::vector<std::string>& argv, const std::vector<std::string>& env = {},
-                          const std::string& tmpdir = EDGETRACE_TEST_TMPDIR) {
+                          const std::string& tmpdir = scratch_dir()) {
   static int counter = 0;
   const std::string base = tmpdir + "/proc_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
   const std::string out_path = base + ".out", err_path = base + ".err";

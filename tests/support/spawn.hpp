@@ -28,7 +28,7 @@ struct spawned {
 /// Starts `argv` like run() (environment minus EDGETRACE_*, plus `env`),
 /// stdout to a pipe, stderr to a temp file.
 inline spawned spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env = {},
-                     const std::string& tmpdir = EDGETRACE_TEST_TMPDIR) {
+                     const std::string& tmpdir = scratch_dir()) {
   static int counter = 0;
   spawned s;
   s.err_path = tmpdir + "/spawn_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + ".err";

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Test helper: what every test program is given (the traced helper app, the
 // CLI, its scratch folder) and a fresh path in that folder. The paths come
-// from the build (tests/CMakeLists.txt); a knob configuration that runs a
-// room's program with its own trace_app and scratch folder gives them in
-// the environment, as ETTEST_TRACE_APP and ETTEST_TMPDIR
-// (tests/knob_configurations.cmake). Not EDGETRACE_*: the runtime in the
-// test program would report them as unknown variables.
+// from the build (tests/CMakeLists.txt); the environment overrides two:
+// a knob configuration that runs a room's program with its own trace_app
+// gives it as ETTEST_TRACE_APP (tests/knob_configurations.cmake), and every
+// ctest entry gets a scratch folder of its own as ETTEST_TMPDIR
+// (support/files.hpp). Not EDGETRACE_*: the runtime in the test program
+// would report them as unknown variables.
 #pragma once
 
 #include <cstdlib>
@@ -32,8 +33,8 @@ inline const std::string app = setting("ETTEST_TRACE_APP", EDGETRACE_TEST_TRACE_
 inline bool knob_app() { return app != EDGETRACE_TEST_TRACE_APP; }
 /// The edgetrace command-line tool.
 inline const std::string cli = EDGETRACE_TEST_CLI;
-/// This program's scratch folder.
-inline const std::string tmp = setting("ETTEST_TMPDIR", EDGETRACE_TEST_TMPDIR);
+/// This run's scratch folder (scratch_dir: one per ctest entry).
+inline const std::string tmp = scratch_dir();
 
 /// The line `trace_app knobs` prints: the build knobs of `app`
 /// ("ENABLED=1 COMPACT_SCOPES=0 CLOCK_MONOTONIC=0 ...").

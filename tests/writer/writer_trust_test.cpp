@@ -212,6 +212,7 @@ TEST_CASE("writer trust: a dump truncated by another party: one line, what follo
   CHECK(dump.named("after_truncate").size() == 1000);
   CHECK(dump.named("at_exit").size() == 10);
   const auto summary = run({cli, "summary", dump_path});
+  CAPTURE(summary.err);
   CHECK(summary.exit_code == 0);
   CHECK(summary.out.find("after_truncate") != std::string::npos);
   ::unlink(dump_path.c_str());

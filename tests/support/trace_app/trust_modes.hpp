@@ -160,7 +160,7 @@ inline int closefrom_mode(const char* file) {
 /// cycle already under way drains are lost with their definitions
 /// (docs/RELIABILITY.md, "A file truncated under its writer"), and a cycle
 /// can be under way when truncate() is slow or this thread is preempted
-/// after the first flush (it happened once in CI, under TSan beside a build).
+/// after the first flush.
 inline int truncate_output_mode(const char* dump) {
   named_spans("before_truncate", 1000);
   edgetrace::flush();
