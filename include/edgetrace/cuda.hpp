@@ -34,7 +34,7 @@
 #pragma nv_diag_suppress 1835
 #pragma nv_diag_suppress 550
 #endif
-// First: NVML registers before edgetrace.hpp starts the runtime (nvml.hpp).
+// First: NVML then usually registers before sampling begins (it joins later otherwise: nvml.hpp).
 #include <edgetrace/nvml.hpp>  // the GPUs' load, clock, temperature, power in the device samples
 #include <edgetrace/edgetrace.hpp>
 #include <edgetrace/gpu/backend.hpp>

@@ -12,11 +12,12 @@
 // -ldl before). Jetson boards have no NVML: their GPU is read from sysfs
 // without this header.
 //
-// Include it before <edgetrace/edgetrace.hpp>: its registration then runs
-// before the runtime starts in the same file's static initialisation, so
-// the flusher's discovery finds it (cuda.hpp does so). Included after, or
-// only in another file, the flusher may look before it registers and list
-// NVML as not read.
+// Where it is included does not matter. Its registration (a static
+// initialiser) usually runs before sampling begins; when it runs later
+// (tracing started in another file's static initialiser, such as a global
+// model loader's scope, or this header is in a library loaded with dlopen
+// during the run), the sampler finds it at its next sample and the GPUs'
+// tracks begin there (docs/FORMAT.md, 1.12).
 #pragma once
 
 #include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE

@@ -260,6 +260,75 @@ TEST_CASE("NVIDIA GPUs through NVML: each GPU's load, SM clock, temperature and 
   CHECK(contains(none.writer.device.missing[0].why, "/nonexistent/libnvidia-ml.so.1 not found"));
 }
 
+/// NVML's provider taken out of its slot for a case (as if <edgetrace/nvml.hpp>
+/// had not registered yet), put back by later() or at the end of the case.
+struct nvml_unregistered {
+  const tm::nvml_provider* provider = tm::nvml_slot().exchange(nullptr);
+  void later() { tm::nvml_slot().store(provider); }
+  ~nvml_unregistered() { later(); }
+};
+
+// Tracing begun in an earlier static initialiser (a global model loader's
+// scope), or nvml.hpp in a library loaded later: before, NVML was listed
+// as "need <edgetrace/nvml.hpp>" for the whole run of a program that
+// included it.
+TEST_CASE("NVML registered after sampling began: its GPUs join at the next sample and it is no longer missing") {
+  const std::string root = board("board_nvml_late");
+  const std::string values = tmp + "/fake_nvml_late_values_" + std::to_string(::getpid());
+  put_file("", values, "37 1410 61 215000\n5 210 40 -\n");
+  ::setenv("FAKE_NVML_VALUES", values.c_str(), 1);
+  ::setenv("EDGETRACE_NVML_LIBRARY", EDGETRACE_TEST_FAKE_NVML, 1);
+  decoded d;
+  std::unique_ptr<tm::device_sampler> sampler;
+  {
+    nvml_unregistered registration;
+    sampler = first_sample(root, d);
+    sample(*sampler, d, 2);
+    const auto listed = [&d] {
+      std::size_t n = 0;
+      for (const er::device_missing& m : d.writer.device.missing) n += m.name == "NVML" && contains(m.why, "nvml.hpp");
+      return n;
+    };
+    CHECK(listed() == 1);  // said at once: a run that ends (or crashes) now says why it has no GPU
+    CHECK(d.track(Q::gpu_hz, "Fake GPU 0") == nullptr);  // the board's own GPU (devfreq) has one
+    registration.later();
+    sample(*sampler, d, 3);
+  }
+  ::unsetenv("EDGETRACE_NVML_LIBRARY");
+  for (const er::device_missing& m : d.writer.device.missing) CHECK(m.name != "NVML");
+  const er::device_track* clock = d.track(Q::gpu_hz, "Fake GPU 0");
+  REQUIRE(clock != nullptr);
+  CHECK(clock->maximum == 2520000000);
+  CHECK(d.values_of(clock, 2) == 0);
+  CHECK(d.values_of(clock, 3) == 1);
+  CHECK(d.last(clock) == 1410000000);
+  CHECK(d.last(d.track(Q::power_mw, "Fake GPU 0")) == 215000);
+  CHECK(d.last(d.track(Q::gpu_hz, "Fake GPU 1")) == 210000000);
+  // The board's tracks and this thread's kept their ids and values.
+  CHECK(d.writer.device.undefined == 0);
+  CHECK(d.values_of(d.track(Q::cpu_khz), 3) >= 1);
+  CHECK(d.values_of(d.track(Q::thread_cpu_ns_total), 3) == 1);
+
+  // Registered late, and the library does not open: the later reason holds.
+  ::setenv("EDGETRACE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+  decoded failed;
+  {
+    nvml_unregistered registration;
+    sampler = first_sample(root, failed);
+    registration.later();
+    sample(*sampler, failed, 2);
+  }
+  ::unsetenv("EDGETRACE_NVML_LIBRARY");
+  std::size_t nvml_entries = 0;
+  for (const er::device_missing& m : failed.writer.device.missing) {
+    if (m.name != "NVML") continue;
+    ++nvml_entries;
+    CHECK(contains(m.why, "/nonexistent/libnvidia-ml.so.1 not found"));
+  }
+  CHECK(nvml_entries == 1);
+  CHECK(failed.track(Q::gpu_hz, "Fake GPU 0") == nullptr);
+}
+
 TEST_CASE("two zones of one name get their index in outputs; a thread's tracks its name") {
   er::writer_info w;
   for (std::uint64_t zone : {1, 3}) {

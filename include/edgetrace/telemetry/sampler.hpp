@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The device sampler: on the flusher, every EDGETRACE_SAMPLE_MS, one pread per source and per traced thread (schedstat, status), encoded as a device_samples chunk; new tracks go first in a device_tracks chunk (docs/FORMAT.md, 1.9).
 //
-// It never runs on the app's threads and never allocates after start():
-// the sources, the thread slots and both chunk buffers are fixed arrays.
+// It never runs on the app's threads and never allocates after start()
+// (the sources, the thread slots and both chunk buffers are fixed arrays),
+// except once if NVML registers after sampling began: opening it then
+// loads the driver's library (look_for_nvml).
 // A file whose content is not a number (garbage, empty, huge, negative
 // where that cannot be) is counted as ignored; a read that fails, as
 // failed; neither stops the others.
@@ -104,6 +106,7 @@ class device_sampler {
     each_thread([this](std::uint32_t thread_id, std::uint64_t os_tid) { see_thread(thread_id, os_tid); });
     for (thread_slot& slot : slots_)
       if (slot.thread_id != 0 && !slot.seen) slot.close();
+    if (sources_.nvml_unregistered) look_for_nvml();
     if (tracks_pending_) write_tracks(emit);
     payload out{samples_, sizeof samples_};
     const std::size_t body = out.open_record(static_cast<unsigned>(format::device_sample_record::values));
@@ -164,6 +167,17 @@ class device_sampler {
     if (end_ns > from_ns && end_ns - from_ns > longest_ns_) longest_ns_ = end_ns - from_ns;
   }
 
+  /// NVML registered after discovery (tracing began in an earlier static
+  /// initialiser, as a global model loader's scope does, or
+  /// <edgetrace/nvml.hpp> is in a library loaded later with dlopen): its
+  /// GPUs' tracks join at this sample, after the missing entry discovery
+  /// wrote (readers drop it then). One atomic load a sample until then.
+  void look_for_nvml() noexcept {
+    if (!find_nvml(sources_, true)) return;
+    sources_.nvml_unregistered = false;
+    tracks_pending_ = true;
+  }
+
   void see_thread(std::uint32_t thread_id, std::uint64_t os_tid) noexcept {
     thread_slot* free_slot = nullptr;
     for (thread_slot& slot : slots_) {
@@ -194,24 +208,25 @@ class device_sampler {
       emit(format::chunk_type::device_tracks, out.data, out.size);
       out.size = 0;
     };
-    if (!system_defined_) {
-      system_defined_ = true;
+    if (!sampler_defined_) {
+      sampler_defined_ = true;
       const std::size_t b = out.open_record(static_cast<unsigned>(format::device_track_record::sampler));
       out.varint(period_ns_ / 1000);
       out.varint(sources_.file_count);
       out.varint(max_threads);
       out.close_record(b);
-      for (std::size_t i = 0; i < sources_.missing_count; ++i) {
-        room_for(track_record_room);
-        const std::size_t m = out.open_record(static_cast<unsigned>(format::device_track_record::missing));
-        out.string(sources_.missing[i].name);
-        out.string(sources_.missing[i].why);
-        out.close_record(m);
-      }
-      for (std::size_t i = 0; i < sources_.track_count; ++i) {
-        room_for(track_record_room);
-        write_track(out, static_cast<std::uint32_t>(i + 1), sources_.tracks[i]);
-      }
+    }
+    // What discovery found, then what joined later (NVML, look_for_nvml).
+    for (; missing_defined_ < sources_.missing_count; ++missing_defined_) {
+      room_for(track_record_room);
+      const std::size_t m = out.open_record(static_cast<unsigned>(format::device_track_record::missing));
+      out.string(sources_.missing[missing_defined_].name);
+      out.string(sources_.missing[missing_defined_].why);
+      out.close_record(m);
+    }
+    for (; system_defined_ < sources_.track_count; ++system_defined_) {
+      room_for(track_record_room);
+      write_track(out, static_cast<std::uint32_t>(system_defined_ + 1), sources_.tracks[system_defined_]);
     }
     for (thread_slot& slot : slots_) {
       if (slot.thread_id == 0 || slot.defined) continue;
@@ -422,7 +437,9 @@ class device_sampler {
   std::uint64_t page_kb_ = 4;
   std::int64_t clock_ticks_ = 100;  ///< /proc/stat's jiffies a second
   std::uint32_t next_thread_track_ = max_tracks + 1;
-  bool tracks_pending_ = false, system_defined_ = false;
+  bool tracks_pending_ = false, sampler_defined_ = false;
+  /// System-wide tracks and missing sources written so far.
+  std::size_t system_defined_ = 0, missing_defined_ = 0;
   std::uint64_t samples_taken_ = 0, ignored_ = 0, failed_ = 0, cpu_ns_ = 0;
   std::uint64_t longest_ns_ = 0;  ///< the longest sample, from its tick to its last read (note_read_time)
   std::uint32_t files_last_ = 0;

@@ -81,6 +81,9 @@ struct source_set {
   std::uint32_t others_track = 0;
   std::uint32_t cpus_in_stat = 0;
   const nvml_provider* nvml = nullptr;  ///< when NVML opened
+  /// No NVML provider was registered at discovery: the sampler looks again
+  /// at each sample (device_sampler::look_for_nvml).
+  bool nvml_unregistered = false;
 
   ~source_set() { close_all(); }
 
@@ -341,18 +344,25 @@ inline void find_power(source_set& s, const char* root) noexcept {
 }
 
 /// NVIDIA GPUs through NVML, when the program includes <edgetrace/nvml.hpp>
-/// (which registers the provider) and the driver's library opens.
-inline void find_nvml(source_set& s) noexcept {
+/// (which registers the provider) and the driver's library opens: a file
+/// and four tracks per GPU, or NVML listed missing with the reason. False
+/// when no provider is registered yet: NVML is listed missing then too
+/// (unless `quiet`), and the sampler looks again at each sample
+/// (device_sampler::look_for_nvml); a reader drops the entry once its
+/// tracks are defined (docs/FORMAT.md, 1.12).
+inline bool find_nvml(source_set& s, bool quiet = false) noexcept {
   const nvml_provider* provider = nvml_slot().load(std::memory_order_acquire);
   if (provider == nullptr) {
-    s.add_missing("NVML", "not read: a desktop GPU's load, clock and power need <edgetrace/nvml.hpp> (cuda.hpp includes it)");
-    return;
+    if (!quiet)
+      s.add_missing("NVML",
+                    "not read: a desktop GPU's load, clock and power need <edgetrace/nvml.hpp> (cuda.hpp includes it)");
+    return false;
   }
   unsigned devices = 0;
   char why[112] = "";
   if (!provider->open(devices, why, sizeof why)) {
     s.add_missing("NVML", why);
-    return;
+    return true;
   }
   s.nvml = provider;
   for (unsigned d = 0; d < devices && s.file_count < max_files && s.track_count + 4 <= max_tracks; ++d) {
@@ -367,6 +377,7 @@ inline void find_nvml(source_set& s) noexcept {
     s.add_track(format::device_quantity::temperature_mc, d, name, "NVML");
     s.add_track(format::device_quantity::power_mw, d, name, "NVML");
   }
+  return true;
 }
 
 /// Finds every source under `root` ("" for the machine's own); `text` (of
@@ -376,6 +387,7 @@ inline void discover(source_set& s, const char* root, char* text, std::size_t ca
   s.track_count = s.missing_count = 0;
   s.others_track = s.cpus_in_stat = 0;
   s.nvml = nullptr;
+  s.nvml_unregistered = false;
   std::memset(s.cpu_busy_track, 0, sizeof s.cpu_busy_track);
   find_cpus(s, root);
   find_proc_stat(s, root, text, capacity);
@@ -384,7 +396,7 @@ inline void discover(source_set& s, const char* root, char* text, std::size_t ca
   find_memory(s, root);
   find_devfreq(s, root);
   find_power(s, root);
-  find_nvml(s);
+  s.nvml_unregistered = !find_nvml(s);
 }
 
 }  // namespace telemetry

@@ -29,7 +29,9 @@ void read_device_records(diagnostic_log& log, writer_info& w, payload_cursor& in
 }
 
 /// A track record (a track defined again keeps its first definition: a
-/// restarted stream sends the same).
+/// restarted stream sends the same). A source listed missing whose tracks
+/// are defined later joined during the run (1.12: NVML registered after
+/// sampling began): it is no longer missing.
 inline bool read_device_track(writer_device& d, payload_cursor& body) {
   device_track t;
   std::uint8_t quantity = 0;
@@ -39,16 +41,28 @@ inline bool read_device_track(writer_device& d, payload_cursor& body) {
     return false;
   t.quantity = static_cast<format::device_quantity>(quantity);
   t.maximum = format::unzigzag(maximum);
+  for (auto it = d.missing.begin(); it != d.missing.end(); ++it)
+    if (it->name == t.source) {
+      d.missing.erase(it);
+      break;
+    }
   if (d.track_index.emplace(t.id, d.tracks.size()).second) d.tracks.push_back(std::move(t));
   return true;
 }
 
-/// A source the sampler could not read (each name once).
+/// A source the sampler could not read (each name once; 1.12: listed again,
+/// the later reason holds, and a source whose tracks are defined is not
+/// missing).
 inline bool read_device_missing(writer_device& d, payload_cursor& body) {
   device_missing m;
   if (!body.string(m.name) || !body.string(m.why)) return false;
-  for (const device_missing& known : d.missing)
-    if (known.name == m.name) return true;
+  for (const device_track& t : d.tracks)
+    if (t.source == m.name) return true;
+  for (device_missing& known : d.missing)
+    if (known.name == m.name) {
+      known.why = std::move(m.why);
+      return true;
+    }
   d.missing.push_back(std::move(m));
   return true;
 }
