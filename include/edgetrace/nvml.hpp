@@ -12,12 +12,14 @@
 // -ldl before). Jetson boards have no NVML: their GPU is read from sysfs
 // without this header.
 //
-// Where it is included does not matter. Its registration (a static
-// initialiser) usually runs before sampling begins; when it runs later
-// (tracing started in another file's static initialiser, such as a global
-// model loader's scope, or this header is in a library loaded with dlopen
-// during the run), the sampler finds it at its next sample and the GPUs'
-// tracks begin there (docs/FORMAT.md, 1.12).
+// Where it is included in the program does not matter. Its registration
+// (a static initialiser) usually runs before sampling begins; when it runs
+// later (tracing started in another file's static initialiser, such as a
+// global model loader's scope), the sampler finds it at its next sample and
+// the GPUs' tracks begin there (docs/FORMAT.md, 1.12). A shared library
+// that includes it counts when it is loaded before sampling begins (linked
+// to the program, or opened early); one opened with dlopen during the run
+// is listed as not read: it could be unloaded under the sampler.
 #pragma once
 
 #include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
@@ -29,6 +31,7 @@
 #include <cstring>
 
 #include <dlfcn.h>
+#include <sys/auxv.h>
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
@@ -114,8 +117,19 @@ inline void nvml_read(unsigned device, nvml_reading& out) noexcept {
 
 inline constexpr nvml_provider nvml_calls = {&nvml_open, &nvml_describe, &nvml_read};
 
-/// Registered before main(): the sampler finds it when tracing starts.
-inline const bool nvml_registered = (nvml_slot().store(&nvml_calls, std::memory_order_release), true);
+/// Whether this copy of the provider is the main program's (never
+/// unloaded), rather than a shared library's: the object that holds it
+/// starts where the one holding the program's headers (AT_PHDR) starts.
+inline bool nvml_in_main_program() noexcept {
+  const unsigned long headers = ::getauxval(AT_PHDR);
+  Dl_info program{}, provider{};
+  return headers != 0 && ::dladdr(reinterpret_cast<void*>(headers), &program) != 0 &&
+         ::dladdr(static_cast<const void*>(&nvml_calls), &provider) != 0 && provider.dli_fbase == program.dli_fbase;
+}
+
+/// Registered before main(): the sampler finds it when tracing starts (or
+/// later, if it lives in the main program: nvml_lasting).
+inline const bool nvml_registered = (register_nvml(&nvml_calls, nvml_in_main_program()), true);
 
 }  // namespace telemetry
 }  // namespace detail

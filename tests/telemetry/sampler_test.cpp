@@ -276,11 +276,13 @@ TEST_CASE("NVIDIA GPUs through NVML: each GPU's load, SM clock, temperature and 
 }
 
 /// NVML's provider taken out of its slot for a case (as if <edgetrace/nvml.hpp>
-/// had not registered yet), put back by later() or at the end of the case.
+/// had not registered yet), put back by later() (as the main program's, or
+/// as a library's opened during the run) or at the end of the case.
 struct nvml_unregistered {
   const tm::nvml_provider* provider = tm::nvml_slot().exchange(nullptr);
-  void later() { tm::nvml_slot().store(provider); }
-  ~nvml_unregistered() { later(); }
+  const bool lasting = tm::nvml_lasting().load();
+  void later(bool main_program = true) { tm::register_nvml(provider, main_program); }
+  ~nvml_unregistered() { tm::register_nvml(provider, lasting); }
 };
 
 // Tracing begun in an earlier static initialiser (a global model loader's
@@ -336,6 +338,32 @@ TEST_CASE("NVML registered after sampling began: its GPUs join at the next sampl
   }
   CHECK(nvml_entries == 1);
   CHECK(failed.track(Q::gpu_hz, "Fake GPU 0") == nullptr);
+
+  // Registered late by a library opened during the run: never called (it
+  // could be unloaded, its address left in the slot), and said so.
+  fake_nvml("fake_nvml_library_values");
+  decoded library;
+  {
+    nvml_unregistered registration;
+    sampler = first_sample(root, library);
+    registration.later(false);
+    sample(*sampler, library, 2);
+    sample(*sampler, library, 3);
+  }
+  ::unsetenv("EDGETRACE_NVML_LIBRARY");
+  CHECK(library.track(Q::gpu_hz, "Fake GPU 0") == nullptr);
+  std::size_t library_entries = 0;
+  for (const er::device_missing& m : library.writer.device.missing)
+    if (m.name == "NVML") {
+      ++library_entries;
+      CHECK(m.why == edgetrace::detail::telemetry::nvml_opened_late);
+    }
+  CHECK(library_entries == 1);
+}
+
+TEST_CASE("nvml.hpp's registration in this test program says it is the main program's") {
+  CHECK(tm::nvml_in_main_program());
+  CHECK(tm::nvml_lasting().load());
 }
 
 TEST_CASE("two zones of one name get their index in outputs; a thread's tracks its name") {

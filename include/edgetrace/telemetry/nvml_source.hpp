@@ -38,6 +38,26 @@ inline std::atomic<const nvml_provider*>& nvml_slot() noexcept {
   return slot;
 }
 
+/// Whether the registered provider's code is the main program's, which is
+/// never unloaded. The sampler takes a provider registered after sampling
+/// began only then: one registered by a library loaded during the run
+/// (dlopen) could be unloaded before the sampler first calls it, and its
+/// address would be left in the slot (device_sampler::look_for_nvml).
+inline std::atomic<bool>& nvml_lasting() noexcept {
+  static std::atomic<bool> lasting{false};
+  return lasting;
+}
+
+/// Why NVML is not read when a library opened during the run registered it.
+inline constexpr const char* nvml_opened_late =
+    "not read: registered by a library opened during the run (it could be unloaded while sampled)";
+
+/// Registers `provider` (<edgetrace/nvml.hpp>, at static initialisation).
+inline void register_nvml(const nvml_provider* provider, bool lasting) noexcept {
+  nvml_lasting().store(lasting, std::memory_order_relaxed);
+  nvml_slot().store(provider, std::memory_order_release);  // publishes `lasting` too
+}
+
 }  // namespace telemetry
 }  // namespace detail
 }  // namespace EDGETRACE_ABI_NAMESPACE

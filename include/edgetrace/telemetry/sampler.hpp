@@ -168,14 +168,21 @@ class device_sampler {
   }
 
   /// NVML registered after discovery (tracing began in an earlier static
-  /// initialiser, as a global model loader's scope does, or
-  /// <edgetrace/nvml.hpp> is in a library loaded later with dlopen): its
-  /// GPUs' tracks join at this sample, after the missing entry discovery
-  /// wrote (readers drop it then). One atomic load a sample until then.
+  /// initialiser, as a global model loader's scope does): its GPUs' tracks
+  /// join at this sample, after the missing entry discovery wrote (readers
+  /// drop it then). One atomic load a sample until then. A provider that a
+  /// library opened during the run registered is not called (it could be
+  /// unloaded, its address left behind: nvml_lasting); the reason replaces
+  /// the missing entry's.
   void look_for_nvml() noexcept {
-    if (!find_nvml(sources_, true)) return;
+    if (nvml_slot().load(std::memory_order_acquire) == nullptr) return;
     sources_.nvml_unregistered = false;
     tracks_pending_ = true;
+    if (nvml_lasting().load(std::memory_order_relaxed)) {
+      find_nvml(sources_, true);
+      return;
+    }
+    sources_.add_missing("NVML", nvml_opened_late);
   }
 
   void see_thread(std::uint32_t thread_id, std::uint64_t os_tid) noexcept {
