@@ -178,11 +178,10 @@ class device_sampler {
     if (nvml_slot().load(std::memory_order_acquire) == nullptr) return;
     sources_.nvml_unregistered = false;
     tracks_pending_ = true;
-    if (nvml_lasting().load(std::memory_order_relaxed)) {
-      find_nvml(sources_, true);
-      return;
-    }
-    sources_.add_missing("NVML", nvml_opened_late);
+    if (nvml_lasting().load(std::memory_order_relaxed))
+      find_nvml(sources_);  // registered: it opens NVML (or says why not)
+    else
+      sources_.add_missing("NVML", nvml_opened_late);
   }
 
   void see_thread(std::uint32_t thread_id, std::uint64_t os_tid) noexcept {

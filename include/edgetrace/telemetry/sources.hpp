@@ -346,16 +346,14 @@ inline void find_power(source_set& s, const char* root) noexcept {
 /// NVIDIA GPUs through NVML, when the program includes <edgetrace/nvml.hpp>
 /// (which registers the provider) and the driver's library opens: a file
 /// and four tracks per GPU, or NVML listed missing with the reason. False
-/// when no provider is registered yet: NVML is listed missing then too
-/// (unless `quiet`), and the sampler looks again at each sample
-/// (device_sampler::look_for_nvml); a reader drops the entry once its
-/// tracks are defined (docs/FORMAT.md, 1.12).
-inline bool find_nvml(source_set& s, bool quiet = false) noexcept {
+/// when no provider is registered yet: NVML is listed missing then too,
+/// and the sampler looks again at each sample (device_sampler::
+/// look_for_nvml); a reader drops the entry once its tracks are defined
+/// (docs/FORMAT.md, 1.12).
+inline bool find_nvml(source_set& s) noexcept {
   const nvml_provider* provider = nvml_slot().load(std::memory_order_acquire);
   if (provider == nullptr) {
-    if (!quiet)
-      s.add_missing("NVML",
-                    "not read: a desktop GPU's load, clock and power need <edgetrace/nvml.hpp> (cuda.hpp includes it)");
+    s.add_missing("NVML", "not read: a desktop GPU's load, clock and power need <edgetrace/nvml.hpp> (cuda.hpp includes it)");
     return false;
   }
   unsigned devices = 0;
