@@ -386,10 +386,6 @@ TEST_CASE("gpu clock: garbage anchors never overflow") {
 
 namespace {
 
-/// A child's dump path, in this entry's scratch folder (gpu_test and
-/// gpu_test@separate_runtime may run at the same time).
-std::string tmp(const std::string& name) { return edgetrace_test::scratch_dir() + "/" + name; }
-
 int count_lines(const std::string& text, const std::string& needle) {
   int n = 0;
   for (std::size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) ++n;
@@ -416,7 +412,7 @@ std::size_t host_spans(const std::string& dump, const std::string& name) {
 }  // namespace
 
 TEST_CASE("gpu errors: a failing cudaEventRecord gives one line, host spans go on, no CUDA call after") {
-  const std::string dump = tmp("gpu_fail_record.etr");
+  const std::string dump = edgetrace_test::fresh("gpu_fail_record.etr");
   const auto r = edgetrace_test::run({gpu_app(), "fail-record"}, {"EDGETRACE_OUTPUT=" + dump});
   CHECK(r.exit_code == 0);
   CHECK(count_lines(r.err, "edgetrace:") == 1);
@@ -448,7 +444,7 @@ TEST_CASE("gpu errors: no device, an old driver, EDGETRACE_CUDA=0") {
   };
   for (const expectation& c : cases) {
     CAPTURE(c.mode);
-    const std::string dump = tmp(std::string("gpu_") + c.mode + ".etr");
+    const std::string dump = edgetrace_test::fresh(std::string("gpu_") + c.mode + ".etr");
     std::vector<std::string> env = c.env;
     env.push_back("EDGETRACE_OUTPUT=" + dump);
     const auto r = edgetrace_test::run({gpu_app(), c.mode}, env);
@@ -468,7 +464,7 @@ TEST_CASE("gpu errors: no device, an old driver, EDGETRACE_CUDA=0") {
 }
 
 TEST_CASE("gpu exit: work still queued at exit is resolved within the final wait") {
-  const std::string dump = tmp("gpu_exit_pending.etr");
+  const std::string dump = edgetrace_test::fresh("gpu_exit_pending.etr");
   const auto r = edgetrace_test::run({gpu_app(), "exit-pending"}, {"EDGETRACE_OUTPUT=" + dump});
   CHECK(r.exit_code == 0);
   CHECK(r.err.empty());
@@ -487,7 +483,7 @@ TEST_CASE("gpu steady: 10,000 scopes a second lose none, even with a 1 s flush p
   // lasts 51 ms, time enough for the woken flusher under TSan beside
   // another test (at 50,000 a second, 10 ms was not: 132 of 8192 skipped
   // once).
-  const std::string dump = tmp("gpu_steady.etr");
+  const std::string dump = edgetrace_test::fresh("gpu_steady.etr");
   const auto r = edgetrace_test::run({gpu_app(), "steady"}, {"EDGETRACE_OUTPUT=" + dump, "EDGETRACE_FLUSH_MS=1000"});
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.empty());
@@ -505,8 +501,8 @@ TEST_CASE("gpu steady: 10,000 scopes a second lose none, even with a 1 s flush p
 }
 
 TEST_CASE("gpu end to end: fake pipeline -> dump -> edgetrace json and info") {
-  const std::string dump = tmp("gpu_pipeline.etr");
-  const std::string json = tmp("gpu_pipeline.json");
+  const std::string dump = edgetrace_test::fresh("gpu_pipeline.etr");
+  const std::string json = edgetrace_test::fresh("gpu_pipeline.json");
   const auto app = edgetrace_test::run({gpu_app(), "pipeline"}, {"EDGETRACE_OUTPUT=" + dump});
   REQUIRE(app.exit_code == 0);
   CHECK(app.err.empty());

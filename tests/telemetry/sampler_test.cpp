@@ -52,6 +52,13 @@ struct decoded {
       if (t.quantity == q && (name.empty() || t.name == name)) return &t;
     return nullptr;
   }
+  /// Why `source` is listed missing, each time it is (none: not missing).
+  std::vector<std::string> missing_why(const std::string& source) const {
+    std::vector<std::string> why;
+    for (const er::device_missing& m : writer.device.missing)
+      if (m.name == source) why.push_back(m.why);
+    return why;
+  }
   /// The last value sampled of a track, by its id; `missing` when none.
   std::int64_t last(const er::device_track* t, std::int64_t missing = -999) const {
     std::int64_t value = missing;
@@ -240,7 +247,7 @@ std::string fake_nvml(const char* name) {
 /// listed missing, and the first GPU's clock track (with NVML's maximum).
 const er::device_track* nvml_clock(const decoded& d) {
   ::unsetenv("EDGETRACE_NVML_LIBRARY");
-  for (const er::device_missing& m : d.writer.device.missing) CHECK(m.name != "NVML");
+  CHECK(d.missing_why("NVML").empty());
   const er::device_track* clock = d.track(Q::gpu_hz, "Fake GPU 0");
   if (clock != nullptr) CHECK(clock->maximum == 2520000000);
   return clock;
@@ -298,12 +305,10 @@ TEST_CASE("NVML registered after sampling began: its GPUs join at the next sampl
     nvml_unregistered registration;
     sampler = first_sample(root, d);
     sample(*sampler, d, 2);
-    const auto listed = [&d] {
-      std::size_t n = 0;
-      for (const er::device_missing& m : d.writer.device.missing) n += m.name == "NVML" && contains(m.why, "nvml.hpp");
-      return n;
-    };
-    CHECK(listed() == 1);  // said at once: a run that ends (or crashes) now says why it has no GPU
+    // Said at once: a run that ends (or crashes) now says why it has no GPU.
+    const std::vector<std::string> why = d.missing_why("NVML");
+    REQUIRE(why.size() == 1);
+    CHECK(contains(why[0], "nvml.hpp"));
     CHECK(d.track(Q::gpu_hz, "Fake GPU 0") == nullptr);  // the board's own GPU (devfreq) has one
     registration.later();
     sample(*sampler, d, 3);
@@ -330,13 +335,9 @@ TEST_CASE("NVML registered after sampling began: its GPUs join at the next sampl
     sample(*sampler, failed, 2);
   }
   ::unsetenv("EDGETRACE_NVML_LIBRARY");
-  std::size_t nvml_entries = 0;
-  for (const er::device_missing& m : failed.writer.device.missing) {
-    if (m.name != "NVML") continue;
-    ++nvml_entries;
-    CHECK(contains(m.why, "/nonexistent/libnvidia-ml.so.1 not found"));
-  }
-  CHECK(nvml_entries == 1);
+  const std::vector<std::string> failed_why = failed.missing_why("NVML");
+  REQUIRE(failed_why.size() == 1);
+  CHECK(contains(failed_why[0], "/nonexistent/libnvidia-ml.so.1 not found"));
   CHECK(failed.track(Q::gpu_hz, "Fake GPU 0") == nullptr);
 
   // Registered late by a library opened during the run: never called (it
@@ -352,13 +353,7 @@ TEST_CASE("NVML registered after sampling began: its GPUs join at the next sampl
   }
   ::unsetenv("EDGETRACE_NVML_LIBRARY");
   CHECK(library.track(Q::gpu_hz, "Fake GPU 0") == nullptr);
-  std::size_t library_entries = 0;
-  for (const er::device_missing& m : library.writer.device.missing)
-    if (m.name == "NVML") {
-      ++library_entries;
-      CHECK(m.why == edgetrace::detail::telemetry::nvml_opened_late);
-    }
-  CHECK(library_entries == 1);
+  CHECK(library.missing_why("NVML") == std::vector<std::string>{tm::nvml_opened_late});
 }
 
 TEST_CASE("nvml.hpp's registration in this test program says it is the main program's") {
