@@ -51,6 +51,7 @@ struct nvml_api {
   int (*temperature)(void*, int, unsigned*);
   int (*power)(void*, unsigned*);
   void* devices[16];
+  int handle_error[16];  ///< NVML's error for a GPU it gave no handle (lost, no permission), else 0
 };
 
 inline nvml_api& nvml() noexcept {
@@ -93,13 +94,26 @@ inline bool nvml_open(unsigned& devices, char* why, std::size_t why_size) noexce
     return false;
   }
   devices = 0;
-  for (unsigned i = 0; i < count && i < 16; ++i)
-    if (a.handle(i, &a.devices[i]) == 0) devices = i + 1;
+  for (unsigned i = 0; i < count && i < 16; ++i) {
+    a.devices[i] = nullptr;
+    a.handle_error[i] = a.handle(i, &a.devices[i]);
+    if (a.handle_error[i] != 0)
+      a.devices[i] = nullptr;  // what NVML leaves there on failure is not a handle
+    else
+      devices = i + 1;
+  }
   return devices != 0;
 }
 
+/// A GPU NVML gave no handle (one before a GPU it did: lost, or no
+/// permission) keeps its tracks, named so that their lack of values says why.
 inline void nvml_describe(unsigned device, char* name, std::size_t name_size, std::int64_t& max_sm_mhz) noexcept {
   nvml_api& a = nvml();
+  max_sm_mhz = 0;
+  if (a.devices[device] == nullptr) {
+    std::snprintf(name, name_size, "GPU %u (NVML gave no handle: error %d)", device, a.handle_error[device]);
+    return;
+  }
   if (a.name(a.devices[device], name, static_cast<unsigned>(name_size)) != 0) std::snprintf(name, name_size, "GPU %u", device);
   unsigned mhz = 0;
   max_sm_mhz = a.max_clock(a.devices[device], 1 /* NVML_CLOCK_SM */, &mhz) == 0 ? mhz : 0;
@@ -108,6 +122,7 @@ inline void nvml_describe(unsigned device, char* name, std::size_t name_size, st
 inline void nvml_read(unsigned device, nvml_reading& out) noexcept {
   nvml_api& a = nvml();
   void* d = a.devices[device];
+  if (d == nullptr) return;  // no handle: nothing to ask NVML
   unsigned rates[2] = {0, 0}, value = 0;
   if (a.utilization(d, rates) == 0) out.load_percent = rates[0];
   if (a.clock(d, 1 /* NVML_CLOCK_SM */, &value) == 0) out.sm_mhz = value;

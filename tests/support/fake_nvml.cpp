@@ -3,7 +3,8 @@
 // EDGETRACE_NVML_LIBRARY): two GPUs whose readings come from the file named
 // by FAKE_NVML_VALUES, read at every call: a line per GPU, "load clock_mhz
 // temperature_c power_mw", where `-` makes that call fail as NVML does for
-// what a GPU does not support.
+// what a GPU does not support. FAKE_NVML_LOST=N: GPU N gets no handle
+// (NVML_ERROR_GPU_IS_LOST).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -39,6 +40,8 @@ extern "C" {
 int nvmlInit_v2() { return 0; }
 int nvmlDeviceGetCount_v2(unsigned* count) { return *count = 2, 0; }
 int nvmlDeviceGetHandleByIndex_v2(unsigned index, void** handle) {
+  const char* lost = std::getenv("FAKE_NVML_LOST");
+  if (lost != nullptr && *lost != '\0' && std::strtoul(lost, nullptr, 10) == index) return 15;  // NVML_ERROR_GPU_IS_LOST
   *handle = reinterpret_cast<void*>(static_cast<std::uintptr_t>(index) + 1);
   return 0;
 }

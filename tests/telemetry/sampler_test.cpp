@@ -282,6 +282,31 @@ TEST_CASE("NVIDIA GPUs through NVML: each GPU's load, SM clock, temperature and 
   CHECK(contains(none.writer.device.missing[0].why, "/nonexistent/libnvidia-ml.so.1 not found"));
 }
 
+// A GPU NVML gives no handle (lost, or no permission) before one it does:
+// its tracks used to be named "GPU 0", empty with no reason given, and
+// every sample asked NVML about a handle it never gave (the fake, asked
+// about that, reads its file for GPU 2^32-1: the case hung).
+TEST_CASE("NVML: a GPU it gives no handle keeps tracks named with NVML's error, never read; the next GPU is") {
+  const std::string root = board("board_nvml_lost");
+  fake_nvml("fake_nvml_lost_values");
+  ::setenv("FAKE_NVML_LOST", "0", 1);
+  decoded d;
+  const auto sampler = first_sample(root, d);
+  sample(*sampler, d, 2);
+  ::unsetenv("FAKE_NVML_LOST");
+  ::unsetenv("EDGETRACE_NVML_LIBRARY");
+  CHECK(d.missing_why("NVML").empty());
+  for (Q q : {Q::gpu_load_permille, Q::gpu_hz, Q::temperature_mc, Q::power_mw}) {
+    const er::device_track* lost = d.track(q, "GPU 0 (NVML gave no handle: error 15)");
+    REQUIRE(lost != nullptr);
+    CHECK(lost->maximum == 0);
+    CHECK(d.last(lost) == -999);  // no value at either sample
+  }
+  CHECK(d.track(Q::gpu_hz, "Fake GPU 0") == nullptr);
+  CHECK(d.last(d.track(Q::gpu_hz, "Fake GPU 1")) == 210000000);
+  CHECK(d.last(d.track(Q::temperature_mc, "Fake GPU 1")) == 40000);
+}
+
 /// NVML's provider taken out of its slot for a case (as if <edgetrace/nvml.hpp>
 /// had not registered yet), put back by later() (as the main program's, or
 /// as a library's opened during the run) or at the end of the case.
