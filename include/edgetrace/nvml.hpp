@@ -95,7 +95,6 @@ inline bool nvml_open(unsigned& devices, char* why, std::size_t why_size) noexce
   }
   devices = 0;
   for (unsigned i = 0; i < count && i < 16; ++i) {
-    a.devices[i] = nullptr;
     a.handle_error[i] = a.handle(i, &a.devices[i]);
     if (a.handle_error[i] != 0)
       a.devices[i] = nullptr;  // what NVML leaves there on failure is not a handle
