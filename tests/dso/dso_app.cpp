@@ -2,15 +2,18 @@
 // An app that traces, calls a linked shared library that traces (lib_a), and
 // dlopens one (lib_b, or with "hidden" a -fvisibility=hidden one). Prints
 // the number of threads while all three are loaded. See docs/RELIABILITY.md
-// ("Several shared objects") and tests/writer/reliability_test.cpp.
+// ("Several shared objects") and tests/writer/reliability_test.cpp; the
+// "unload" and "nvml" modes: tests/writer/dso_unload_test.cpp.
 #include <edgetrace/edgetrace.hpp>
 #include "../support/threads.hpp"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
 #include <dlfcn.h>
+#include <thread>
 
 EDGETRACE_CATEGORY(app);
 EDGETRACE_CATEGORY(shared_cat);
@@ -30,12 +33,49 @@ void app_work(int count) {
     EDGETRACE_SCOPE(shared_cat, "shared_span");
   }
 }
+/// "nvml": lib_nvml includes <edgetrace/nvml.hpp> and is really unmapped
+/// by dlclose. `early`: loaded before tracing begins, so the sampler finds
+/// NVML registered as it starts; `late`: loaded once tracing began (NVML
+/// joins at a later sample). Either way it is unloaded (in a span named
+/// "unload") after 20 sampling periods of 5 ms, while the sampler reads the
+/// GPUs, and the app traces on for 20 more. Prints "unloaded=1" when the
+/// library is gone from the process.
+int nvml_unload(const char* path, bool early) {
+  const auto periods = [](int n) { std::this_thread::sleep_for(std::chrono::milliseconds(5 * n)); };
+  if (!early) {
+    app_work(10);
+    periods(4);
+  }
+  void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    std::fprintf(stderr, "dso_app: %s\n", dlerror());
+    return 3;
+  }
+  auto work = reinterpret_cast<void (*)(int)>(dlsym(lib, "lib_nvml_work"));
+  if (work == nullptr) return 4;
+  work(10);
+  periods(20);
+  {
+    EDGETRACE_SCOPE(app, "unload");
+    dlclose(lib);
+  }
+  std::printf("unloaded=%d\n", dlopen(path, RTLD_NOW | RTLD_NOLOAD) == nullptr ? 1 : 0);
+  std::fflush(stdout);
+  for (int i = 0; i < 20; ++i) {
+    app_work(1);
+    periods(1);
+  }
+  return 0;
+}
+
 }  // namespace
 
 // dso_app shared|hidden LIBRARY [dlclose] (dso_app_plain: the same without lib_a)
 // dso_app unload LIBRARY SPANS: see "unload" below
+// dso_app nvml LIBRARY early|late: see nvml_unload()
 int main(int argc, char** argv) {
   if (argc < 3) return 2;
+  if (std::strcmp(argv[1], "nvml") == 0) return nvml_unload(argv[2], argc > 3 && std::strcmp(argv[3], "early") == 0);
   const bool hidden = std::strcmp(argv[1], "hidden") == 0;
   const bool unload = std::strcmp(argv[1], "unload") == 0;
   app_work(100);

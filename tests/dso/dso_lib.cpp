@@ -2,9 +2,14 @@
 // A shared library that includes edgetrace and traces its own spans. Built
 // three times (tests/extra_tests_reliability.cmake): DSO_NAME=lib_a (linked
 // to dso_app), lib_b (dlopen'd), lib_hidden (dlopen'd, -fvisibility=hidden:
-// a private copy of the library). Each has a category of its own and one
-// shared with the app ("shared_cat").
+// a private copy of the library), lib_unload and lib_nvml (dlopen'd and
+// really unmapped by dlclose; lib_nvml also includes <edgetrace/nvml.hpp>,
+// as a plugin that includes cuda.hpp does). Each has a category of its own
+// and one shared with the app ("shared_cat").
 #include <edgetrace/edgetrace.hpp>
+#if DSO_INCLUDES_NVML
+#include <edgetrace/nvml.hpp>
+#endif
 
 #define DSO_CONCAT2(a, b) a##b
 #define DSO_CONCAT(a, b) DSO_CONCAT2(a, b)

@@ -303,20 +303,27 @@ TEST_CASE("NVML: a GPU it gives no handle keeps tracks named with NVML's error, 
   }
   CHECK(d.last(d.track(Q::gpu_hz, "Fake GPU 1")) == 210000000);
   CHECK(d.last(d.track(Q::temperature_mc, "Fake GPU 1")) == 40000);
+  // Nothing is read for it, and it is not counted as read (it was, at
+  // every sample): one source fewer than with both GPUs there.
+  fake_nvml("fake_nvml_both_values");
+  decoded both;
+  const auto both_sampler = first_sample(root, both);
+  sample(*both_sampler, both, 2);
+  ::unsetenv("EDGETRACE_NVML_LIBRARY");
+  CHECK(d.writer.device.files_last + 1 == both.writer.device.files_last);
 }
 
-/// NVML's provider taken out of its slot for a case (as if <edgetrace/nvml.hpp>
-/// had not registered yet), put back by later() (as the main program's, or
-/// as a library's opened during the run) or at the end of the case.
+/// NVML's registration taken away for a case (as if no object that
+/// includes <edgetrace/nvml.hpp> had been loaded yet), made by later() (as
+/// a library opened during the run makes it), and put back at the end.
 struct nvml_unregistered {
-  const tm::nvml_provider* provider = tm::nvml_slot().exchange(nullptr);
-  const bool lasting = tm::nvml_lasting().load();
-  void later(bool main_program = true) { tm::register_nvml(provider, main_program); }
-  ~nvml_unregistered() { tm::register_nvml(provider, lasting); }
+  const unsigned loaded = tm::nvml_registered().loaded.exchange(0);
+  void later() { tm::register_nvml(&::dlopen, &::dlsym); }
+  ~nvml_unregistered() { tm::nvml_registered().loaded.store(loaded); }
 };
 
 // Tracing begun in an earlier static initialiser (a global model loader's
-// scope), or nvml.hpp in a library loaded later: before, NVML was listed
+// scope), or nvml.hpp in a library opened during the run: before, NVML was listed
 // as "need <edgetrace/nvml.hpp>" for the whole run of a program that
 // included it.
 TEST_CASE("NVML registered after sampling began: its GPUs join at the next sample and it is no longer missing") {
@@ -363,25 +370,27 @@ TEST_CASE("NVML registered after sampling began: its GPUs join at the next sampl
   CHECK(contains(failed_why[0], "/nonexistent/libnvidia-ml.so.1 not found"));
   CHECK(failed.track(Q::gpu_hz, "Fake GPU 0") == nullptr);
 
-  // Registered late by a library opened during the run: never called (it
-  // could be unloaded, its address left in the slot), and said so.
-  fake_nvml("fake_nvml_library_values");
-  decoded library;
+  // Registered, and every object that registered unloaded before sampling
+  // began: NVML's dlopen may have gone with them (libdl, before glibc
+  // 2.34), so it is not called, and said so.
+  fake_nvml("fake_nvml_unloaded_values");
+  decoded unloaded;
   {
     nvml_unregistered registration;
-    sampler = first_sample(root, library);
-    registration.later(false);
-    sample(*sampler, library, 2);
-    sample(*sampler, library, 3);
+    sampler = first_sample(root, unloaded);
+    sample(*sampler, unloaded, 2);
   }
   ::unsetenv("EDGETRACE_NVML_LIBRARY");
-  CHECK(library.track(Q::gpu_hz, "Fake GPU 0") == nullptr);
-  CHECK(library.missing_why("NVML") == std::vector<std::string>{tm::nvml_opened_late});
+  CHECK(unloaded.track(Q::gpu_hz, "Fake GPU 0") == nullptr);
+  CHECK(unloaded.missing_why("NVML") ==
+        std::vector<std::string>{"not read: the library that included <edgetrace/nvml.hpp> was unloaded before sampling began"});
 }
 
-TEST_CASE("nvml.hpp's registration in this test program says it is the main program's") {
-  CHECK(tm::nvml_in_main_program());
-  CHECK(tm::nvml_lasting().load());
+TEST_CASE("nvml.hpp registers the C library's dlopen and dlsym, once for this program") {
+  const tm::nvml_registry& r = tm::nvml_registered();
+  CHECK(r.loaded.load() == 1);
+  CHECK((r.open_library.load() == static_cast<tm::library_open_fn>(&::dlopen)));  // (()): doctest prints no function pointer
+  CHECK((r.find_symbol.load() == static_cast<tm::symbol_find_fn>(&::dlsym)));
 }
 
 TEST_CASE("two zones of one name get their index in outputs; a thread's tracks its name") {

@@ -8,7 +8,9 @@
 
 #include <support/sanitizers.hpp>
 
+#include <support/fake_board.hpp>
 #include <support/files.hpp>
+#include <support/process.hpp>
 #include <support/read_dump.hpp>
 #include <support/spawn.hpp>
 #include <support/test_env.hpp>
@@ -172,6 +174,45 @@ TEST_CASE("dso unload: dlclose while the output is stalled, then read slowly: no
   CHECK(std::count(last.begin(), last.end(), "lib_unload/lib_unload_span") == 50);
   CHECK(std::count(last.begin(), last.end(), "shared_cat/shared_span") == 150);
   CHECK(std::count(last.begin(), last.end(), "app/app_span") == 100);
+}
+
+// A plugin that includes <edgetrace/nvml.hpp> (cuda.hpp does), unloaded
+// while the sampler reads the GPUs through NVML. Before, the sampler called
+// the plugin's own copy of the NVML calls at every sample: once dlclose had
+// unmapped it, the flusher died of SIGSEGV and took the app with it (four
+// runs in six of `early` with clang; g++ builds only with -fno-gnu-unique,
+// as here). Loaded before tracing began (`early`: the sampler finds NVML
+// as it starts) or during the run (`late`: NVML joins at a later sample).
+TEST_CASE("dso unload: a library that includes nvml.hpp, unloaded while its GPUs are sampled: the GPUs are read on") {
+  for (const char* when : {"early", "late"}) {
+    CAPTURE(when);
+    const std::string dump = edgetrace_test::fresh(std::string("dso_nvml_") + when + ".etr");
+    const std::string values = edgetrace_test::fresh(std::string("dso_nvml_") + when + ".values");
+    edgetrace_test::put_file("", values, "37 1410 61 215000\n5 210 40 -\n");
+    const edgetrace_test::process_result p =
+        edgetrace_test::run({EDGETRACE_TEST_DSO_APP, "nvml", EDGETRACE_TEST_DSO_LIB_NVML, when},
+                            {"EDGETRACE_OUTPUT=" + dump, "EDGETRACE_SAMPLE_MS=5",
+                             std::string("EDGETRACE_NVML_LIBRARY=") + EDGETRACE_TEST_FAKE_NVML, "FAKE_NVML_VALUES=" + values});
+    CAPTURE(p.err);
+    REQUIRE(p.exit_code == 0);  // was 139 (SIGSEGV in the flusher)
+    CHECK(edgetrace_test::contains(p.out, "unloaded=1"));
+
+    const auto events = edgetrace_test::whole_dump(dump);
+    const auto unload = events.named("unload");
+    REQUIRE(unload.size() == 1);
+    edgetrace::reader::dump_reader r;
+    REQUIRE(edgetrace_test::opened(r, dump));
+    const edgetrace::reader::writer_info& w = r.writers().begin()->second;
+    std::size_t before = 0, after = 0;
+    for (const edgetrace::reader::device_sample& s : w.device.samples) {
+      const edgetrace::reader::device_track& t = w.device.tracks[s.track];
+      if (t.quantity != edgetrace::format::device_quantity::gpu_hz || t.name != "Fake GPU 0") continue;
+      CHECK(s.value == 1410000000);
+      ++(s.ns < unload[0].begin_ns ? before : after);
+    }
+    CHECK(before >= 1);
+    CHECK(after >= 5);  // 20 periods of 5 ms after the unload
+  }
 }
 
 }  // namespace dso_unload_test

@@ -168,20 +168,15 @@ class device_sampler {
   }
 
   /// NVML registered after discovery (tracing began in an earlier static
-  /// initialiser, as a global model loader's scope does): its GPUs' tracks
-  /// join at this sample, after the missing entry discovery wrote (readers
-  /// drop it then). One atomic load a sample until then. A provider that a
-  /// library opened during the run registered is not called (it could be
-  /// unloaded, its address left behind: nvml_lasting); the reason replaces
-  /// the missing entry's.
+  /// initialiser, as a global model loader's scope does, or a library that
+  /// includes nvml.hpp was opened during the run): its GPUs' tracks join at
+  /// this sample, after the missing entry discovery wrote (readers drop it
+  /// then). One atomic load a sample until then.
   void look_for_nvml() noexcept {
-    if (nvml_slot().load(std::memory_order_acquire) == nullptr) return;
+    if (nvml_registered().loaded.load(std::memory_order_relaxed) == 0) return;
     sources_.nvml_unregistered = false;
     tracks_pending_ = true;
-    if (nvml_lasting().load(std::memory_order_relaxed))
-      find_nvml(sources_);  // registered: it opens NVML (or says why not)
-    else
-      sources_.add_missing("NVML", nvml_opened_late);
+    find_nvml(sources_);  // it opens NVML (or says why not)
   }
 
   void see_thread(std::uint32_t thread_id, std::uint64_t os_tid) noexcept {
@@ -326,7 +321,7 @@ class device_sampler {
   /// An NVIDIA GPU's load, SM clock, temperature and power (NVML).
   void read_nvml(const sampled_file& f, payload& out) noexcept {
     nvml_reading g;
-    sources_.nvml->read(f.device, g);
+    if (!nvml_read(f.device, g)) return;  // a GPU NVML gave no handle: nothing read
     ++files_last_;
     if (g.load_percent >= 0) put(out, f.track, g.load_percent * 10);
     if (g.sm_mhz >= 0) put(out, f.track + 1, g.sm_mhz * 1000000);

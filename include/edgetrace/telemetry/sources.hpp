@@ -80,9 +80,8 @@ struct source_set {
   std::uint32_t cpu_busy_track[max_cpus] = {};
   std::uint32_t others_track = 0;
   std::uint32_t cpus_in_stat = 0;
-  const nvml_provider* nvml = nullptr;  ///< when NVML opened
-  /// No NVML provider was registered at discovery: the sampler looks again
-  /// at each sample (device_sampler::look_for_nvml).
+  /// NVML was not registered at discovery: the sampler looks again at
+  /// each sample (device_sampler::look_for_nvml).
   bool nvml_unregistered = false;
 
   ~source_set() { close_all(); }
@@ -343,30 +342,29 @@ inline void find_power(source_set& s, const char* root) noexcept {
   if (rails == 0) s.add_missing("power (INA3221)", "no ina3221 in /sys/class/hwmon (Jetson boards have one)");
 }
 
-/// NVIDIA GPUs through NVML, when the program includes <edgetrace/nvml.hpp>
-/// (which registers the provider) and the driver's library opens: a file
-/// and four tracks per GPU, or NVML listed missing with the reason. False
-/// when no provider is registered yet: NVML is listed missing then too,
-/// and the sampler looks again at each sample (device_sampler::
-/// look_for_nvml); a reader drops the entry once its tracks are defined
-/// (docs/FORMAT.md, 1.12).
+/// NVIDIA GPUs through NVML, when an object that includes
+/// <edgetrace/nvml.hpp> (which registers dlopen and dlsym) is loaded and
+/// the driver's library opens: a file and four tracks per GPU, or NVML
+/// listed missing with the reason. False when nothing is registered yet:
+/// NVML is listed missing then too, and the sampler looks again at each
+/// sample (device_sampler::look_for_nvml); a reader drops the entry once
+/// its tracks are defined (docs/FORMAT.md, 1.12).
 inline bool find_nvml(source_set& s) noexcept {
-  const nvml_provider* provider = nvml_slot().load(std::memory_order_acquire);
-  if (provider == nullptr) {
-    s.add_missing("NVML", "not read: a desktop GPU's load, clock and power need <edgetrace/nvml.hpp> (cuda.hpp includes it)");
+  const nvml_registry& loader = nvml_registered();
+  if (loader.loaded.load(std::memory_order_acquire) == 0) {
+    s.add_missing("NVML", nvml_unregistered_why());
     return false;
   }
   unsigned devices = 0;
   char why[112] = "";
-  if (!provider->open(devices, why, sizeof why)) {
+  if (!nvml_open(loader, devices, why, sizeof why)) {
     s.add_missing("NVML", why);
     return true;
   }
-  s.nvml = provider;
   for (unsigned d = 0; d < devices && s.file_count < max_files && s.track_count + 4 <= max_tracks; ++d) {
     char name[40] = "";
     std::int64_t max_mhz = 0;
-    provider->describe(d, name, sizeof name, max_mhz);
+    nvml_describe(d, name, sizeof name, max_mhz);
     sampled_file& f = s.files[s.file_count++];
     f.kind = file_kind::nvml;
     f.device = d;
@@ -384,7 +382,6 @@ inline void discover(source_set& s, const char* root, char* text, std::size_t ca
   s.close_all();
   s.track_count = s.missing_count = 0;
   s.others_track = s.cpus_in_stat = 0;
-  s.nvml = nullptr;
   s.nvml_unregistered = false;
   std::memset(s.cpu_busy_track, 0, sizeof s.cpu_busy_track);
   find_cpus(s, root);
