@@ -80,21 +80,23 @@ target_compile_definitions(dso_lib_unload PRIVATE DSO_NAME=lib_unload DSO_SPAN="
 target_compile_options(dso_lib_unload PRIVATE $<$<CXX_COMPILER_ID:GNU>:-fno-gnu-unique>)
 set_target_properties(dso_lib_unload PROPERTIES OUTPUT_NAME edgetrace_dso_lib_unload)
 edgetrace_project_warnings(dso_lib_unload)
-# lib_nvml: the same, and it includes <edgetrace/nvml.hpp> (as a plugin that
-# includes cuda.hpp does): unloaded while the sampler reads the GPUs.
-add_library(dso_lib_nvml SHARED dso/dso_lib.cpp)
-target_link_libraries(dso_lib_nvml PRIVATE edgetrace::edgetrace ${CMAKE_DL_LIBS})
-target_compile_definitions(dso_lib_nvml PRIVATE DSO_NAME=lib_nvml DSO_SPAN="lib_nvml_span" DSO_INCLUDES_NVML=1)
-target_compile_options(dso_lib_nvml PRIVATE $<$<CXX_COMPILER_ID:GNU>:-fno-gnu-unique>)
-set_target_properties(dso_lib_nvml PROPERTIES OUTPUT_NAME edgetrace_dso_lib_nvml)
-edgetrace_project_warnings(dso_lib_nvml)
+# lib_cuda: the same, with what a plugin that includes cuda.hpp has:
+# <edgetrace/nvml.hpp> and GPU scopes (on the fake GPU); unloaded while the
+# sampler reads the GPUs, or after its GPU scopes ran.
+add_library(dso_lib_cuda SHARED dso/dso_lib.cpp)
+target_link_libraries(dso_lib_cuda PRIVATE edgetrace::edgetrace ${CMAKE_DL_LIBS})
+target_include_directories(dso_lib_cuda PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_compile_definitions(dso_lib_cuda PRIVATE DSO_NAME=lib_cuda DSO_SPAN="lib_cuda_span" DSO_CUDA_LIKE=1)
+target_compile_options(dso_lib_cuda PRIVATE $<$<CXX_COMPILER_ID:GNU>:-fno-gnu-unique>)
+set_target_properties(dso_lib_cuda PROPERTIES OUTPUT_NAME edgetrace_dso_lib_cuda)
+edgetrace_project_warnings(dso_lib_cuda)
 if(TEST dso_unload_test)
   target_compile_definitions(${dso_unload_test_program} PRIVATE
     EDGETRACE_TEST_DSO_APP="$<TARGET_FILE:dso_app>"
     EDGETRACE_TEST_DSO_LIB_UNLOAD="$<TARGET_FILE:dso_lib_unload>"
-    EDGETRACE_TEST_DSO_LIB_NVML="$<TARGET_FILE:dso_lib_nvml>"
+    EDGETRACE_TEST_DSO_LIB_CUDA="$<TARGET_FILE:dso_lib_cuda>"
     EDGETRACE_TEST_FAKE_NVML="$<TARGET_FILE:fake_nvml>")
-  edgetrace_test_starts(${dso_unload_test_program} dso_app dso_lib_unload dso_lib_nvml fake_nvml)
+  edgetrace_test_starts(${dso_unload_test_program} dso_app dso_lib_unload dso_lib_cuda fake_nvml)
   set_tests_properties(dso_unload_test PROPERTIES LABELS reliability TIMEOUT 120)
 endif()
 

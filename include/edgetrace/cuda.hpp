@@ -47,6 +47,8 @@
 #include <cstddef>
 #include <cstring>
 
+#include <dlfcn.h>
+
 #include <cuda_runtime_api.h>
 
 namespace edgetrace {
@@ -128,6 +130,7 @@ inline constexpr gpu_backend cudart_backend = {
     &cudart_calls::event_elapsed_ms,
     &cudart_calls::clear_error,
     &cudart_calls::error_string,
+    &::dlopen,
 };
 
 }  // namespace detail

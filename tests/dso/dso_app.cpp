@@ -33,16 +33,21 @@ void app_work(int count) {
     EDGETRACE_SCOPE(shared_cat, "shared_span");
   }
 }
-/// "nvml": lib_nvml includes <edgetrace/nvml.hpp> and is really unmapped
-/// by dlclose. `early`: loaded before tracing begins, so the sampler finds
-/// NVML registered as it starts; `late`: loaded once tracing began (NVML
-/// joins at a later sample). Either way it is unloaded (in a span named
-/// "unload") after 20 sampling periods of 5 ms, while the sampler reads the
-/// GPUs, and the app traces on for 20 more. Prints "unloaded=1" when the
-/// library is gone from the process.
-int nvml_unload(const char* path, bool early) {
+/// "nvml" and "gpu": lib_cuda, which includes what cuda.hpp does, is
+/// dlclosed (in a span named "unload") while the app traces on for 20
+/// periods of 5 ms; prints "unloaded=1" when the library is gone from the
+/// process.
+///  * nvml early|late: its NVML registration only (its GPU scopes are not
+///    run), the library loaded before tracing begins (the sampler finds
+///    NVML as it starts) or once it began (NVML joins at a later sample),
+///    and unloaded after 20 sampling periods, while the sampler reads the
+///    GPUs: "unloaded=1".
+///  * gpu: its GPU scopes (on the fake GPU) run on a thread that exits
+///    first; the flusher calls its code from then on, so the GPU tracker
+///    keeps it loaded: "unloaded=0".
+int cuda_plugin_unload(const char* path, bool gpu, bool early) {
   const auto periods = [](int n) { std::this_thread::sleep_for(std::chrono::milliseconds(5 * n)); };
-  if (!early) {
+  if (!gpu && !early) {
     app_work(10);
     periods(4);
   }
@@ -51,10 +56,14 @@ int nvml_unload(const char* path, bool early) {
     std::fprintf(stderr, "dso_app: %s\n", dlerror());
     return 3;
   }
-  auto work = reinterpret_cast<void (*)(int)>(dlsym(lib, "lib_nvml_work"));
+  auto work = reinterpret_cast<void (*)(int)>(dlsym(lib, gpu ? "lib_cuda_gpu_work" : "lib_cuda_work"));
   if (work == nullptr) return 4;
-  work(10);
-  periods(20);
+  if (gpu) {
+    std::thread([work] { work(20); }).join();
+  } else {
+    work(10);
+    periods(20);
+  }
   {
     EDGETRACE_SCOPE(app, "unload");
     dlclose(lib);
@@ -72,10 +81,12 @@ int nvml_unload(const char* path, bool early) {
 
 // dso_app shared|hidden LIBRARY [dlclose] (dso_app_plain: the same without lib_a)
 // dso_app unload LIBRARY SPANS: see "unload" below
-// dso_app nvml LIBRARY early|late: see nvml_unload()
+// dso_app nvml LIBRARY early|late, dso_app gpu LIBRARY: see cuda_plugin_unload()
 int main(int argc, char** argv) {
   if (argc < 3) return 2;
-  if (std::strcmp(argv[1], "nvml") == 0) return nvml_unload(argv[2], argc > 3 && std::strcmp(argv[3], "early") == 0);
+  const bool gpu = std::strcmp(argv[1], "gpu") == 0;
+  if (gpu || std::strcmp(argv[1], "nvml") == 0)
+    return cuda_plugin_unload(argv[2], gpu, argc > 3 && std::strcmp(argv[3], "early") == 0);
   const bool hidden = std::strcmp(argv[1], "hidden") == 0;
   const bool unload = std::strcmp(argv[1], "unload") == 0;
   app_work(100);

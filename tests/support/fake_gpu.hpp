@@ -8,6 +8,8 @@
 
 #include <edgetrace/gpu/backend.hpp>
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -258,7 +260,7 @@ class fake_gpu {
   const gpu::gpu_backend table_ = {
       "fake",         &device_count, &driver_version, &runtime_version, &device_properties, &current_device,
       &set_device,    &relax,        &stream_create,  &capture_status,  &event_create,      &event_record,
-      &event_query,   &elapsed,      &clear_error,    &error_string,
+      &event_query,   &elapsed,      &clear_error,    &error_string,      &::dlopen,
   };
 
   mutable std::mutex mutex_;

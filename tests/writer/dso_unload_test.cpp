@@ -190,7 +190,7 @@ TEST_CASE("dso unload: a library that includes nvml.hpp, unloaded while its GPUs
     const std::string values = edgetrace_test::fresh(std::string("dso_nvml_") + when + ".values");
     edgetrace_test::put_file("", values, "37 1410 61 215000\n5 210 40 -\n");
     const edgetrace_test::process_result p =
-        edgetrace_test::run({EDGETRACE_TEST_DSO_APP, "nvml", EDGETRACE_TEST_DSO_LIB_NVML, when},
+        edgetrace_test::run({EDGETRACE_TEST_DSO_APP, "nvml", EDGETRACE_TEST_DSO_LIB_CUDA, when},
                             {"EDGETRACE_OUTPUT=" + dump, "EDGETRACE_SAMPLE_MS=5",
                              std::string("EDGETRACE_NVML_LIBRARY=") + EDGETRACE_TEST_FAKE_NVML, "FAKE_NVML_VALUES=" + values});
     CAPTURE(p.err);
@@ -213,6 +213,29 @@ TEST_CASE("dso unload: a library that includes nvml.hpp, unloaded while its GPUs
     CHECK(before >= 1);
     CHECK(after >= 5);  // 20 periods of 5 ms after the unload
   }
+}
+
+// A plugin's GPU scopes (here on the fake GPU) started GPU tracing: the
+// flusher calls the GPU tracker's code, which is the plugin's (header-only),
+// at every cycle. Once the threads that ran them had exited (their
+// thread_local destructors kept it loaded until then), dlclose unmapped it
+// under the flusher: SIGSEGV, exit 139, in 4 runs of 4 with clang. The
+// tracker now keeps that library loaded until the process ends.
+TEST_CASE("dso unload: a library whose GPU scopes started GPU tracing stays loaded after dlclose: no crash, its spans kept") {
+  const std::string dump = edgetrace_test::fresh("dso_gpu.etr");
+  const edgetrace_test::process_result p =
+      edgetrace_test::run({EDGETRACE_TEST_DSO_APP, "gpu", EDGETRACE_TEST_DSO_LIB_CUDA}, {"EDGETRACE_OUTPUT=" + dump});
+  CAPTURE(p.err);
+  REQUIRE(p.exit_code == 0);  // was 139 (SIGSEGV in the flusher)
+  CHECK(edgetrace_test::contains(p.out, "unloaded=0"));
+  const auto events = edgetrace_test::whole_dump(dump);
+  CHECK(events.named("kernel").size() == 20);
+  CHECK(events.named("app_span").size() == 20);
+  edgetrace::reader::dump_reader r;
+  REQUIRE(edgetrace_test::opened(r, dump));
+  std::size_t gpu_spans = 0;
+  REQUIRE(r.read_gpu_spans([&](const edgetrace::reader::gpu_span&) { ++gpu_spans; }));
+  CHECK(gpu_spans == 20);
 }
 
 }  // namespace dso_unload_test

@@ -58,6 +58,9 @@ struct gpu_backend {
   int (*event_elapsed_ms)(float* ms, void* from, void* to) noexcept;  ///< cudaEventElapsedTime
   int (*clear_error)() noexcept;                     ///< cudaGetLastError: drops the error a failed call left
   const char* (*error_string)(int error) noexcept;   ///< cudaGetErrorString
+  /// The C library's dlopen (null: none), with which the tracker keeps the
+  /// objects whose code the flusher calls loaded (gpu_tracker::keep_loaded).
+  void* (*open_library)(const char* path, int flags);
 };
 
 }  // namespace detail

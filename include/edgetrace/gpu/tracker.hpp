@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <deque>
 #include <map>
@@ -31,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include <dlfcn.h>  // RTLD_* only: the call is the backend's open_library
 #include <pthread.h>
 #include <unistd.h>
 
@@ -117,6 +119,7 @@ class gpu_tracker : public flusher_client {
   /// failure one stderr line, and GPU spans stay off (host spans go on).
   void start(const gpu_backend* backend) noexcept {
     owner_pid_ = ::getpid();
+    keep_loaded(*backend);  // before any registration: the flusher calls this code from then on
     if (env_choice("EDGETRACE_CUDA", {"1", "0"}) == 1) {
       turn_off("EDGETRACE_CUDA=0", gpu_success, true);
       register_flusher_client(*this);  // writes the reason to the dump
@@ -207,6 +210,30 @@ class gpu_tracker : public flusher_client {
 
   static void poll_entry(flusher_client& self, flusher_output& out, poll_reason why) noexcept {
     static_cast<gpu_tracker&>(self).serve(out, why);
+  }
+
+  /// Keeps the objects whose code the flusher calls from now on (this
+  /// tracker's poll and the backend's calls; a library that includes the
+  /// GPU scopes holds both, header-only) loaded until the process ends
+  /// (RTLD_NODELETE). Otherwise dlclose of such a library, opened with
+  /// dlopen, unmapped them under the flusher, which died of SIGSEGV once
+  /// the threads that ran its GPU scopes had exited (until then their
+  /// thread_local destructors keep it). The executable is never unloaded.
+  void keep_loaded(const gpu_backend& backend) noexcept {
+    if (backend.open_library == nullptr) return;
+    for (std::uintptr_t code : {code_address(poll), code_address(backend.event_query)}) {
+      const os::loaded_object object = os::object_holding(code);
+      if (object.path != nullptr && object.path[0] != '\0')
+        backend.open_library(object.path, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+    }
+  }
+
+  template <class Fn>
+  static std::uintptr_t code_address(Fn function) noexcept {
+    static_assert(sizeof function == sizeof(std::uintptr_t), "a function pointer is an address here");
+    std::uintptr_t address = 0;
+    std::memcpy(&address, &function, sizeof address);
+    return address;
   }
 
   bool on() const noexcept { return gpu_state.load(std::memory_order_acquire) == gpu_on && !closed_; }

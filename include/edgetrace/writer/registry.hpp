@@ -19,6 +19,7 @@
 #include <edgetrace/writer/clock.hpp>
 #include <edgetrace/writer/env.hpp>
 #include <edgetrace/writer/flusher_client.hpp>
+#include <edgetrace/writer/platform/linux.hpp>
 #include <edgetrace/writer/runtime_tu.hpp>
 
 #include <algorithm>
@@ -31,7 +32,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include <link.h>
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
@@ -275,33 +275,11 @@ inline bool in_unloaded_range_locked(const void* address) noexcept EDGETRACE_DET
   return false;
 }
 
-/// The addresses of the shared object holding `address` (every PT_LOAD
-/// segment: code, call-site descriptors, string literals); empty for the
-/// executable, which is never unloaded, or if none holds it.
+/// The addresses of the shared object holding `address`; empty for the
+/// executable, or if none holds it.
 inline unloaded_range object_range(const void* address) noexcept {
-  struct search {
-    std::uintptr_t address;
-    bool first;
-    unloaded_range found;
-  } s{reinterpret_cast<std::uintptr_t>(address), true, {0, 0, 0}};
-  ::dl_iterate_phdr(
-      [](dl_phdr_info* info, std::size_t, void* data) -> int {
-        search& s = *static_cast<search*>(data);
-        const bool executable = s.first;  // glibc lists the executable first
-        s.first = false;
-        std::uintptr_t low = UINTPTR_MAX, high = 0;
-        for (int i = 0; i < info->dlpi_phnum; ++i) {
-          const auto& segment = info->dlpi_phdr[i];
-          if (segment.p_type != PT_LOAD) continue;
-          low = std::min<std::uintptr_t>(low, info->dlpi_addr + segment.p_vaddr);
-          high = std::max<std::uintptr_t>(high, info->dlpi_addr + segment.p_vaddr + segment.p_memsz);
-        }
-        if (s.address < low || s.address >= high) return 0;
-        if (!executable) s.found = {low, high, 0};
-        return 1;
-      },
-      &s);
-  return s.found;
+  const os::loaded_object object = os::object_holding(reinterpret_cast<std::uintptr_t>(address));
+  return {object.begin, object.end, 0};
 }
 
 /// Marks `range` unloaded. Called by the unloading thread while the object

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The writer's Linux calls, in one place: the thread id, thread names, the
 // CPUs the process may run on, the futexes the flusher and full rings sleep
-// on, the process name, and the listing of the process's threads. A port replaces this file (with the
+// on, the process name, the listing of the process's threads, and the
+// shared object that holds an address. A port replaces this file (with the
 // counter in face/tick.hpp, the clock in writer/clock.hpp and the CRC probe
 // in core/crc32.hpp); the rest of the writer calls only these.
 #pragma once
@@ -12,10 +13,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <ctime>
 
 #include <fcntl.h>
+#include <link.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -117,6 +120,43 @@ bool for_each_thread(F&& f) noexcept {
   }
   ::close(tasks);
   return true;
+}
+
+/// A shared object that holds an address: its addresses (every PT_LOAD
+/// segment: code, call-site descriptors, string literals) and its file
+/// (the loader's string, valid while the object is loaded).
+struct loaded_object {
+  std::uintptr_t begin = 0;
+  std::uintptr_t end = 0;
+  const char* path = nullptr;
+};
+
+/// The shared object holding `address`; none (empty, no path) for the
+/// executable, which is never unloaded, or if none holds it.
+inline loaded_object object_holding(std::uintptr_t address) noexcept {
+  struct search {
+    std::uintptr_t address;
+    bool first;
+    loaded_object found;
+  } s{address, true, {}};
+  ::dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) -> int {
+        search& s = *static_cast<search*>(data);
+        const bool executable = s.first;  // glibc lists the executable first
+        s.first = false;
+        std::uintptr_t low = UINTPTR_MAX, high = 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const auto& segment = info->dlpi_phdr[i];
+          if (segment.p_type != PT_LOAD) continue;
+          low = std::min<std::uintptr_t>(low, info->dlpi_addr + segment.p_vaddr);
+          high = std::max<std::uintptr_t>(high, info->dlpi_addr + segment.p_vaddr + segment.p_memsz);
+        }
+        if (s.address < low || s.address >= high) return 0;
+        if (!executable) s.found = {low, high, info->dlpi_name};
+        return 1;
+      },
+      &s);
+  return s.found;
 }
 
 }  // namespace os
