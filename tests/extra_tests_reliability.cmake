@@ -90,6 +90,16 @@ target_compile_definitions(dso_lib_cuda PRIVATE DSO_NAME=lib_cuda DSO_SPAN="lib_
 target_compile_options(dso_lib_cuda PRIVATE $<$<CXX_COMPILER_ID:GNU>:-fno-gnu-unique>)
 set_target_properties(dso_lib_cuda PROPERTIES OUTPUT_NAME edgetrace_dso_lib_cuda)
 edgetrace_project_warnings(dso_lib_cuda)
+# lib_nvtx: the same with <edgetrace/nvtx.hpp>, whose scope hooks every scope
+# of the process calls with EDGETRACE_NVTX=1 (where the NVTX headers are).
+if(TARGET edgetrace::nvtx)
+  add_library(dso_lib_nvtx SHARED dso/dso_lib.cpp)
+  target_link_libraries(dso_lib_nvtx PRIVATE edgetrace::nvtx)
+  target_compile_definitions(dso_lib_nvtx PRIVATE DSO_NAME=lib_nvtx DSO_SPAN="lib_nvtx_span" DSO_NVTX=1)
+  target_compile_options(dso_lib_nvtx PRIVATE $<$<CXX_COMPILER_ID:GNU>:-fno-gnu-unique>)
+  set_target_properties(dso_lib_nvtx PROPERTIES OUTPUT_NAME edgetrace_dso_lib_nvtx)
+  edgetrace_project_warnings(dso_lib_nvtx)
+endif()
 if(TEST dso_unload_test)
   target_compile_definitions(${dso_unload_test_program} PRIVATE
     EDGETRACE_TEST_DSO_APP="$<TARGET_FILE:dso_app>"
@@ -97,6 +107,10 @@ if(TEST dso_unload_test)
     EDGETRACE_TEST_DSO_LIB_CUDA="$<TARGET_FILE:dso_lib_cuda>"
     EDGETRACE_TEST_FAKE_NVML="$<TARGET_FILE:fake_nvml>")
   edgetrace_test_starts(${dso_unload_test_program} dso_app dso_lib_unload dso_lib_cuda fake_nvml)
+  if(TARGET dso_lib_nvtx)
+    target_compile_definitions(${dso_unload_test_program} PRIVATE EDGETRACE_TEST_DSO_LIB_NVTX="$<TARGET_FILE:dso_lib_nvtx>")
+    edgetrace_test_starts(${dso_unload_test_program} dso_lib_nvtx)
+  endif()
   set_tests_properties(dso_unload_test PROPERTIES LABELS reliability TIMEOUT 120)
 endif()
 

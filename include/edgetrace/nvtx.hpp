@@ -26,6 +26,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include <dlfcn.h>
+
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
@@ -103,7 +105,7 @@ inline void instant(std::uint64_t word) noexcept {
   nvtxDomainMarkEx(domain(), &a);
 }
 
-inline constexpr detail::scope_hooks hooks{"NVTX", &begin, &end, &instant};
+inline constexpr detail::scope_hooks hooks{"NVTX", &begin, &end, &instant, &::dlopen};
 
 /// Installs the hooks during static initialisation of every TU that
 /// includes this header (the same table each time).

@@ -33,21 +33,25 @@ void app_work(int count) {
     EDGETRACE_SCOPE(shared_cat, "shared_span");
   }
 }
-/// "nvml" and "gpu": lib_cuda, which includes what cuda.hpp does, is
-/// dlclosed (in a span named "unload") while the app traces on for 20
-/// periods of 5 ms; prints "unloaded=1" when the library is gone from the
-/// process.
-///  * nvml early|late: its NVML registration only (its GPU scopes are not
-///    run), the library loaded before tracing begins (the sampler finds
-///    NVML as it starts) or once it began (NVML joins at a later sample),
-///    and unloaded after 20 sampling periods, while the sampler reads the
-///    GPUs: "unloaded=1".
-///  * gpu: its GPU scopes (on the fake GPU) run on a thread that exits
-///    first; the flusher calls its code from then on, so the GPU tracker
-///    keeps it loaded: "unloaded=0".
-int cuda_plugin_unload(const char* path, bool gpu, bool early) {
+/// "nvml", "gpu" and "nvtx": a library that includes what cuda.hpp does
+/// (lib_cuda) or nvtx.hpp (lib_nvtx) is dlclosed (in a span named
+/// "unload") while the app traces on for 20 periods of 5 ms; prints
+/// "unloaded=1" when the library is gone from the process.
+///  * nvml early|late: lib_cuda's NVML registration only (its GPU scopes
+///    are not run), the library loaded before tracing begins (the sampler
+///    finds NVML as it starts) or once it began (NVML joins at a later
+///    sample), and unloaded after 20 sampling periods, while the sampler
+///    reads the GPUs: "unloaded=1".
+///  * gpu: lib_cuda's GPU scopes (on the fake GPU) run on a thread that
+///    exits first; the flusher calls its code from then on, so the GPU
+///    tracker keeps it loaded: "unloaded=0".
+///  * nvtx: lib_nvtx's 10 spans; with EDGETRACE_NVTX=1 every scope calls
+///    its hooks, so the runtime keeps it loaded ("unloaded=0"); without,
+///    "unloaded=1".
+int plugin_unload(const char* path, const char* mode, bool early) {
+  const bool gpu = std::strcmp(mode, "gpu") == 0, nvml = std::strcmp(mode, "nvml") == 0;
   const auto periods = [](int n) { std::this_thread::sleep_for(std::chrono::milliseconds(5 * n)); };
-  if (!gpu && !early) {
+  if (nvml && !early) {
     app_work(10);
     periods(4);
   }
@@ -56,13 +60,14 @@ int cuda_plugin_unload(const char* path, bool gpu, bool early) {
     std::fprintf(stderr, "dso_app: %s\n", dlerror());
     return 3;
   }
-  auto work = reinterpret_cast<void (*)(int)>(dlsym(lib, gpu ? "lib_cuda_gpu_work" : "lib_cuda_work"));
+  const char* symbol = gpu ? "lib_cuda_gpu_work" : nvml ? "lib_cuda_work" : "lib_nvtx_work";
+  auto work = reinterpret_cast<void (*)(int)>(dlsym(lib, symbol));
   if (work == nullptr) return 4;
   if (gpu) {
     std::thread([work] { work(20); }).join();
   } else {
     work(10);
-    periods(20);
+    if (nvml) periods(20);
   }
   {
     EDGETRACE_SCOPE(app, "unload");
@@ -81,12 +86,11 @@ int cuda_plugin_unload(const char* path, bool gpu, bool early) {
 
 // dso_app shared|hidden LIBRARY [dlclose] (dso_app_plain: the same without lib_a)
 // dso_app unload LIBRARY SPANS: see "unload" below
-// dso_app nvml LIBRARY early|late, dso_app gpu LIBRARY: see cuda_plugin_unload()
+// dso_app nvml LIBRARY early|late, dso_app gpu|nvtx LIBRARY: see plugin_unload()
 int main(int argc, char** argv) {
   if (argc < 3) return 2;
-  const bool gpu = std::strcmp(argv[1], "gpu") == 0;
-  if (gpu || std::strcmp(argv[1], "nvml") == 0)
-    return cuda_plugin_unload(argv[2], gpu, argc > 3 && std::strcmp(argv[3], "early") == 0);
+  for (const char* mode : {"nvml", "gpu", "nvtx"})
+    if (std::strcmp(argv[1], mode) == 0) return plugin_unload(argv[2], mode, argc > 3 && std::strcmp(argv[3], "early") == 0);
   const bool hidden = std::strcmp(argv[1], "hidden") == 0;
   const bool unload = std::strcmp(argv[1], "unload") == 0;
   app_work(100);

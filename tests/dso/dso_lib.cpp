@@ -4,13 +4,17 @@
 // to dso_app), lib_b (dlopen'd), lib_hidden (dlopen'd, -fvisibility=hidden:
 // a private copy of the library), lib_unload and lib_cuda (dlopen'd and
 // really unmapped by dlclose; lib_cuda is what a plugin that includes
-// cuda.hpp has: <edgetrace/nvml.hpp> and GPU scopes, here on the fake GPU).
-// Each has a category of its own and one shared with the app ("shared_cat").
+// cuda.hpp has: <edgetrace/nvml.hpp> and GPU scopes, here on the fake GPU),
+// lib_nvtx (the same with <edgetrace/nvtx.hpp>). Each has a category of its
+// own and one shared with the app ("shared_cat").
 #include <edgetrace/edgetrace.hpp>
 #if DSO_CUDA_LIKE
 #include <edgetrace/gpu/spans.hpp>
 #include <edgetrace/nvml.hpp>
 #include <support/fake_gpu.hpp>
+#endif
+#if DSO_NVTX
+#include <edgetrace/nvtx.hpp>
 #endif
 
 #define DSO_CONCAT2(a, b) a##b

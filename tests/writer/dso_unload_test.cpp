@@ -238,4 +238,31 @@ TEST_CASE("dso unload: a library whose GPU scopes started GPU tracing stays load
   CHECK(gpu_spans == 20);
 }
 
+#ifndef EDGETRACE_TEST_DSO_LIB_NVTX
+#define EDGETRACE_TEST_DSO_LIB_NVTX ""  // no NVTX headers where this was built
+#endif
+
+// A plugin that includes <edgetrace/nvtx.hpp> installs the scope hooks that,
+// with EDGETRACE_NVTX=1, every scope of the process calls. Unloaded (clang
+// builds, or g++ -fno-gnu-unique), the app's next scope called its
+// unmapped hooks: SIGSEGV, 5 runs in 5, with or without a dump. With
+// EDGETRACE_NVTX=1 the runtime now keeps it loaded; without, its hooks are
+// never called, and it is unloaded as the app asked.
+TEST_CASE("dso unload: a library that includes nvtx.hpp, unloaded with EDGETRACE_NVTX=1, stays loaded: no crash" *
+          doctest::skip(std::string(EDGETRACE_TEST_DSO_LIB_NVTX).empty())) {
+  for (const bool nvtx : {true, false}) {
+    CAPTURE(nvtx);
+    const std::string dump = edgetrace_test::fresh(nvtx ? "dso_nvtx_on.etr" : "dso_nvtx_off.etr");
+    std::vector<std::string> env{"EDGETRACE_OUTPUT=" + dump};
+    if (nvtx) env.emplace_back("EDGETRACE_NVTX=1");
+    const edgetrace_test::process_result p = edgetrace_test::run({EDGETRACE_TEST_DSO_APP, "nvtx", EDGETRACE_TEST_DSO_LIB_NVTX}, env);
+    CAPTURE(p.err);
+    REQUIRE(p.exit_code == 0);  // was 139 with EDGETRACE_NVTX=1 (SIGSEGV in the app's next scope)
+    CHECK(edgetrace_test::contains(p.out, nvtx ? "unloaded=0" : "unloaded=1"));
+    const auto events = edgetrace_test::whole_dump(dump);
+    CHECK(events.named("lib_nvtx_span").size() == 10);
+    CHECK(events.named("app_span").size() == 20);
+  }
+}
+
 }  // namespace dso_unload_test

@@ -41,7 +41,7 @@ void on_begin(std::uint64_t word) noexcept { calls.push_back("begin:" + name_of(
 void on_end(std::uint64_t word) noexcept { calls.push_back("end:" + name_of(word)); }
 void on_instant(std::uint64_t word) noexcept { calls.push_back("instant:" + name_of(word)); }
 
-const detail::scope_hooks test_hooks{"test", &on_begin, &on_end, &on_instant};
+const detail::scope_hooks test_hooks{"test", &on_begin, &on_end, &on_instant, nullptr};  // the executable: nothing to keep loaded
 // Installed during static initialisation, like <edgetrace/nvtx.hpp> does
 // (in whatever order relative to the runtime's own start-up).
 const bool installed = (detail::install_scope_hooks(&test_hooks), true);

@@ -35,6 +35,9 @@ struct scope_hooks {
   void (*begin)(std::uint64_t word) noexcept;    ///< a span starts
   void (*end)(std::uint64_t word) noexcept;      ///< the innermost span of this thread ends
   void (*instant)(std::uint64_t word) noexcept;  ///< an instant or a mark
+  /// The C library's dlopen (null: none), with which the runtime keeps the
+  /// object holding the hooks loaded while they are called (EDGETRACE_NVTX=1).
+  void* (*open_library)(const char* path, int flags);
 };
 
 /// Installs `hooks` (at static initialisation, by the add-on) and gives

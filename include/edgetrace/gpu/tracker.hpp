@@ -32,7 +32,6 @@
 #include <utility>
 #include <vector>
 
-#include <dlfcn.h>  // RTLD_* only: the call is the backend's open_library
 #include <pthread.h>
 #include <unistd.h>
 
@@ -220,20 +219,8 @@ class gpu_tracker : public flusher_client {
   /// the threads that ran its GPU scopes had exited (until then their
   /// thread_local destructors keep it). The executable is never unloaded.
   void keep_loaded(const gpu_backend& backend) noexcept {
-    if (backend.open_library == nullptr) return;
-    for (std::uintptr_t code : {code_address(poll), code_address(backend.event_query)}) {
-      const os::loaded_object object = os::object_holding(code);
-      if (object.path != nullptr && object.path[0] != '\0')
-        backend.open_library(object.path, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
-    }
-  }
-
-  template <class Fn>
-  static std::uintptr_t code_address(Fn function) noexcept {
-    static_assert(sizeof function == sizeof(std::uintptr_t), "a function pointer is an address here");
-    std::uintptr_t address = 0;
-    std::memcpy(&address, &function, sizeof address);
-    return address;
+    os::keep_loaded(os::code_address(poll), backend.open_library);
+    os::keep_loaded(os::code_address(backend.event_query), backend.open_library);
   }
 
   bool on() const noexcept { return gpu_state.load(std::memory_order_acquire) == gpu_on && !closed_; }

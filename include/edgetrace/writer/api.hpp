@@ -7,12 +7,14 @@
 #pragma once
 
 #include <edgetrace/core/thread_safety.hpp>
+#include <edgetrace/writer/platform/linux.hpp>
 #include <edgetrace/writer/process.hpp>
 #include <edgetrace/writer/registry.hpp>
 #include <edgetrace/writer/slow_path.hpp>
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -161,6 +163,14 @@ EDGETRACE_DETAIL_API name_handle intern(const char* data, std::size_t size) {
 }
 
 EDGETRACE_DETAIL_API void install_scope_hooks(const scope_hooks* hooks) noexcept {
+  // Called from now on by every thread's scopes, when EDGETRACE_NVTX=1: a
+  // library that installed them (nvtx.hpp in a plugin) and was unloaded
+  // crashed the next scope. Here, at the installer's static
+  // initialisation and before category_mutex, the loader's lock is free
+  // or this thread's.
+  const char* nvtx = std::getenv("EDGETRACE_NVTX");
+  if (hooks != nullptr && nvtx != nullptr && std::strcmp(nvtx, "1") == 0)
+    os::keep_loaded(os::code_address(hooks->begin), hooks->open_library);
   installed_hooks.store(hooks, std::memory_order_release);
   mutex_lock lock(category_mutex);
   apply_category_flags_locked();

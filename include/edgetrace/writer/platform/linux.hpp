@@ -2,7 +2,7 @@
 // The writer's Linux calls, in one place: the thread id, thread names, the
 // CPUs the process may run on, the futexes the flusher and full rings sleep
 // on, the process name, the listing of the process's threads, and the
-// shared object that holds an address. A port replaces this file (with the
+// shared object that holds an address (kept loaded on request). A port replaces this file (with the
 // counter in face/tick.hpp, the clock in writer/clock.hpp and the CRC probe
 // in core/crc32.hpp); the rest of the writer calls only these.
 #pragma once
@@ -17,6 +17,7 @@
 #include <cstring>
 #include <ctime>
 
+#include <dlfcn.h>  // RTLD_* only: keep_loaded calls the dlopen it is given
 #include <fcntl.h>
 #include <link.h>
 #include <linux/futex.h>
@@ -157,6 +158,28 @@ inline loaded_object object_holding(std::uintptr_t address) noexcept {
       },
       &s);
   return s.found;
+}
+
+/// The address a function pointer holds (for object_holding).
+template <class Fn>
+inline std::uintptr_t code_address(Fn function) noexcept {
+  static_assert(sizeof function == sizeof(std::uintptr_t), "a function pointer is an address here");
+  std::uintptr_t address = 0;
+  std::memcpy(&address, &function, sizeof address);
+  return address;
+}
+
+/// Keeps the shared object holding `address` loaded until the process ends
+/// (RTLD_NODELETE: its dlclose then leaves it mapped), through
+/// `open_library`, the C library's dlopen as the object's own code gave it
+/// (the writer links no dlopen); nothing for the executable, or without
+/// one. For code that other threads call from then on: the flusher's GPU
+/// tracker, scope hooks. Takes the loader's lock: never call it holding a
+/// lock that code run under the loader's lock (static initialisers) takes.
+inline void keep_loaded(std::uintptr_t address, void* (*open_library)(const char*, int)) noexcept {
+  if (open_library == nullptr) return;
+  const loaded_object object = object_holding(address);
+  if (object.path != nullptr && object.path[0] != '\0') open_library(object.path, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
 }  // namespace os
