@@ -9,11 +9,11 @@
 
 #include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <algorithm>
 #include <cstring>
 #include <ctime>
 
