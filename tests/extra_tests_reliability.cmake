@@ -100,13 +100,19 @@ if(TARGET edgetrace::nvtx)
   set_target_properties(dso_lib_nvtx PROPERTIES OUTPUT_NAME edgetrace_dso_lib_nvtx)
   edgetrace_project_warnings(dso_lib_nvtx)
 endif()
+# A program without edgetrace, whose runtime is lib_unload's: its signal
+# handlers after dlclose ended the stream.
+add_executable(plain_loader dso/plain_loader.cpp)
+target_link_libraries(plain_loader PRIVATE ${CMAKE_DL_LIBS})
+edgetrace_project_warnings(plain_loader)
 if(TEST dso_unload_test)
   target_compile_definitions(${dso_unload_test_program} PRIVATE
+    EDGETRACE_TEST_PLAIN_LOADER="$<TARGET_FILE:plain_loader>"
     EDGETRACE_TEST_DSO_APP="$<TARGET_FILE:dso_app>"
     EDGETRACE_TEST_DSO_LIB_UNLOAD="$<TARGET_FILE:dso_lib_unload>"
     EDGETRACE_TEST_DSO_LIB_CUDA="$<TARGET_FILE:dso_lib_cuda>"
     EDGETRACE_TEST_FAKE_NVML="$<TARGET_FILE:fake_nvml>")
-  edgetrace_test_starts(${dso_unload_test_program} dso_app dso_lib_unload dso_lib_cuda fake_nvml)
+  edgetrace_test_starts(${dso_unload_test_program} dso_app plain_loader dso_lib_unload dso_lib_cuda fake_nvml)
   if(TARGET dso_lib_nvtx)
     target_compile_definitions(${dso_unload_test_program} PRIVATE EDGETRACE_TEST_DSO_LIB_NVTX="$<TARGET_FILE:dso_lib_nvtx>")
     edgetrace_test_starts(${dso_unload_test_program} dso_lib_nvtx)

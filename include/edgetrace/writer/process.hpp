@@ -43,9 +43,9 @@ namespace detail {
 
 // ------------------------------------------------------------ exit
 
-inline void shutdown() noexcept {
-  runtime* rt = the_runtime.load(std::memory_order_acquire);
-  if (!owns_runtime(rt) || !rt->flusher_.running()) return;
+/// The stream's end: recording stops and the flusher's final pass runs,
+/// waited for at most 1 s (shutdown).
+inline void end_stream(runtime* rt) noexcept {
   {
     mutex_lock lock(category_mutex);
     report_unmatched_filter_locked();
@@ -88,6 +88,19 @@ inline void shutdown() noexcept {
            "flush is there",
            rt->file_.path(), lowered, rt->cpus());
   }
+}
+
+/// At exit, at quick_exit, and when the library that holds the runtime is
+/// unloaded (its atexit handler runs at dlclose): the stream ends, then the
+/// signal handlers the runtime installed go, where they are still the
+/// installed ones. Left behind, a runtime's handlers pointed into its
+/// unmapped library, and the next such signal crashed the app.
+inline void shutdown() noexcept {
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  if (!owns_runtime(rt)) return;
+  if (rt->flusher_.running()) end_stream(rt);
+  restore_signal_handlers(rt->config_.toggle_signal);
+  if (rt->config_.flight) restore_flight_handlers(rt->config_.snapshot_signal);
 }
 
 /// at_quick_exit's handler: quick_exit() ends the stream as exit() does.

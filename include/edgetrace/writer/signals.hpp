@@ -41,6 +41,16 @@ inline void install_handler(int signo, void (*handler)(int, siginfo_t*, void*), 
   sigaction(signo, &action, previous);
 }
 
+/// Puts `previous` back for `signo` where `ours` is still the installed
+/// handler (one the app installed since stays). At the stream's end: a
+/// runtime in a library that dlclose then unmaps must leave no handler
+/// pointing into it.
+inline void restore_handler(int signo, void (*ours)(int, siginfo_t*, void*), const struct sigaction& previous) noexcept {
+  struct sigaction now;
+  if (sigaction(signo, nullptr, &now) == 0 && (now.sa_flags & SA_SIGINFO) != 0 && now.sa_sigaction == ours)
+    sigaction(signo, &previous, nullptr);
+}
+
 /// EDGETRACE_TOGGLE_SIGNAL's handler: counts the signal for the flusher
 /// (which applies it within EDGETRACE_FLUSH_MS) and chains to the handler
 /// that was there before, if any. Async-signal-safe: one atomic add.
@@ -109,6 +119,14 @@ inline void signal_flush_handler(int signo, siginfo_t* info, void* context) noex
 inline void install_signal_flush() noexcept {
   if (!signal_ignored(SIGINT)) install_handler(SIGINT, &signal_flush_handler, SA_RESTART, &previous_sigint);
   if (!signal_ignored(SIGTERM)) install_handler(SIGTERM, &signal_flush_handler, SA_RESTART, &previous_sigterm);
+}
+
+/// The stream's end: the toggle and flush handlers go (flight mode's:
+/// restore_flight_handlers).
+inline void restore_signal_handlers(int toggle_signal) noexcept {
+  if (toggle_signal != 0) restore_handler(toggle_signal, &toggle_signal_handler, previous_toggle_action);
+  restore_handler(SIGINT, &signal_flush_handler, previous_sigint);
+  restore_handler(SIGTERM, &signal_flush_handler, previous_sigterm);
 }
 
 }  // namespace detail

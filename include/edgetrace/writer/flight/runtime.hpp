@@ -246,6 +246,9 @@ inline const char* runtime::crash_signal_name(int signo) noexcept {
 
 // ------------------------------------------------------------ flight recorder signals
 
+/// The snapshot signal's disposition before its handler (restore_flight_handlers).
+inline struct sigaction previous_snapshot_action;
+
 /// EDGETRACE_SNAPSHOT_SIGNAL's handler (runtime_stream::snapshot_signal_received).
 inline void snapshot_signal_handler(int, siginfo_t*, void*) noexcept {
   const int saved_errno = errno;
@@ -268,7 +271,7 @@ inline bool install_snapshot_signal(const settings& config) noexcept {
     report("EDGETRACE_SNAPSHOT_SIGNAL: %s is ignored in this process (SIG_IGN inherited); no snapshot signal", name);
     return false;
   }
-  install_handler(config.snapshot_signal, &snapshot_signal_handler, SA_RESTART, nullptr);
+  install_handler(config.snapshot_signal, &snapshot_signal_handler, SA_RESTART, &previous_snapshot_action);
   return true;
 }
 
@@ -329,6 +332,14 @@ inline void crash_handler(int signo, siginfo_t* info, void* context) noexcept {
   sigaction(signo, &previous, nullptr);
   if (info == nullptr || info->si_code <= 0) raise(signo);  // sent, not a fault: send it again
   errno = saved_errno;
+}
+
+/// The stream's end: the crash and snapshot handlers go where they are
+/// still installed (signals.hpp, restore_handler).
+inline void restore_flight_handlers(int snapshot_signal) noexcept {
+  for (std::size_t i = 0; i < std::size(crash_signals); ++i)
+    restore_handler(crash_signals[i], &crash_handler, previous_crash_actions[i]);
+  if (snapshot_signal != 0) restore_handler(snapshot_signal, &snapshot_signal_handler, previous_snapshot_action);
 }
 
 /// Installs the crash handler on its own stack if the thread has one
