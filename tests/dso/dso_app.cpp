@@ -3,7 +3,7 @@
 // dlopens one (lib_b, or with "hidden" a -fvisibility=hidden one). Prints
 // the number of threads while all three are loaded. See docs/RELIABILITY.md
 // ("Several shared objects") and tests/writer/reliability_test.cpp; the
-// "unload" and "nvml" modes: tests/writer/dso_unload_test.cpp.
+// "unload", "nvml", "gpu" and "nvtx" modes: tests/writer/dso_unload_test.cpp.
 #include <edgetrace/edgetrace.hpp>
 #include "../support/threads.hpp"
 
@@ -33,6 +33,7 @@ void app_work(int count) {
     EDGETRACE_SCOPE(shared_cat, "shared_span");
   }
 }
+
 /// "nvml", "gpu" and "nvtx": a library that includes what cuda.hpp does
 /// (lib_cuda) or nvtx.hpp (lib_nvtx) is dlclosed (in a span named
 /// "unload") while the app traces on for 20 periods of 5 ms; prints

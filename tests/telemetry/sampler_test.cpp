@@ -78,9 +78,10 @@ struct decoded {
 
 std::uint64_t own_tid() { return static_cast<std::uint64_t>(::syscall(SYS_gettid)); }
 
-/// One sample at `tick` (and ns = tick ms) with this thread as traced thread 1.
-void sample(tm::device_sampler& s, decoded& out, std::uint64_t tick) {
-  s.sample({tick, monotonic_ns()}, tick * 1000000u, [](auto&& add) { add(1, own_tid()); },
+/// One sample at `tick` (and ns = tick ms) with this thread as traced thread 1
+/// (or, with `traced_thread` false, no traced thread).
+void sample(tm::device_sampler& s, decoded& out, std::uint64_t tick, bool traced_thread = true) {
+  s.sample({tick, monotonic_ns()}, tick * 1000000u, [traced_thread](auto&& add) { if (traced_thread) add(1, own_tid()); },
            [&out](edgetrace::format::chunk_type type, const unsigned char* p, std::size_t n) { out.take(type, p, n); });
 }
 
@@ -89,8 +90,7 @@ void sample(tm::device_sampler& s, decoded& out, std::uint64_t tick) {
 /// it waited on a run queue since the last sample (timing, not the board).
 std::uint64_t system_files(tm::device_sampler& s, std::uint64_t tick) {
   decoded out;
-  s.sample({tick, monotonic_ns()}, tick * 1000000u, [](auto&&) {},
-           [&out](edgetrace::format::chunk_type type, const unsigned char* p, std::size_t n) { out.take(type, p, n); });
+  sample(s, out, tick, false);
   return out.writer.device.files_last;
 }
 

@@ -32,7 +32,6 @@
 #include <unordered_map>
 #include <vector>
 
-
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
