@@ -21,7 +21,7 @@ namespace format {
 /// transfers and files that are not edgetrace dumps at all.
 inline constexpr unsigned char file_magic[8] = {0x89, 'E', 'T', 'R', '\r', '\n', 0x1A, '\n'};
 inline constexpr std::uint16_t version_major = 1;
-inline constexpr std::uint16_t version_minor = 12;
+inline constexpr std::uint16_t version_minor = 13;
 
 /// The process chunk's last byte (1.8): what a full ring did
 /// (EDGETRACE_ON_FULL). Absent before 1.8.
@@ -84,6 +84,8 @@ enum class capture_reason : std::uint8_t {
   start_after = 1,  ///< EDGETRACE_START_AFTER: waiting at start-up, then its time or mark count came
   duration = 2,     ///< EDGETRACE_DURATION ran out
   signal = 3,       ///< EDGETRACE_TOGGLE_SIGNAL: waiting at start-up, then a toggle signal
+  max_size = 4,     ///< EDGETRACE_MAX_MB: the dump neared its size bound; off for good (1.13)
+  min_free = 5,     ///< EDGETRACE_MIN_FREE_MB: its file system neared the free-space floor; off for good (1.13)
 };
 
 /// What made a flight recorder write a snapshot (chunk 11, 1.6).

@@ -10,6 +10,7 @@
 #include <support/files.hpp>
 #include <support/process.hpp>
 #include <support/read_dump.hpp>
+#include <support/small_fs.hpp>
 #include <support/spawn.hpp>
 #include <support/test_env.hpp>
 
@@ -26,7 +27,6 @@
 #include <set>
 #include <sstream>
 #include <string>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <thread>
 #include <vector>
@@ -447,36 +447,22 @@ TEST_CASE("reliability: unwritable outputs: one stderr line, tracing off, the ap
   }
 }
 
-namespace {
-/// Can this process mount a tmpfs (root with CAP_SYS_ADMIN)? Tried once, at
-/// test registration, on a mount point of its own.
-bool tmpfs_mountable() {
-  const std::string probe = tmp + "/tmpfs-probe." + std::to_string(::getpid());
-  ::mkdir(probe.c_str(), 0755);
-  const bool mounted = ::mount("edgetrace-test", probe.c_str(), "tmpfs", 0, "size=4k") == 0;
-  if (mounted) ::umount(probe.c_str());
-  ::rmdir(probe.c_str());
-  return mounted;
-}
-}  // namespace
-
 // Skipped where no tmpfs can be mounted (not root, or no CAP_SYS_ADMIN);
-// lifecycle_test covers disk full with RLIMIT_FSIZE everywhere.
+// lifecycle_test covers disk full with RLIMIT_FSIZE everywhere. The dump's
+// free-space floor is off (EDGETRACE_MIN_FREE_MB=0): this is the full disk
+// itself; space_test has the floor that keeps it from coming.
 TEST_CASE("reliability: disk full mid-run (a 256 KiB tmpfs): one line, the app finishes, the prefix reads" *
-          doctest::skip(!tmpfs_mountable())) {
-  const std::string mount_point = tmp + "/small-tmpfs";
-  ::mkdir(mount_point.c_str(), 0755);
-  REQUIRE_MESSAGE(::mount("edgetrace-test", mount_point.c_str(), "tmpfs", 0, "size=256k") == 0, std::strerror(errno));
-  const std::string dump_path = mount_point + "/run.etr";
-  const auto r = run({app, "busy-exit-code"}, {"EDGETRACE_OUTPUT=" + dump_path});
+          doctest::skip(!edgetrace_test::tmpfs_mountable())) {
+  const edgetrace_test::small_tmpfs small("small-tmpfs", "256k");
+  REQUIRE_MESSAGE(small.error().empty(), small.error());
+  const std::string dump_path = small.path() + "/run.etr";
+  const auto r = run({app, "busy-exit-code"}, {"EDGETRACE_OUTPUT=" + dump_path, "EDGETRACE_MIN_FREE_MB=0"});
   check_one_line_and_exit_code(r, "No space left on device");
   CHECK(r.out == "active=0\n");
   const auto dump = load_dump(dump_path);
   REQUIRE(dump.opened);
   CHECK(dump.named("app_span").size() > 0);  // what fit is readable
   CHECK_FALSE(dump.complete);
-  ::umount(mount_point.c_str());
-  ::rmdir(mount_point.c_str());
 }
 
 // ------------------------------------------------------------ shared objects

@@ -69,6 +69,8 @@ inline const char* capture_reason_name(format::capture_reason reason) noexcept {
     case format::capture_reason::start_after: return "EDGETRACE_START_AFTER";
     case format::capture_reason::duration: return "EDGETRACE_DURATION";
     case format::capture_reason::signal: return "EDGETRACE_TOGGLE_SIGNAL";
+    case format::capture_reason::max_size: return "EDGETRACE_MAX_MB: the dump's size bound";
+    case format::capture_reason::min_free: return "EDGETRACE_MIN_FREE_MB: free space on the dump's file system";
   }
   return "unknown reason";
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Capture control: every source that holds recording back (pause, EDGETRACE_START_AFTER, EDGETRACE_DURATION, the toggle signal) and the queue of capture records the flusher writes.
+// Capture control: every source that holds recording back (pause, EDGETRACE_START_AFTER, EDGETRACE_DURATION, the toggle signal, the dump's room) and the queue of capture records the flusher writes.
 //
 // Pausing flips the categories' mode bytes, the one thing a scope loads, so
 // a paused scope costs what a runtime-disabled one does. This object only
@@ -50,7 +50,7 @@ class capture_control {
  public:
   /// Recording is on, given that tracing is: no source holds it back.
   bool open_locked() const EDGETRACE_DETAIL_REQUIRES(category_mutex) {
-    return !paused_by_api_ && !window_waiting_ && !window_over_ && !signal_paused_;
+    return !paused_by_api_ && !window_waiting_ && !window_over_ && !signal_paused_ && !out_of_room_;
   }
   /// Still waiting for EDGETRACE_START_AFTER=N marks (mode_count_marks).
   bool counting_marks_locked() const EDGETRACE_DETAIL_REQUIRES(category_mutex) {
@@ -74,7 +74,17 @@ class capture_control {
     pending_.clear();
     started_ns_ = now_ns;
     first_capture_ns_ = 0;
+    out_of_room_ = false;  // its own dump, with its own room
     toggles_pending_.store(0, std::memory_order_relaxed);
+  }
+
+  /// The dump neared EDGETRACE_MAX_MB or its file system the free-space
+  /// floor (writer/output.hpp): recording stops for good. False if it
+  /// had already.
+  bool stop_for_room_locked() EDGETRACE_DETAIL_REQUIRES(category_mutex) {
+    if (out_of_room_) return false;
+    out_of_room_ = true;
+    return true;
   }
 
   /// edgetrace::pause()/resume(). False if nothing changed.
@@ -164,12 +174,13 @@ class capture_control {
   // Who holds recording back: edgetrace::pause(); EDGETRACE_START_AFTER not
   // reached yet (and whether it counts marks: mode_count_marks);
   // EDGETRACE_DURATION ran out (for good); EDGETRACE_TOGGLE_SIGNAL (off
-  // until toggled on).
+  // until toggled on); the dump's room ran short (for good).
   bool paused_by_api_ EDGETRACE_DETAIL_GUARDED_BY(category_mutex) = false;
   bool window_waiting_ EDGETRACE_DETAIL_GUARDED_BY(category_mutex) = false;
   bool waiting_for_marks_ EDGETRACE_DETAIL_GUARDED_BY(category_mutex) = false;
   bool window_over_ EDGETRACE_DETAIL_GUARDED_BY(category_mutex) = false;
   bool signal_paused_ EDGETRACE_DETAIL_GUARDED_BY(category_mutex) = false;
+  bool out_of_room_ EDGETRACE_DETAIL_GUARDED_BY(category_mutex) = false;
   /// What the dump says now (on at the start).
   bool logged_on_ EDGETRACE_DETAIL_GUARDED_BY(category_mutex) = true;
   /// CLOCK_MONOTONIC when tracing came on: the origin of

@@ -45,6 +45,8 @@ inline constexpr const char* known_variables[] = {
     "EDGETRACE_SIGNAL_FLUSH", "EDGETRACE_FORK", "EDGETRACE_CLOCK", "EDGETRACE_ASSUME_UNSTABLE_COUNTER",
     "EDGETRACE_NVTX", "EDGETRACE_START_AFTER", "EDGETRACE_DURATION", "EDGETRACE_TOGGLE_SIGNAL",
     "EDGETRACE_CUDA", "EDGETRACE_ON_FULL", "EDGETRACE_SAMPLE_MS", "EDGETRACE_NVML_LIBRARY",
+    // The dump's room (writer/output.hpp).
+    "EDGETRACE_MAX_MB", "EDGETRACE_MIN_FREE_MB",
     // Flight recorder (writer/flight/store.hpp); EDGETRACE_TRIGGER is parsed by writer/flight/triggers.hpp.
     "EDGETRACE_MODE", "EDGETRACE_FLIGHT_MB", "EDGETRACE_FLIGHT_AFTER_MS", "EDGETRACE_FLIGHT_MAX", "EDGETRACE_FLIGHT_KEEP",
     "EDGETRACE_FLIGHT_GAP_MS", "EDGETRACE_FLIGHT_AT_EXIT", "EDGETRACE_SNAPSHOT_SIGNAL", "EDGETRACE_TRIGGER",
@@ -92,6 +94,12 @@ struct settings {
   std::uint32_t flight_keep = 20;           ///< EDGETRACE_FLIGHT_KEEP: snapshot files OUTPUT.1..OUTPUT.K at most, across runs
   bool flight_at_exit = false;              ///< EDGETRACE_FLIGHT_AT_EXIT=1: one snapshot at exit
   int snapshot_signal = 0;                  ///< EDGETRACE_SNAPSHOT_SIGNAL: SIGUSR1 or SIGUSR2 (0 = none)
+  /// EDGETRACE_MAX_MB: the dump's size bound in MiB (0 = none); writer/output.hpp.
+  std::uint32_t max_mb = 0;
+  /// EDGETRACE_MIN_FREE_MB: free space kept on the dump's file system, in
+  /// MiB (0 = not guarded); unset (min_free_auto): 5 % of it, at most 512 MiB.
+  std::uint32_t min_free_mb = 0;
+  bool min_free_auto = true;
   std::uint8_t clock = 1;          ///< chosen clock_mode (runtime.hpp: choose_clock)
   bool clock_fell_back = false;    ///< auto found the counter unreliable
 };
@@ -149,6 +157,24 @@ inline std::uint64_t env_unsigned(const char* name, std::uint64_t lo, std::uint6
     return fallback;
   }
   return value;
+}
+
+/// The largest EDGETRACE_MAX_MB and EDGETRACE_MIN_FREE_MB: 1 TiB.
+inline constexpr std::uint64_t max_space_mb = 1u << 20;
+
+/// EDGETRACE_MAX_MB and EDGETRACE_MIN_FREE_MB: MiB in lo..max_space_mb; on
+/// anything else one line saying what holds instead (`fallback`), and false.
+inline bool env_space_mb(const char* name, std::uint64_t lo, std::uint32_t& mb, const char* fallback) noexcept {
+  const char* text = std::getenv(name);
+  if (text == nullptr) return false;
+  std::uint64_t value = 0;
+  if (parse_unsigned(text, value) && value >= lo && value <= max_space_mb) {
+    mb = static_cast<std::uint32_t>(value);
+    return true;
+  }
+  report("%s='%.64s' is not a whole number of MiB in %llu..%llu; %s", name, text, static_cast<unsigned long long>(lo),
+         static_cast<unsigned long long>(max_space_mb), fallback);
+  return false;
 }
 
 /// EDGETRACE_SAMPLE_MS: `off` (0), or milliseconds in 1..max_flush_ms; on
@@ -285,6 +311,9 @@ inline settings read_settings() noexcept {
     default: break;
   }
   s.flight = env_choice("EDGETRACE_MODE", {"normal", "flight"}) == 1;
+  env_space_mb("EDGETRACE_MAX_MB", 1, s.max_mb, "the dump has no size limit");
+  s.min_free_auto = !env_space_mb("EDGETRACE_MIN_FREE_MB", 0, s.min_free_mb,
+                                  "keeping the default: 5 % of the dump's file system, at most 512 MiB");
   s.flight_bytes = env_unsigned("EDGETRACE_FLIGHT_MB", min_flight_mb, max_flight_mb, default_flight_mb) << 20;
   s.flight_after_ms = static_cast<std::uint32_t>(
       env_unsigned("EDGETRACE_FLIGHT_AFTER_MS", 0, max_flush_ms, default_flight_after_ms));
@@ -301,6 +330,9 @@ inline settings read_settings() noexcept {
   if (!s.flight && (std::getenv("EDGETRACE_FLIGHT_MB") != nullptr || std::getenv("EDGETRACE_SNAPSHOT_SIGNAL") != nullptr ||
                     std::getenv("EDGETRACE_FLIGHT_AT_EXIT") != nullptr))
     report("EDGETRACE_FLIGHT_* and EDGETRACE_SNAPSHOT_SIGNAL apply only with EDGETRACE_MODE=flight; ignored");
+  if (s.flight && (std::getenv("EDGETRACE_MAX_MB") != nullptr || std::getenv("EDGETRACE_MIN_FREE_MB") != nullptr))
+    report("EDGETRACE_MAX_MB and EDGETRACE_MIN_FREE_MB bound the continuous dump; EDGETRACE_MODE=flight writes "
+           "snapshots only (EDGETRACE_FLIGHT_MB, EDGETRACE_FLIGHT_KEEP bound them); ignored");
   return s;
 }
 

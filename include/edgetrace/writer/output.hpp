@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The dump file: opening it (first writer or appending one), whole writes, and the checks that it is still ours before each write.
+// The dump file: opening it (first writer or appending one), whole writes, the checks that it is still ours before each write, and its room (EDGETRACE_MAX_MB, EDGETRACE_MIN_FREE_MB).
 //
 // The flusher owns the output (writer/flusher.hpp). It opens it, so a FIFO
 // that nobody reads or a stuck file system blocks the flusher, never the
@@ -23,6 +23,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 namespace edgetrace {
@@ -44,6 +45,9 @@ class dump_file {
   /// Acquire: what failed before it is visible.
   bool failed_acquire() const noexcept { return failed_.load(); }
   bool regular() const noexcept { return output_regular_; }
+  /// Flusher only: the descriptor, and the file's size as this writer knows it.
+  int descriptor() const noexcept { return fd_.load(std::memory_order_relaxed); }
+  std::uint64_t size() const noexcept { return expected_size_; }
 
   /// Opens path() for appending (flusher thread). A FIFO without a reader
   /// first fails at once (O_NONBLOCK): waiting() is called (the starting
@@ -286,6 +290,166 @@ class dump_file {
   /// CLOCK_MONOTONIC ns when the write() in progress began, 0 between
   /// writes (flusher stores; exit and unload read it to see a stall).
   std::atomic<std::uint64_t> write_since_ns_{0};
+};
+
+// ------------------------------------------------------------ the dump's room
+//
+// A traced service that runs for hours writes a dump that grows for hours;
+// on an SD card or a small root file system it would fill the disk, and
+// then the app's own files fail to write too. The flusher asks this guard
+// before each write of the continuous stream (flush_output, writer/stream.hpp).
+// Two thresholds per bound: near it (a margin of an eighth of the bound,
+// 64 KiB to 64 MiB) recording stops for good, in the dump's words (a
+// recording record, writer/capture_control.hpp), so what was recorded is
+// written and the dump ends complete; a write that would pass the bound
+// itself is never made: tracing turns off as on a full disk. Free space is
+// read with one fstatvfs at most every 100 ms, and at every write once it
+// is within three margins of the floor; in between the guard subtracts
+// what it wrote. Flight mode writes snapshots only, bounded by its own
+// settings, and is not guarded. docs/RELIABILITY.md, "The dump never fills
+// the disk".
+
+/// Flusher only: the bounds of one stream's dump, and what it knows of its
+/// file system's free space.
+class space_guard {
+ public:
+  /// What a write of the continuous stream may do.
+  enum class verdict : std::uint8_t {
+    write,           ///< far from every bound
+    stop_recording,  ///< near one: stop recording (once), then write
+    refuse,          ///< the write would pass one: tracing is off, nothing written
+  };
+
+  /// The bounds of `config` for a dump that is a regular file (anything
+  /// else, and flight mode, is not guarded). Called as the stream opens.
+  void configure(const settings& config, bool regular_file) noexcept {
+    *this = space_guard{};
+    enabled_ = regular_file && !config.flight;
+    max_bytes_ = std::uint64_t{config.max_mb} << 20;
+    min_free_bytes_ = std::uint64_t{config.min_free_mb} << 20;
+    min_free_auto_ = config.min_free_auto;
+  }
+
+  /// Before writing `size` bytes to descriptor `fd`, whose dump holds
+  /// `written` bytes (as this writer knows it), at CLOCK_MONOTONIC
+  /// `now_ns`. A verdict other than write leaves one line for the caller's
+  /// report in `why`.
+  verdict check(int fd, std::uint64_t written, std::uint64_t size, std::uint64_t now_ns, char* why,
+                std::size_t why_size) noexcept {
+    if (!enabled_ || refused_) return verdict::write;
+    if (max_bytes_ != 0) {
+      if (written + size > max_bytes_) {
+        std::snprintf(why, why_size, "the dump would pass EDGETRACE_MAX_MB=%llu",
+                      static_cast<unsigned long long>(max_bytes_ >> 20));
+        refused_ = true;
+        return verdict::refuse;
+      }
+      if (!stopped_ && written + size > max_bytes_ - margin(max_bytes_)) {
+        std::snprintf(why, why_size,
+                      "the dump reached %s of EDGETRACE_MAX_MB=%llu; recording stopped for good (what was "
+                      "recorded is written, the dump ends complete)",
+                      size_text(written + size).text, static_cast<unsigned long long>(max_bytes_ >> 20));
+        stopped_ = true;
+        reason_ = format::capture_reason::max_size;
+        return verdict::stop_recording;
+      }
+    }
+    if (!watch_free_space(fd, now_ns)) return verdict::write;
+    const std::uint64_t free_now = free_bytes_ > size ? free_bytes_ - size : 0;
+    if (free_now < floor_bytes_) {
+      std::snprintf(why, why_size, "writing would leave less than %s free on the dump's file system", floor_text());
+      refused_ = true;
+      return verdict::refuse;
+    }
+    free_bytes_ = free_now;
+    if (!stopped_ && free_now < floor_bytes_ + margin(floor_bytes_)) {
+      std::snprintf(why, why_size,
+                    "the dump's file system has %s free, near %s; recording stopped for good so that the "
+                    "trace does not fill it (what was recorded is written, the dump ends complete)",
+                    size_text(free_now).text, floor_text());
+      stopped_ = true;
+      reason_ = format::capture_reason::min_free;
+      return verdict::stop_recording;
+    }
+    return verdict::write;
+  }
+
+  /// Which bound a stop_recording verdict came from.
+  format::capture_reason reason() const noexcept { return reason_; }
+
+  /// The floor in bytes once known (the automatic one needs the file
+  /// system's size); 0 before the first check or when off.
+  std::uint64_t floor_bytes() const noexcept { return floor_bytes_; }
+
+  /// How far from a bound recording stops: an eighth of it, 64 KiB to 64 MiB.
+  static std::uint64_t margin(std::uint64_t bound) noexcept {
+    const std::uint64_t eighth = bound / 8;
+    return eighth < (64u << 10) ? (64u << 10) : eighth > (64u << 20) ? (64u << 20) : eighth;
+  }
+  /// The automatic floor: 5 % of the file system, at most 512 MiB.
+  static std::uint64_t automatic_floor(std::uint64_t file_system_bytes) noexcept {
+    const std::uint64_t share = file_system_bytes / 20;
+    return share < (std::uint64_t{512} << 20) ? share : (std::uint64_t{512} << 20);
+  }
+
+ private:
+  /// A size for a message: whole MiB from 1 MiB up, else KiB.
+  struct size_words {
+    char text[32];
+  };
+  static size_words size_text(std::uint64_t bytes) noexcept {
+    size_words words;
+    if (bytes >= (1u << 20)) std::snprintf(words.text, sizeof words.text, "%llu MiB", static_cast<unsigned long long>(bytes >> 20));
+    else std::snprintf(words.text, sizeof words.text, "%llu KiB", static_cast<unsigned long long>(bytes >> 10));
+    return words;
+  }
+
+  /// Refreshes free_bytes_ when due; false when the floor is off or the
+  /// file system does not say (then nothing is guarded by it).
+  bool watch_free_space(int fd, std::uint64_t now_ns) noexcept {
+    if (!min_free_auto_ && min_free_bytes_ == 0) return false;
+    const bool due = last_query_ns_ == 0 || now_ns - last_query_ns_ >= 100000000u ||
+                     free_bytes_ < floor_bytes_ + 3 * margin(floor_bytes_);
+    if (due) {
+      struct statvfs fs;
+      if (::fstatvfs(fd, &fs) != 0 || fs.f_frsize == 0 || fs.f_blocks == 0) {
+        if (last_query_ns_ == 0) enabled_free_ = false;  // never known: not guarded
+        last_query_ns_ = now_ns;
+        return enabled_free_;
+      }
+      last_query_ns_ = now_ns;
+      free_bytes_ = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
+      if (floor_bytes_ == 0)
+        floor_bytes_ = min_free_auto_ ? automatic_floor(static_cast<std::uint64_t>(fs.f_blocks) * fs.f_frsize)
+                                      : min_free_bytes_;
+    }
+    return enabled_free_ && floor_bytes_ != 0;
+  }
+
+  /// "EDGETRACE_MIN_FREE_MB=N" or the automatic floor's words.
+  const char* floor_text() noexcept {
+    if (min_free_auto_)
+      std::snprintf(floor_text_, sizeof floor_text_,
+                    "the %s that EDGETRACE_MIN_FREE_MB keeps by default (5 %% of it, at most 512 MiB)",
+                    size_text(floor_bytes_).text);
+    else
+      std::snprintf(floor_text_, sizeof floor_text_, "EDGETRACE_MIN_FREE_MB=%llu",
+                    static_cast<unsigned long long>(floor_bytes_ >> 20));
+    return floor_text_;
+  }
+
+  bool enabled_ = false;
+  bool enabled_free_ = true;
+  bool stopped_ = false;  ///< recording was stopped (once)
+  bool refused_ = false;  ///< a write was refused: tracing is off
+  bool min_free_auto_ = true;
+  format::capture_reason reason_ = format::capture_reason::max_size;
+  std::uint64_t max_bytes_ = 0;       ///< 0: no bound
+  std::uint64_t min_free_bytes_ = 0;  ///< with min_free_auto_ false; 0: off
+  std::uint64_t floor_bytes_ = 0;     ///< the floor in force, once known
+  std::uint64_t free_bytes_ = 0;      ///< the last fstatvfs, less what was written since
+  std::uint64_t last_query_ns_ = 0;
+  char floor_text_[128] = {};
 };
 
 }  // namespace detail

@@ -139,6 +139,10 @@ class runtime_stream : public encoder_host {
   /// The device sampler (EDGETRACE_SAMPLE_MS): made by the flusher as it
   /// starts, null when sampling is off.
   telemetry::device_sampler* sampler_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = nullptr;
+  /// EDGETRACE_MAX_MB and EDGETRACE_MIN_FREE_MB (writer/output.hpp);
+  /// out_of_room_: recording stopped for them, and device sampling with it.
+  space_guard space_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role);
+  bool out_of_room_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = false;
 
   // ---- latency triggers (EDGETRACE_TRIGGER; writer/flight/triggers.hpp).
   // Set before the flusher starts, then the flusher's alone.
@@ -219,8 +223,28 @@ class runtime_stream : public encoder_host {
                flight_recorder::sticky_reserve >> 20);
       return;
     }
-    if (!out.empty() && !file_.failed() && output_is_ours()) file_.write_all(out.data(), out.size());
+    if (!out.empty() && !file_.failed() && output_is_ours() && room_for(out.size()))
+      file_.write_all(out.data(), out.size());
     out.clear();
+  }
+
+  /// Asks the space guard before writing `size` bytes: near a bound,
+  /// recording stops for good, in the dump's words, with one line; a write
+  /// past one is not made, and tracing is off.
+  bool room_for(std::size_t size) noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
+    char why[512];
+    const space_guard::verdict verdict =
+        space_.check(file_.descriptor(), file_.size(), size, clock_ns(CLOCK_MONOTONIC), why, sizeof why);
+    if (verdict == space_guard::verdict::write) return true;
+    if (verdict == space_guard::verdict::refuse) {
+      char message[4700];
+      std::snprintf(message, sizeof message, "not writing '%s': %s; tracing is off", file_.path(), why);
+      file_.fail_with(message);
+      return false;
+    }
+    report("EDGETRACE_OUTPUT '%s': %s", file_.path(), why);
+    out_of_room_ = true;  // check_capture stops recording: this may run inside an encoding, under other locks
+    return true;
   }
 
   /// Checks, before a write, that the descriptor still names the dump (one
@@ -265,6 +289,8 @@ class runtime_stream : public encoder_host {
       control_.set_open_state(flusher_control::open_failed);
       return false;
     }
+    space_.configure(config_, file_.regular());
+    out_of_room_ = false;
     const bool holds_init_lock = file_.regular() && dump_file::file_lock(fd, F_WRLCK, 0, true);
     if (file_.begin(fd, encoder_.writer_id())) {
       unsigned char header[format::file_header_size];
@@ -420,10 +446,12 @@ class runtime_stream : public encoder_host {
     capture_out_.clear();
   }
 
-  /// Applies what only the flusher watches (capture_control::check_locked).
-  /// Returns the ns until the next deadline (or `longest`).
-  std::uint64_t check_capture(std::uint64_t now, std::uint64_t longest) noexcept {
+  /// Applies what only the flusher watches (capture_control::check_locked,
+  /// and the space guard's stop). Returns the ns until the next deadline (or
+  /// `longest`).
+  std::uint64_t check_capture(std::uint64_t now, std::uint64_t longest) noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     mutex_lock lock(category_mutex);
+    if (out_of_room_ && capture().stop_for_room_locked()) update_capture_locked(space_.reason(), true);
     return capture().check_locked(config_, now, longest, [](format::capture_reason reason)
                                                            EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
       update_capture_locked(reason, true);

@@ -184,6 +184,21 @@ inline int stagger_mode(const char* name, int ms) {
   return 0;
 }
 
+/// "fill BATCHES SPANS": BATCHES batches of SPANS spans named "fill", each
+/// flushed, 1 ms apart (a dump that grows toward EDGETRACE_MAX_MB or a
+/// small file system's floor). Prints the spans issued.
+inline int fill_mode(int batches, int spans_per_batch) {
+  long issued = 0;
+  for (int b = 0; b < batches; ++b) {
+    named_spans("fill", spans_per_batch);
+    issued += spans_per_batch;
+    edgetrace::flush();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::printf("issued=%ld\n", issued);
+  return 0;
+}
+
 /// The modes above, by name (trace_app.cpp looks them up).
 inline const app_mode trust_modes[] = {
     {"signal-spans", [](int argc, char** argv) { return signal_spans_mode(argc > 2 ? std::atof(argv[2]) : 1.0); }},
@@ -194,6 +209,8 @@ inline const app_mode trust_modes[] = {
      [](int argc, char** argv) { return argc > 2 ? truncate_output_mode(argv[2]) : missing_argument("truncate-output"); }},
     {"stagger",
      [](int argc, char** argv) { return argc > 3 ? stagger_mode(argv[2], std::atoi(argv[3])) : missing_argument("stagger"); }},
+    {"fill",
+     [](int argc, char** argv) { return argc > 3 ? fill_mode(std::atoi(argv[2]), std::atoi(argv[3])) : missing_argument("fill"); }},
 };
 
 }  // namespace trace_app
