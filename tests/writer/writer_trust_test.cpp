@@ -245,4 +245,37 @@ TEST_CASE("writer trust: staggered writers of one path keep every process's data
   ::unlink(dump_path.c_str());
 }
 
+// A program that replaces its image (execv) tracing on into the same path:
+// the new image finds the file unlocked (the exec closed the old image's
+// descriptor, and its lock with it). Before, it truncated the file: the old
+// image's spans were gone, the dump said complete. A run after another, as
+// before, still starts a fresh dump.
+TEST_CASE("writer trust: after exec the new image appends to the dump its process wrote; a later run starts afresh") {
+  const std::string dump_path = fresh("exec.etr");
+  const auto r = run({app, "exec-self"}, {"EDGETRACE_OUTPUT=" + dump_path});
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto dump = edgetrace_test::load_dump(dump_path);
+  CHECK(dump.named("before_exec").size() == 100);  // flushed before the exec
+  CHECK(dump.named("after_exec").size() == 100);
+  CHECK_FALSE(dump.complete);  // the old image wrote no end record
+  edgetrace::reader::dump_reader reader;
+  REQUIRE(reader.open(dump_path));
+  REQUIRE(reader.read_metadata());
+  const auto writers = reader.writers_in_order();
+  REQUIRE(writers.size() == 2);
+  CHECK(writers[0]->pid == writers[1]->pid);
+  CHECK(writers[0]->exec_follows);
+  CHECK_FALSE(writers[1]->exec_follows);
+  CHECK(writers[1]->has_end);
+  const auto info = run({cli, "info", dump_path});
+  CHECK(edgetrace_test::contains(info.out, "missing (the process called exec: a later writer has its pid)"));
+
+  const auto again = run({app, "stagger", "next_run", "10"}, {"EDGETRACE_OUTPUT=" + dump_path});
+  REQUIRE(again.exit_code == 0);
+  CHECK(writer_count(dump_path) == 1);
+  CHECK(edgetrace_test::whole_dump(dump_path).named("next_run").size() == 200);
+  ::unlink(dump_path.c_str());
+}
+
 }  // namespace writer_trust_test

@@ -377,7 +377,12 @@ class dump_reader {
         has_events_ = true;
       }
     }
-    for (const writer_info* w : writers_in_order()) {
+    const std::vector<const writer_info*> in_order = writers_in_order();
+    for (std::size_t i = 0; i < in_order.size(); ++i)
+      for (std::size_t j = i + 1; j < in_order.size() && !in_order[i]->has_end; ++j)
+        if (in_order[i]->has_process && in_order[j]->has_process && in_order[j]->pid == in_order[i]->pid)
+          writers_[in_order[i]->id].exec_follows = true;
+    for (const writer_info* w : in_order) {
       if (!w->has_process) {
         char text[160];
         std::snprintf(text, sizeof text, "writer 0x%08x has no process record: pid, clock and name unknown",
@@ -386,8 +391,10 @@ class dump_reader {
       }
       if (!w->has_end)
         add_diagnostic(diagnostic::severity::damage, stats().file_size,
-                       "incomplete: writer " + w->label() +
-                           " has no end record (process killed or crashed?); events after its last flush are missing");
+                       "incomplete: writer " + w->label() + " has no end record (" +
+                           (w->exec_follows ? "the process called exec: a later writer of this dump has its pid"
+                                            : "process killed or crashed?") +
+                           "); events after its last flush are missing");
     }
     annotations_.finish_times(writers_);
     threads_.assign(thread_table_.next_order, nullptr);

@@ -310,6 +310,9 @@ struct writer_info {
   std::vector<calibration_pair> calibration;
   clock_model clock;
   bool has_end = false;
+  /// No end record, and a later writer of this file has the same pid: the
+  /// process replaced its image (exec), whose writer appended to this dump.
+  bool exec_follows = false;
   /// The flight recorder's snapshot chunk (1.6): present in a dump that
   /// holds one window of the run, with why and when it was written.
   snapshot_record snapshot;

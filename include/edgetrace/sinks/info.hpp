@@ -346,7 +346,10 @@ void writer_text(const writer_info& w, std::uint64_t early, std::string& text, F
   if (rejected != 0)
     field("  ", "refused",
           format_text("%llu EDGETRACE_RECORD span(s) more than 1 s outside the trace (not recorded)", ull(rejected)));
-  field("  ", "end record", w.has_end ? "yes (clean shutdown)" : "missing (killed or crashed?)");
+  field("  ", "end record",
+        w.has_end          ? "yes (clean shutdown)"
+        : w.exec_follows ? "missing (the process called exec: a later writer has its pid)"
+                           : "missing (killed or crashed?)");
   std::uint64_t helped = 0, written = 0;
   for (const auto& t : w.threads) {
     helped += t.second.stats_helped;

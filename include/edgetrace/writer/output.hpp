@@ -12,6 +12,7 @@
 #include <edgetrace/format.hpp>
 #include <edgetrace/writer/clock.hpp>
 #include <edgetrace/writer/env.hpp>
+#include <edgetrace/writer/platform/linux.hpp>
 #include <edgetrace/writer/registry.hpp>
 
 #include <atomic>
@@ -83,9 +84,11 @@ class dump_file {
 
   /// After open(): true if this writer is the file's first live one, which
   /// then truncates it (the caller writes the file header first); else it
-  /// appends after what is there.
+  /// appends after what is there. A file this process wrote before an
+  /// exec() is appended to: its earlier image's lock went with the exec, not
+  /// its data.
   bool begin(int fd, std::uint32_t writer_id) noexcept {
-    if (claim_file(fd, writer_id)) {
+    if (claim_file(fd, writer_id) && !written_before_exec(fd)) {
       const int ignored = ::ftruncate(fd, 0);  // fails harmlessly on /dev/null, FIFOs
       (void)ignored;
       return true;
@@ -93,6 +96,20 @@ class dump_file {
     struct stat st;
     if (::fstat(fd, &st) == 0) expected_size_ = static_cast<std::uint64_t>(st.st_size);
     return false;
+  }
+
+  /// Whether this process wrote the (unlocked) file before it called
+  /// exec(): it holds data, last changed after the process began (its fork,
+  /// which exec keeps), so by no run that ended before it (running the
+  /// same command twice still starts a fresh dump). A writer that exec'd
+  /// within its first ~12 ms, or a file system with coarse times (FAT: 2 s),
+  /// reads as older: the file is truncated, as before.
+  static bool written_before_exec(int fd) noexcept {
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || st.st_size == 0) return false;
+    const std::uint64_t began_by = os::process_began_by_realtime_ns();
+    const std::int64_t changed = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    return began_by != 0 && changed > 0 && static_cast<std::uint64_t>(changed) > began_by + 2000000u;
   }
 
   /// Takes (or, with F_UNLCK, releases) a one-byte open-file-description

@@ -199,6 +199,28 @@ inline int fill_mode(int batches, int spans_per_batch) {
   return 0;
 }
 
+/// "exec-self": 100 spans "before_exec", written out 40 ms after start,
+/// then this program again in its place (execv) as "exec-self after":
+/// 100 spans "after_exec" into the same EDGETRACE_OUTPUT.
+inline int exec_self_mode(bool after) {
+  if (after) {
+    named_spans("after_exec", 100);
+    return 0;
+  }
+  named_spans("before_exec", 100);
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  edgetrace::flush();
+  // The path, not /proc/self/exe: under qemu-user that names qemu.
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return 3;
+  self[n] = '\0';
+  char name[] = "trace_app", mode[] = "exec-self", after_arg[] = "after";
+  char* const argv[] = {name, mode, after_arg, nullptr};
+  ::execv(self, argv);
+  return 3;
+}
+
 /// The modes above, by name (trace_app.cpp looks them up).
 inline const app_mode trust_modes[] = {
     {"signal-spans", [](int argc, char** argv) { return signal_spans_mode(argc > 2 ? std::atof(argv[2]) : 1.0); }},
@@ -209,6 +231,7 @@ inline const app_mode trust_modes[] = {
      [](int argc, char** argv) { return argc > 2 ? truncate_output_mode(argv[2]) : missing_argument("truncate-output"); }},
     {"stagger",
      [](int argc, char** argv) { return argc > 3 ? stagger_mode(argv[2], std::atoi(argv[3])) : missing_argument("stagger"); }},
+    {"exec-self", [](int argc, char**) { return exec_self_mode(argc > 2); }},
     {"fill",
      [](int argc, char** argv) { return argc > 3 ? fill_mode(std::atoi(argv[2]), std::atoi(argv[3])) : missing_argument("fill"); }},
 };

@@ -97,6 +97,33 @@ inline void process_name(char* name, std::size_t size) noexcept {
   ::close(fd);
 }
 
+/// By when this process had begun (its fork: an exec keeps it), as
+/// CLOCK_REALTIME ns: /proc/self/stat's start time is in clock ticks since
+/// boot (10 ms), rounded down, so one tick is added. 0 if unknown.
+inline std::uint64_t process_began_by_realtime_ns() noexcept {
+  char stat[1024];
+  const int fd = ::open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  const ssize_t n = ::read(fd, stat, sizeof stat - 1);
+  ::close(fd);
+  if (n <= 0) return 0;
+  stat[n] = '\0';
+  const char* p = std::strrchr(stat, ')');  // the name may hold spaces and parentheses
+  // Fields after the name: 3 state ... 22 starttime, so 20 spaces on.
+  for (int field = 2; p != nullptr && field < 22; ++field) p = std::strchr(p + 1, ' ');
+  const long hz = ::sysconf(_SC_CLK_TCK);
+  if (p == nullptr || hz <= 0) return 0;
+  const unsigned long long start_ticks = std::strtoull(p + 1, nullptr, 10);
+  timespec realtime{}, boottime{};
+  if (::clock_gettime(CLOCK_REALTIME, &realtime) != 0 || ::clock_gettime(CLOCK_BOOTTIME, &boottime) != 0) return 0;
+  const auto ns = [](const timespec& t) {
+    return static_cast<std::int64_t>(t.tv_sec) * 1000000000 + static_cast<std::int64_t>(t.tv_nsec);
+  };
+  const std::int64_t tick_ns = 1000000000 / static_cast<std::int64_t>(hz);
+  const std::int64_t started = ns(realtime) - ns(boottime) + (static_cast<std::int64_t>(start_ticks) + 1) * tick_ns;
+  return started > 0 ? static_cast<std::uint64_t>(started) : 0;
+}
+
 /// Calls `f(tid)` for each thread of the process (/proc/self/task). Allocates
 /// nothing: the listing is read with getdents64 into a stack buffer, not
 /// opendir (which mallocs), since shutdown also runs from quick_exit(),
