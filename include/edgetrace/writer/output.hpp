@@ -394,10 +394,6 @@ class space_guard {
   /// Which bound a stop_recording verdict came from.
   format::capture_reason reason() const noexcept { return reason_; }
 
-  /// The floor in bytes once known (the automatic one needs the file
-  /// system's size); 0 before the first check or when off.
-  std::uint64_t floor_bytes() const noexcept { return floor_bytes_; }
-
   /// How far from a bound recording stops: an eighth of it, 64 KiB to 64 MiB.
   static std::uint64_t margin(std::uint64_t bound) noexcept {
     const std::uint64_t eighth = bound / 8;
