@@ -378,10 +378,12 @@ class dump_reader {
       }
     }
     const std::vector<const writer_info*> in_order = writers_in_order();
-    for (std::size_t i = 0; i < in_order.size(); ++i)
-      for (std::size_t j = i + 1; j < in_order.size() && !in_order[i]->has_end; ++j)
-        if (in_order[i]->has_process && in_order[j]->has_process && in_order[j]->pid == in_order[i]->pid)
-          writers_[in_order[i]->id].exec_follows = true;
+    for (std::size_t i = 0; i < in_order.size(); ++i) {
+      const writer_info& w = *in_order[i];
+      if (w.has_end || !w.has_process) continue;
+      for (std::size_t j = i + 1; j < in_order.size(); ++j)
+        if (in_order[j]->has_process && in_order[j]->pid == w.pid) writers_[w.id].exec_follows = true;
+    }
     for (const writer_info* w : in_order) {
       if (!w->has_process) {
         char text[160];

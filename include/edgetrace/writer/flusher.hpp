@@ -243,7 +243,7 @@ class runtime final : public runtime_stream, private flusher_output {
   /// A device sample when one is due (now_ns 0: at once, the stream's
   /// last): the traced threads alive now, then its chunks (new tracks first).
   void sample_device(std::uint64_t now_ns) EDGETRACE_DETAIL_REQUIRES(flusher_role) {
-    if (sampler_ == nullptr || closed() || out_of_room_) return;
+    if (sampler_ == nullptr || closed() || space_.stopped()) return;
     if (now_ns == 0) now_ns = clock_ns(CLOCK_MONOTONIC);
     else if (!sampler_->due(now_ns)) return;
     struct traced {

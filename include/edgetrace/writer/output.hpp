@@ -88,13 +88,15 @@ class dump_file {
   /// exec() is appended to: its earlier image's lock went with the exec, not
   /// its data.
   bool begin(int fd, std::uint32_t writer_id) noexcept {
-    if (claim_file(fd, writer_id) && !written_before_exec(fd)) {
+    const bool first = claim_file(fd, writer_id);  // the lock first: the size is read under it
+    struct stat st;
+    const bool known = ::fstat(fd, &st) == 0;
+    if (first && !(known && written_before_exec(st))) {
       const int ignored = ::ftruncate(fd, 0);  // fails harmlessly on /dev/null, FIFOs
       (void)ignored;
       return true;
     }
-    struct stat st;
-    if (::fstat(fd, &st) == 0) expected_size_ = static_cast<std::uint64_t>(st.st_size);
+    if (known) expected_size_ = static_cast<std::uint64_t>(st.st_size);
     return false;
   }
 
@@ -104,9 +106,8 @@ class dump_file {
   /// same command twice still starts a fresh dump). A writer that exec'd
   /// within its first ~12 ms, or a file system with coarse times (FAT: 2 s),
   /// reads as older: the file is truncated, as before.
-  static bool written_before_exec(int fd) noexcept {
-    struct stat st;
-    if (::fstat(fd, &st) != 0 || st.st_size == 0) return false;
+  static bool written_before_exec(const struct stat& st) noexcept {
+    if (st.st_size == 0) return false;
     const std::uint64_t began_by = os::process_began_by_realtime_ns();
     const std::int64_t changed = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
     return began_by != 0 && changed > 0 && static_cast<std::uint64_t>(changed) > began_by + 2000000u;
@@ -391,7 +392,9 @@ class space_guard {
     return verdict::write;
   }
 
-  /// Which bound a stop_recording verdict came from.
+  /// Whether a stop_recording verdict was given (once per stream), and for
+  /// which bound.
+  bool stopped() const noexcept { return stopped_; }
   format::capture_reason reason() const noexcept { return reason_; }
 
   /// How far from a bound recording stops: an eighth of it, 64 KiB to 64 MiB.

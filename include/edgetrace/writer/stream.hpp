@@ -139,10 +139,9 @@ class runtime_stream : public encoder_host {
   /// The device sampler (EDGETRACE_SAMPLE_MS): made by the flusher as it
   /// starts, null when sampling is off.
   telemetry::device_sampler* sampler_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = nullptr;
-  /// EDGETRACE_MAX_MB and EDGETRACE_MIN_FREE_MB (writer/output.hpp);
-  /// out_of_room_: recording stopped for them, and device sampling with it.
+  /// EDGETRACE_MAX_MB and EDGETRACE_MIN_FREE_MB (writer/output.hpp); once
+  /// it stopped recording, device sampling stops too.
   space_guard space_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role);
-  bool out_of_room_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = false;
 
   // ---- latency triggers (EDGETRACE_TRIGGER; writer/flight/triggers.hpp).
   // Set before the flusher starts, then the flusher's alone.
@@ -242,8 +241,9 @@ class runtime_stream : public encoder_host {
       file_.fail_with(message);
       return false;
     }
+    // check_capture stops recording (space_.stopped()): this may run inside
+    // an encoding, under other locks.
     report("EDGETRACE_OUTPUT '%s': %s", file_.path(), why);
-    out_of_room_ = true;  // check_capture stops recording: this may run inside an encoding, under other locks
     return true;
   }
 
@@ -290,7 +290,6 @@ class runtime_stream : public encoder_host {
       return false;
     }
     space_.configure(config_, file_.regular());
-    out_of_room_ = false;
     const bool holds_init_lock = file_.regular() && dump_file::file_lock(fd, F_WRLCK, 0, true);
     if (file_.begin(fd, encoder_.writer_id())) {
       unsigned char header[format::file_header_size];
@@ -451,7 +450,7 @@ class runtime_stream : public encoder_host {
   /// `longest`).
   std::uint64_t check_capture(std::uint64_t now, std::uint64_t longest) noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     mutex_lock lock(category_mutex);
-    if (out_of_room_ && capture().stop_for_room_locked()) update_capture_locked(space_.reason(), true);
+    if (space_.stopped() && capture().stop_for_room_locked()) update_capture_locked(space_.reason(), true);
     return capture().check_locked(config_, now, longest, [](format::capture_reason reason)
                                                            EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
       update_capture_locked(reason, true);

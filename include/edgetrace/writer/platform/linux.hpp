@@ -84,17 +84,24 @@ inline void wait_ms_while(int max_ms, Waiting&& waiting) noexcept {
   for (int waited_ms = 0; waited_ms < max_ms && waiting(); ++waited_ms) nanosleep(&pause, nullptr);
 }
 
+/// Reads the start of a small /proc file into `text` (`size` > 1 bytes),
+/// terminated; returns the bytes read, 0 when it cannot be read (`text`
+/// left as it is).
+inline std::size_t read_proc_file(const char* path, char* text, std::size_t size) noexcept {
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  const ssize_t n = ::read(fd, text, size - 1);
+  ::close(fd);
+  if (n <= 0) return 0;
+  text[n] = '\0';
+  return static_cast<std::size_t>(n);
+}
+
 /// The process's name (/proc/self/comm, without its newline) into `name`
 /// (`size` > 1 bytes); `name` is left as it is when the file cannot be read.
 inline void process_name(char* name, std::size_t size) noexcept {
-  const int fd = ::open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  const ssize_t n = ::read(fd, name, size - 1);
-  if (n > 0) {
-    name[n] = '\0';
-    if (name[n - 1] == '\n') name[n - 1] = '\0';
-  }
-  ::close(fd);
+  const std::size_t n = read_proc_file("/proc/self/comm", name, size);
+  if (n > 0 && name[n - 1] == '\n') name[n - 1] = '\0';
 }
 
 /// By when this process had begun (its fork: an exec keeps it), as
@@ -102,12 +109,7 @@ inline void process_name(char* name, std::size_t size) noexcept {
 /// boot (10 ms), rounded down, so one tick is added. 0 if unknown.
 inline std::uint64_t process_began_by_realtime_ns() noexcept {
   char stat[1024];
-  const int fd = ::open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  const ssize_t n = ::read(fd, stat, sizeof stat - 1);
-  ::close(fd);
-  if (n <= 0) return 0;
-  stat[n] = '\0';
+  if (read_proc_file("/proc/self/stat", stat, sizeof stat) == 0) return 0;
   const char* p = std::strrchr(stat, ')');  // the name may hold spaces and parentheses
   // Fields after the name: 3 state ... 22 starttime, so 20 spaces on.
   for (int field = 2; p != nullptr && field < 22; ++field) p = std::strchr(p + 1, ' ');
