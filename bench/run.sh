@@ -23,6 +23,9 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DEDGETRACE_BUILD_BENCH=ON -DE
   -DEDGETRACE_BUILD_EXAMPLES=ON >/dev/null
 cmake --build "$build" -j"$(nproc)" --target edgetrace_bench edgetrace_callgrind_probe edgetrace_make_dump \
   edgetrace_cli pipeline >/dev/null
+# NVTX capture's bench, where the NVTX 3 headers are (the CUDA toolkit's include/nvtx3).
+nvtx_bench=0
+cmake --build "$build" -j"$(nproc)" --target edgetrace_nvtx_bench >/dev/null 2>&1 && nvtx_bench=1
 
 echo "== machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, $(g++ --version | head -1)"
 min_time=0.5
@@ -35,6 +38,15 @@ EDGETRACE_OUTPUT="$build/bench.etr" EDGETRACE_CATEGORIES='*,-bench_off' \
   | sed -n '/^case (per span/,$p'
 rm -f "$build/bench.etr"
 echo "(full results: $build/results.json)"
+
+if [ "$nvtx_bench" = 1 ]; then
+  echo
+  echo "== NVTX capture (ratio = CPU time per push/pop range / floor's and / EDGETRACE_SCOPE's, same run)"
+  NVTX_INJECTION64_PATH="$build/libedgetrace-nvtx.so" EDGETRACE_OUTPUT="$build/nvtx_bench.etr" \
+    "$build/bench/edgetrace_nvtx_bench" --benchmark_min_time="$min_time" --benchmark_color=false \
+    | sed -n '/^case (per range/,$p'
+  rm -f "$build/nvtx_bench.etr"
+fi
 
 echo
 echo "== instructions per span (callgrind; same binary, same input: repeatable)"

@@ -15,7 +15,10 @@ bash tools/install_missing.sh cmake ninja-build g++
 #    the precompiled runtime (so `cmake --install build/release` works next).
 echo "== configure + build (preset release)"
 cmake --preset release -DEDGETRACE_BUILD_TESTS=OFF -DEDGETRACE_BUILD_BENCH=OFF >/dev/null
-cmake --build --preset release --target pipeline edgetrace_cli edgetrace_runtime
+# NVTX capture (libedgetrace-nvtx.so) too, where the NVTX 3 headers are: engines' own NVTX ranges.
+nvtx_capture=()
+grep -q 'edgetrace_nvtx_capture' build/release/build.ninja && nvtx_capture=(edgetrace_nvtx_capture)
+cmake --build --preset release --target pipeline edgetrace_cli edgetrace_runtime "${nvtx_capture[@]}"
 bin=build/release
 
 # 3. Record: EDGETRACE_OUTPUT turns tracing on; without it nothing is written.
@@ -40,3 +43,9 @@ Open it in https://ui.perfetto.dev ("Open trace file"), in chrome://tracing ("Lo
 or in https://www.speedscope.app. Each pipeline thread is a track; the
 "inference" spans hold one span per model layer.
 MSG
+if [ -f "$bin/libedgetrace-nvtx.so" ]; then
+  cat <<MSG
+NVTX capture for engines you did not write (TensorRT, libtorch: their NVTX ranges):
+  NVTX_INJECTION64_PATH=$(pwd)/$bin/libedgetrace-nvtx.so EDGETRACE_OUTPUT=run.etr ./your_app
+MSG
+fi

@@ -19,7 +19,9 @@
 # 6 8 threads x 4 streams x 100,000 scopes; 7 graph capture and 1000
 # replays; 8 the overload bench on 1, 4, 8 and 16 threads; 9 the device
 # samples through NVML (each GPU's load, SM clock, temperature and power,
-# every 20 ms during check 6's load) against nvidia-smi.
+# every 20 ms during check 6's load) against nvidia-smi; 10 NVTX capture
+# (libedgetrace-nvtx.so) of a CUDA program's own NVTX ranges around its
+# CUDA scopes: every range, one writer, nesting, GPU spans resolved.
 #
 # usage: tools/gpu_check.sh OUTDIR
 # exit: 0 every check passed; 1 one failed (or the build did); 2 bad usage;
@@ -73,7 +75,7 @@ command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
     -DEDGETRACE_BUILD_EXAMPLES=ON -DEDGETRACE_BUILD_BENCH=OFF -DEDGETRACE_TEST_KNOBS=OFF -DEDGETRACE_WERROR=OFF \
     -DEDGETRACE_GPU_CHECK=ON -DCMAKE_DISABLE_FIND_PACKAGE_doctest=ON ${cap:+-DCMAKE_CUDA_ARCHITECTURES=$cap} &&
     cmake --build "$build" -j"$(nproc)" --target edgetrace_cli cudart_app cudart_check cuda_pipeline \
-      edgetrace_gpu_check_app edgetrace_gpu_check_read
+      edgetrace_gpu_check_app edgetrace_gpu_check_read edgetrace_nvtx_capture
 } >"$out/build.log" 2>&1
 if [ $? -ne 0 ]; then
   say "FAIL build: see build.log"
@@ -152,6 +154,14 @@ traced device env EDGETRACE_SAMPLE_MS=20 "$app" load 100000
 nvidia-smi --query-gpu=index,clocks.max.sm,temperature.gpu,power.limit --format=csv,noheader,nounits >"$work/smi.txt" 2>&1
 cat "$work/smi.txt" >>"$out/app.log"
 "$judge" device "$work/device.etr" "$work/smi.txt" 2>&1 | tally
+
+# --- 10: NVTX capture of a CUDA program's own NVTX ranges --------------------
+if [ -f "$build/libedgetrace-nvtx.so" ]; then
+  traced nvtx env NVTX_INJECTION64_PATH="$build/libedgetrace-nvtx.so" "$app" nvtx 200
+  "$judge" nvtx "$work/nvtx.etr" "$work/nvtx.out" 2>&1 | tally
+else
+  echo "FAIL 10 nvtx: libedgetrace-nvtx.so was not built (no NVTX 3 headers found?)" | tally
+fi
 
 say "gpu_check: $passed passed, $failed failed in $(($(date +%s) - started)) s; files in $out"
 [ "$failed" -eq 0 ]

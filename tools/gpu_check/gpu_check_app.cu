@@ -25,7 +25,13 @@
 //   load       8 threads x 4 streams x N (100000) scopes around a tiny kernel
 //   graph      scopes inside a captured CUDA graph, the graph replayed N
 //              (1000) times in a scope each
+//   nvtx       N (200) frames of an "engine" that marks itself with NVTX
+//              only ("nvtx_frame" > "nvtx_layer_0..2"), each layer around a
+//              CUDA scope with a tiny kernel; run under libedgetrace-nvtx.so
+//              (NVTX_INJECTION64_PATH), the program exporting its symbols
 #include <edgetrace/cuda.hpp>
+
+#include <nvtx3/nvToolsExt.h>
 
 #include "floor.hpp"
 #include "flusher_cpu.hpp"
@@ -305,6 +311,30 @@ int graph(int replays) {
   return 0;
 }
 
+// ---- nvtx: an engine's NVTX ranges around GPU work --------------------------
+
+int nvtx(int frames) {
+  cudaStream_t stream = nullptr;
+  ok(cudaStreamCreate(&stream), "cudaStreamCreate");
+  const char* layers[3] = {"nvtx_layer_0", "nvtx_layer_1", "nvtx_layer_2"};
+  for (int f = 0; f < frames; ++f) {
+    nvtxRangePushA("nvtx_frame");
+    for (const char* layer : layers) {
+      nvtxRangePushA(layer);
+      {
+        EDGETRACE_CUDA_SCOPE(check, "nvtx_kernel", stream);
+        tiny<<<1, 32, 0, stream>>>(nullptr);
+      }
+      nvtxRangePop();
+    }
+    ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    nvtxRangePop();
+  }
+  std::printf("nvtx frames=%d layers=3\n", frames);
+  cudaStreamDestroy(stream);
+  return 0;
+}
+
 int probe() {
   int devices = 0, driver = 0, runtime = 0;
   const cudaError_t error = cudaGetDeviceCount(&devices);
@@ -334,7 +364,8 @@ int main(int argc, char** argv) {
   else if (mode == "cost") rc = cost(n > 0 ? static_cast<int>(n) : 15);
   else if (mode == "load") rc = load(n > 0 ? n : 100000);
   else if (mode == "graph") rc = graph(n > 0 ? static_cast<int>(n) : 1000);
-  else std::fprintf(stderr, "usage: edgetrace_gpu_check_app probe|accuracy|alignment|cost|load|graph [N]\n");
+  else if (mode == "nvtx") rc = nvtx(n > 0 ? static_cast<int>(n) : 200);
+  else std::fprintf(stderr, "usage: edgetrace_gpu_check_app probe|accuracy|alignment|cost|load|graph|nvtx [N]\n");
   std::printf("cuda_failures=%d\n", cuda_failures);
   return rc != 0 ? rc : (cuda_failures == 0 ? 0 : 1);
 }

@@ -18,6 +18,9 @@
 //             timed scope resolved (none skipped)
 //   load      DUMP APP_OUTPUT  written + dropped = issued, the event pool
 //   graph     DUMP APP_OUTPUT  captured scopes flagged, every replay timed
+//   nvtx      DUMP APP_OUTPUT  NVTX capture: every frame and layer range of
+//             the app's own NVTX calls, one writer, each CUDA scope nested in
+//             its layer and its GPU span resolved
 //   device    DUMP SMI_VALUES  NVML's tracks in the device samples: each GPU
 //             nvidia-smi lists has its load, SM clock, temperature and
 //             power, within nvidia-smi's own figures (SMI_VALUES: a line per
@@ -295,6 +298,34 @@ void load(const dump& d, const std::vector<std::string>& app) {
   }
 }
 
+/// Item 10: NVTX capture around GPU work.
+void nvtx(dump& d, const std::vector<std::string>& app) {
+  const auto frames = static_cast<std::uint64_t>(app_value(app, "nvtx", "frames"));
+  auto count = [&d](const std::string& name) -> std::uint64_t {
+    return d.host.count(name) != 0 ? d.host.at(name).size() : 0;
+  };
+  const std::uint64_t layers = count("nvtx_layer_0") + count("nvtx_layer_1") + count("nvtx_layer_2");
+  verdict(frames != 0 && count("nvtx_frame") == frames && layers == 3 * frames, "10 nvtx ranges",
+          std::to_string(count("nvtx_frame")) + " frames and " + std::to_string(layers) + " layers captured of " +
+              std::to_string(frames) + " and " + std::to_string(3 * frames));
+  verdict(d.reader.writers().size() == 1, "10 nvtx one writer",
+          std::to_string(d.reader.writers().size()) + " writer(s): the library shares the app's runtime");
+  // Each CUDA scope lies inside a layer range of its thread.
+  std::uint64_t inside = 0;
+  const auto& kernels = d.host["nvtx_kernel"];
+  for (const auto& k : kernels) {
+    bool found = false;
+    for (const char* layer : {"nvtx_layer_0", "nvtx_layer_1", "nvtx_layer_2"})
+      for (const auto& l : d.host[layer])
+        found = found || (l.thread == k.thread && l.begin_ns <= k.begin_ns && k.end_ns <= l.end_ns);
+    inside += found ? 1 : 0;
+  }
+  verdict(!kernels.empty() && inside == kernels.size(), "10 nvtx nesting",
+          std::to_string(inside) + " of " + std::to_string(kernels.size()) + " CUDA scopes inside their layer range");
+  verdict(d.named("nvtx_kernel").size() == 3 * frames, "10 nvtx gpu spans",
+          std::to_string(d.named("nvtx_kernel").size()) + " GPU spans resolved of " + std::to_string(3 * frames));
+}
+
 /// Item 7: captured scopes and graph replays.
 void graph(const dump& d, const std::vector<std::string>& app) {
   const auto replays = static_cast<std::uint64_t>(app_value(app, "graph", "replays"));
@@ -387,7 +418,7 @@ void device(const dump& d, const std::vector<std::string>& smi_lines) {
 
 int main(int argc, char** argv) {
   if (argc != 4) {
-    std::fprintf(stderr, "usage: edgetrace_gpu_check_read example|accuracy|alignment|cost|load|graph|device DUMP APP_OUTPUT|EXPECTED|SMI_VALUES\n");
+    std::fprintf(stderr, "usage: edgetrace_gpu_check_read example|accuracy|alignment|cost|load|graph|device|nvtx DUMP APP_OUTPUT|EXPECTED|SMI_VALUES\n");
     return 2;
   }
   const std::string mode = argv[1];
@@ -405,6 +436,7 @@ int main(int argc, char** argv) {
   else if (mode == "load") load(d, app);
   else if (mode == "graph") graph(d, app);
   else if (mode == "device") device(d, app);
+  else if (mode == "nvtx") nvtx(d, app);
   else {
     std::fprintf(stderr, "gpu_check_read: unknown mode '%s'\n", mode.c_str());
     return 2;

@@ -413,8 +413,13 @@ inline bool write_info(dump_reader& r, std::FILE* out, const info_options& optio
   if (!r.metadata_read() && !r.read_metadata()) return detail::fail_with(error, r.error());
   r.allow_unknown_rate();  // counts only; the clock line says the rate is unknown
   span_annotations notes(r, span_order::read_events);
-  if (!r.read_events([&notes](const event& e) {
+  // What NVTX capture (libedgetrace-nvtx.so) could not record: the counter
+  // samples it writes at exit, told apart by their sites' file.
+  std::string nvtx_capture;
+  if (!r.read_events([&notes, &nvtx_capture](const event& e) {
         if (e.kind == event_kind::span) notes.collect(e.thread, e.site, e.begin_ns, e.end_ns, nullptr, nullptr);
+        if (e.kind == event_kind::counter && e.site != nullptr && e.site->file == "edgetrace-nvtx")
+          nvtx_capture += (nvtx_capture.empty() ? "" : ", ") + format_text("%.0f ", e.value) + e.site->name;
       }))
     return detail::fail_with(error, r.error());
   // GPU spans whose aligned start fell before their launch, per writer.
@@ -445,6 +450,7 @@ inline bool write_info(dump_reader& r, std::FILE* out, const info_options& optio
       field("", "unattached", format_text("%llu argument(s) or flow step(s) recorded outside every span", ull(u.outside)));
     if (u.open != 0) field("", "in open spans", std::to_string(u.open) + " argument(s) or flow step(s) " + u.open_text());
   }
+  if (!nvtx_capture.empty()) field("", "NVTX capture", nvtx_capture);
   text += detail::diagnostics_text(r);
   return detail::write_text(out, text, error);
 }
