@@ -10,12 +10,14 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include <edgetrace/decode/detail/annotation_chunks.hpp>
 #include <edgetrace/decode/detail/chunk_walker.hpp>
 #include <edgetrace/decode/detail/diagnostic_log.hpp>
+#include <edgetrace/decode/detail/end_order.hpp>
 #include <edgetrace/decode/detail/event_codec.hpp>
 #include <edgetrace/decode/detail/events_pass.hpp>
 #include <edgetrace/decode/detail/device_chunks.hpp>
@@ -66,6 +68,8 @@ class dump_reader {
     thread_table_ = detail::thread_table{};
     annotations_.reset();
     events_offsets_.clear();
+    events_latest_end_before_.clear();
+    latest_span_end_.clear();
     walker_.begin_layout_pass();
     std::uint64_t pos = walker_.data_start();
     detail::chunk c;
@@ -139,18 +143,23 @@ class dump_reader {
   /// last to first (offsets kept by pass 1: 8 bytes per events chunk); a
   /// chunk is decoded forward in segments of `backward_segment` events and
   /// each segment is handed over reversed. Costs about one forward pass.
+  /// A span recorded out of order (event::out_of_order: EDGETRACE_RECORD,
+  /// an import) is handed over where its end puts it, not where the file
+  /// holds it (detail::end_order), so nesting follows the times.
   template <class Sink>
   bool read_events_backward(Sink&& sink) {
     if (!metadata_read_ && !read_metadata()) return false;
     if (!durations_allowed()) return false;
     begin_events_pass();
     detail::events_pass pass(walker_.log(), walker_.stats());
-    for (auto it = events_offsets_.rbegin(); it != events_offsets_.rend() && walker_.error().empty(); ++it) {
+    detail::end_order<std::remove_reference_t<Sink>> ordered(sink);
+    for (std::size_t i = events_offsets_.size(); i-- > 0 && walker_.error().empty();) {
       detail::chunk c;
       walker_.begin_pass();  // a known-good chunk from pass 1: no resync budget applies
-      if (walker_.probe_at(*it, c) != detail::probe_result::ok) continue;
-      pass.backward(c, writers_[c.writer], sink);
+      if (walker_.probe_at(events_offsets_[i], c) != detail::probe_result::ok) continue;
+      pass.backward(c, writers_[c.writer], ordered, events_latest_end_before_[i]);
     }
+    ordered.finish();
     return walker_.error().empty();
   }
 
@@ -315,11 +324,15 @@ class dump_reader {
       case format::chunk_type::calibration: detail::read_calibration(in, w.calibration); break;
       case format::chunk_type::definitions: detail::read_definitions(log, w, in, c.offset); break;
       case format::chunk_type::thread: detail::read_thread(log, thread_table_, w, in, c.offset); break;
-      case format::chunk_type::events:
+      case format::chunk_type::events: {
         events_offsets_.push_back(c.offset);
         ++walker_.stats().events_chunks;
-        detail::scan_event_ticks(w, in);
+        const detail::events_chunk_scan scan = detail::scan_event_ticks(w, in);
+        std::uint64_t& latest = latest_span_end_[{c.writer, scan.thread_id}];
+        events_latest_end_before_.push_back(latest);
+        latest = std::max(latest, scan.latest_span_end);
         break;
+      }
       case format::chunk_type::thread_stats: detail::read_thread_stats(log, thread_table_, w, in, c.offset); break;
       case format::chunk_type::end: w.has_end = true; break;
       case format::chunk_type::capture: detail::read_capture(log, w, in, c.offset); break;
@@ -435,6 +448,11 @@ class dump_reader {
   detail::chunk_walker walker_;  // the file, its framing, counters and diagnostics
   bool metadata_read_ = false;
   std::vector<std::uint64_t> events_offsets_;  // pass 1: offset of every valid events chunk
+  // Pass 1, per events chunk (as events_offsets_): the latest span end tick
+  // of its thread's earlier chunks, so a backward pass knows which spans
+  // were recorded out of order (event::out_of_order).
+  std::vector<std::uint64_t> events_latest_end_before_;
+  std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint64_t> latest_span_end_;  // (writer, thread): pass 1 only
 
   std::map<std::uint32_t, writer_info> writers_;
   detail::thread_table thread_table_;

@@ -131,6 +131,7 @@ struct thread_info {
   std::uint32_t last_events_crc_ = 0;  // duplicate-chunk detection (pass 2)
   std::uint32_t last_events_size_ = 0;
   bool has_last_events_ = false;
+  std::uint64_t latest_span_end_ = 0;  // forward pass 2: the latest span end tick so far (event::out_of_order)
 };
 
 /// The shortest text that reads back as exactly `v` ("0.75", "1e+300",
@@ -374,6 +375,11 @@ enum class event_kind : std::uint8_t { span, instant, counter, loss };
 /// as the dump_reader lives.
 struct event {
   event_kind kind = event_kind::span;
+  /// A span its thread recorded after a span of the thread that ends later
+  /// (EDGETRACE_RECORD, a span imported or measured elsewhere): it takes its
+  /// place by its times, not by its place in the file. read_events_backward
+  /// hands it over where its end puts it.
+  bool out_of_order = false;
   const writer_info* writer = nullptr;
   const thread_info* thread = nullptr;
   const site_info* site = nullptr;  ///< null for loss records

@@ -37,6 +37,7 @@ class events_pass {
         thread_info& ti = t.second;
         ti.spans = ti.instants = ti.counters = ti.loss_records = ti.lost = ti.events_chunks = 0;
         ti.has_last_events_ = false;
+        ti.latest_span_end_ = 0;
       }
   }
 
@@ -47,15 +48,18 @@ class events_pass {
     chunk_events events = start(c, w);
     if (events.thread == nullptr) return;
     std::uint64_t unknown_site = 0;
-    const decode_error err = decode_resolved<true>(w, *events.thread, events.in, events.base, unknown_site, sink);
+    const decode_error err = decode_resolved<true>(w, *events.thread, events.in, events.base,
+                                                   events.thread->latest_span_end_, unknown_site, sink);
     if (err != decode_error::none) report_decode_error(c, w, *events.thread, events.in, err, unknown_site);
   }
 
   /// Decodes a chunk forward in segments and hands each segment's events
   /// to `sink` last first, the last segment first. Events after a decoding
-  /// error are lost exactly as in the forward pass.
+  /// error are lost exactly as in the forward pass. `latest_end_before`:
+  /// the latest span end tick of the thread's earlier chunks (pass 1), from
+  /// which each span's out_of_order is derived as in the forward pass.
   template <class Sink>
-  void backward(const chunk& c, writer_info& w, Sink& sink) {
+  void backward(const chunk& c, writer_info& w, Sink& sink, std::uint64_t latest_end_before) {
     chunk_events events = start(c, w);
     if (events.thread == nullptr) return;
     thread_info& t = *events.thread;
@@ -65,7 +69,8 @@ class events_pass {
     // the start of every segment so earlier ones can be decoded again.
     checkpoints_.clear();
     segment_.clear();
-    checkpoints_.push_back(checkpoint{in.pos, base});
+    std::uint64_t latest_end = latest_end_before;
+    checkpoints_.push_back(checkpoint{in.pos, base, latest_end});
     std::uint64_t unknown_site = 0;
     std::size_t in_segment = 0;
     auto collect = [&](const event& e) {
@@ -74,9 +79,9 @@ class events_pass {
         segment_.clear();
       }
       segment_.push_back(e);
-      if (++in_segment == backward_segment) checkpoints_.push_back(checkpoint{in.pos, e.end_tick});
+      if (++in_segment == backward_segment) checkpoints_.push_back(checkpoint{in.pos, e.end_tick, latest_end});
     };
-    const decode_error err = decode_resolved<true>(w, t, in, base, unknown_site, collect);
+    const decode_error err = decode_resolved<true>(w, t, in, base, latest_end, unknown_site, collect);
     const unsigned char* stop = in.pos;
     if (in_segment == backward_segment) {  // the last segment is exactly full
       checkpoints_.pop_back();
@@ -89,8 +94,9 @@ class events_pass {
       segment_.clear();
       payload_cursor part{checkpoints_[k].pos, checkpoints_[k + 1].pos};
       std::uint64_t ignored = 0;
+      std::uint64_t segment_latest_end = checkpoints_[k].latest_end;
       auto keep = [this](const event& e) { segment_.push_back(e); };
-      decode_resolved<false>(w, t, part, checkpoints_[k].ref, ignored, keep);
+      decode_resolved<false>(w, t, part, checkpoints_[k].ref, segment_latest_end, ignored, keep);
       for (auto it = segment_.rbegin(); it != segment_.rend(); ++it) sink(static_cast<const event&>(*it));
     }
     in.pos = stop;
@@ -102,6 +108,7 @@ class events_pass {
   struct checkpoint {
     const unsigned char* pos;
     std::uint64_t ref;
+    std::uint64_t latest_end;  ///< the latest span end tick before it
   };
 
   /// An events chunk's records after its header, and their thread.
@@ -158,9 +165,11 @@ class events_pass {
 
   /// Decodes and resolves events from `in` (reference tick `ref`), calling
   /// `sink(const event&)`; with `count`, counts them on the thread.
+  /// `latest_end`: the thread's latest span end tick before `in`, kept up
+  /// to date; a span that ends before it is out_of_order.
   template <bool count, class Sink>
   decode_error decode_resolved(writer_info& w, thread_info& t, payload_cursor& in, std::uint64_t ref,
-                               std::uint64_t& unknown_site, Sink& sink) {
+                               std::uint64_t& latest_end, std::uint64_t& unknown_site, Sink& sink) {
     event e;
     e.writer = &w;
     e.thread = &t;
@@ -185,6 +194,8 @@ class events_pass {
                  : r.type == format::event_type::instant ? event_kind::instant
                                                          : event_kind::counter;
       }
+      e.out_of_order = e.kind == event_kind::span && r.end < latest_end;
+      if (e.kind == event_kind::span && r.end > latest_end) latest_end = r.end;
       if constexpr (count) count_event(t, e);
       sink(static_cast<const event&>(e));
       return true;

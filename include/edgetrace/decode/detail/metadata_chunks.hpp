@@ -168,19 +168,30 @@ inline void read_capture(diagnostic_log& log, writer_info& w, payload_cursor& in
 /// Pass 1 look at an events chunk: only the tick range (for the output's
 /// time origin and `info`) and the thread's first span begin; sites are
 /// not needed to walk the records.
-inline void scan_event_ticks(writer_info& w, payload_cursor& in) {
-  std::uint64_t thread_id, base;
-  if (!in.varint(thread_id) || !in.varint(base)) return;  // reported in pass 2
+/// What pass 1 keeps of an events chunk: its thread and its latest span end.
+struct events_chunk_scan {
+  std::uint64_t thread_id = 0;
+  std::uint64_t latest_span_end = 0;  ///< 0: no span
+};
+
+inline events_chunk_scan scan_event_ticks(writer_info& w, payload_cursor& in) {
+  events_chunk_scan scan;
+  std::uint64_t base;
+  if (!in.varint(scan.thread_id) || !in.varint(base)) return scan;  // reported in pass 2
   std::uint64_t first_span = ~std::uint64_t{0};
-  decode_events(in, base, [&w, &first_span](const raw_event& e) {
+  decode_events(in, base, [&w, &first_span, &scan](const raw_event& e) {
     ++w.event_records;
     include_ticks(w, e.begin, e.end);
-    if (e.type == format::event_type::span) first_span = std::min(first_span, e.begin);
+    if (e.type == format::event_type::span) {
+      first_span = std::min(first_span, e.begin);
+      scan.latest_span_end = std::max(scan.latest_span_end, e.end);
+    }
     return true;
   });
-  if (first_span == ~std::uint64_t{0}) return;
-  const auto known = w.first_span_tick.emplace(thread_id, first_span).first;
+  if (first_span == ~std::uint64_t{0}) return scan;
+  const auto known = w.first_span_tick.emplace(scan.thread_id, first_span).first;
   known->second = std::min(known->second, first_span);
+  return scan;
 }
 
 /// After pass 1: every site's category name ("category <id>" when the
