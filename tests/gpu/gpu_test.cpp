@@ -60,12 +60,32 @@ struct read_back {
 };
 
 /// Flushes and reads every GPU span record written so far.
+/// A stream runs its work in order: no resolved GPU span of a stream
+/// overlaps the one read before it, unless one encloses the other (nested
+/// scopes). Checked on every dump this program reads.
+void check_stream_order(const std::vector<gpu_span>& spans) {
+  std::map<const void*, const gpu_span*> previous;
+  for (const gpu_span& s : spans) {
+    if (!s.resolved) continue;
+    const gpu_span*& last = previous[s.stream];
+    if (last != nullptr) {
+      const bool nested = (s.begin_ns >= last->begin_ns && s.end_ns <= last->end_ns) ||
+                          (s.begin_ns <= last->begin_ns && s.end_ns >= last->end_ns);
+      CAPTURE(s.begin_ns);
+      CAPTURE(last->end_ns);
+      CHECK((nested || s.begin_ns >= last->end_ns));
+    }
+    last = &s;
+  }
+}
+
 std::unique_ptr<read_back> gpu_spans_now() {
   edgetrace::flush();
   auto out = std::make_unique<read_back>();
   REQUIRE(out->reader.open(output_path()));
   REQUIRE(out->reader.read_metadata());
   out->reader.read_gpu_spans([&](const gpu_span& s) { out->spans.push_back(s); });
+  check_stream_order(out->spans);
   return out;
 }
 

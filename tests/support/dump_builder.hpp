@@ -121,6 +121,53 @@ class events : public payload {
   std::uint64_t ref_;
 };
 
+/// Gpu chunk payload (FORMAT.md, chunk 8): records as `u8 tag, varint
+/// size, body`.
+class gpu_records : public payload {
+ public:
+  gpu_records& runtime(std::string_view backend = "fake") {
+    payload b;
+    b.varint(13000).varint(13000).varint(1).str(backend);
+    return record(fmt::gpu_record::runtime, b);
+  }
+  gpu_records& device(std::uint64_t ordinal, std::string_view name = "fake GPU") {
+    payload b;
+    b.varint(ordinal).str(name).varint(8).varint(7);
+    return record(fmt::gpu_record::device, b);
+  }
+  gpu_records& stream(std::uint64_t id, std::uint64_t device, std::uint64_t handle = 0x1000) {
+    payload b;
+    b.varint(id).varint(device).u64(handle).varint(0);
+    return record(fmt::gpu_record::stream, b);
+  }
+  /// An anchor bracketed by host ticks [before, after]; `link` 0 starts a
+  /// chain, else it is measured `since_previous_ns` after anchor link - 1.
+  gpu_records& anchor(std::uint64_t device, std::uint64_t seq, std::uint64_t before, std::uint64_t after,
+                      std::uint64_t link = 0, std::int64_t since_previous_ns = 0) {
+    payload b;
+    b.varint(device).varint(seq).u64(before).u64(after).varint(link).varint(zigzag(since_previous_ns));
+    return record(fmt::gpu_record::anchor, b);
+  }
+  /// A resolved span launched over host ticks [begin, end], starting
+  /// `offset_ns` GPU ns after anchor `anchor_seq` and lasting `duration_ns`.
+  gpu_records& span(std::uint64_t stream, std::uint64_t site, std::uint64_t os_tid, std::uint64_t begin,
+                    std::uint64_t end, std::uint64_t anchor_seq, std::int64_t offset_ns, std::uint64_t duration_ns) {
+    payload b;
+    b.varint(fmt::gpu_span_resolved).varint(stream).varint(site).varint(os_tid).varint(begin).varint(end - begin);
+    b.varint(anchor_seq).varint(zigzag(offset_ns)).varint(duration_ns);
+    return record(fmt::gpu_record::span, b);
+  }
+
+ private:
+  static std::uint64_t zigzag(std::int64_t v) {
+    return (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63);
+  }
+  gpu_records& record(fmt::gpu_record tag, const payload& body) {
+    u8(static_cast<std::uint8_t>(tag)).varint(body.size()).raw(body.data());
+    return *this;
+  }
+};
+
 /// Fields of a process chunk, with test-friendly defaults.
 struct process_fields {
   std::uint64_t pid = 1234;
@@ -189,6 +236,7 @@ class dump_builder {
     return chunk(fmt::chunk_type::thread_stats, writer, p);
   }
   dump_builder& end(std::uint32_t writer) { return chunk(fmt::chunk_type::end, writer, payload{}); }
+  dump_builder& gpu_chunk(std::uint32_t writer, const gpu_records& g) { return chunk(fmt::chunk_type::gpu, writer, g); }
 
   // ------------------------------------------------ restarts (tests/decode/reader_resync_test.cpp)
 

@@ -245,8 +245,10 @@ class dump_reader {
   std::uint16_t version_major() const noexcept { return walker_.version_major(); }
   std::uint16_t version_minor() const noexcept { return walker_.version_minor(); }
   const read_stats& stats() const noexcept { return walker_.stats(); }
-  /// How far read_gpu_spans moves a GPU span that starts inside the
-  /// previous span of its stream (rounding of float ms, not real overlap).
+  /// read_gpu_spans moves a GPU span the alignment put over the previous
+  /// span of its stream after it, by any amount (gpu_span::
+  /// moved_after_previous_ns); up to this it is rounding, beyond it an
+  /// alignment error that `info` says.
   static constexpr std::int64_t gpu_fifo_tolerance_ns = detail::gpu_fifo_tolerance_ns;
 
   /// True when the dump holds gpu chunks (read_gpu_spans has work to do).

@@ -423,6 +423,9 @@ struct gpu_span {
   /// The aligned start fell before the launch (alignment error) and was
   /// moved to the launch's start.
   bool placed_at_launch = false;
+  /// How far the start was moved to follow the previous span of its stream
+  /// (the alignment put it over that span; 0: not moved).
+  std::int64_t moved_after_previous_ns = 0;
   /// The start as the clock alignment put it, before any move (to the
   /// launch, or past the stream's previous span): the alignment's own
   /// error shows here (tools/gpu_check.sh measures it).

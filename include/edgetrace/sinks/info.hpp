@@ -166,7 +166,14 @@ inline std::string cuda_version_text(std::uint64_t v) {
 
 /// The GPU lines of one writer: runtime, status, totals, devices with
 /// their clock alignment, and a stream table.
-inline std::string gpu_text(const writer_info& w, std::uint64_t placed_at_launch) {
+/// GPU spans the reader moved, per writer (read_gpu_spans).
+struct gpu_moves {
+  std::uint64_t placed_at_launch = 0;  ///< aligned before their launch
+  std::uint64_t after_previous = 0;    ///< overlapped their stream's previous span by more than rounding
+  std::int64_t after_previous_max_ns = 0;
+};
+
+inline std::string gpu_text(const writer_info& w, const gpu_moves& moves) {
   using ull = unsigned long long;
   const writer_gpu& g = w.gpu;
   std::string text;
@@ -200,9 +207,13 @@ inline std::string gpu_text(const writer_info& w, std::uint64_t placed_at_launch
                          ull(g.skipped), why.c_str(), ull(g.event_pairs));
   }
   field("gpu spans", spans);
-  if (placed_at_launch != 0)
+  if (moves.placed_at_launch != 0)
     field("", format_text("%llu GPU span(s) aligned before their launch: moved to it (alignment error)",
-                          ull(placed_at_launch)));
+                          ull(moves.placed_at_launch)));
+  if (moves.after_previous != 0)
+    field("", format_text("%llu GPU span(s) aligned over the previous span of their stream (by up to %.3f us: "
+                          "two anchor chains disagreed): moved after it, a stream runs in order",
+                          ull(moves.after_previous), static_cast<double>(moves.after_previous_max_ns) / 1000.0));
   for (const auto& entry : g.devices) {
     const gpu_device_info& d = entry.second;
     std::string line = d.name.empty() ? std::string("(no device record)")
@@ -326,7 +337,8 @@ inline std::string thread_table(const writer_info& w, info_totals& totals) {
 /// snapshot, capture and annotation lines, then its GPU part (with
 /// `early` spans placed at their launch) and its thread table.
 template <class Field>
-void writer_text(const writer_info& w, std::uint64_t early, std::string& text, Field&& field, info_totals& totals) {
+void writer_text(const writer_info& w, const gpu_moves& moves, std::string& text, Field&& field,
+                 info_totals& totals) {
   using ull = unsigned long long;
   text += format_text("\nwriter 0x%08x\n", static_cast<unsigned>(w.id));
   if (w.has_process) {
@@ -365,7 +377,7 @@ void writer_text(const writer_info& w, std::uint64_t early, std::string& text, F
   write_annotation_info(w, field);
   write_device_info(w, field);
   const std::string table = thread_table(w, totals);
-  if (w.gpu.present) text += gpu_text(w, early);
+  if (w.gpu.present) text += gpu_text(w, moves);
   text += table.empty() ? std::string("  (no threads)\n") : table;
 }
 
@@ -422,13 +434,16 @@ inline bool write_info(dump_reader& r, std::FILE* out, const info_options& optio
           nvtx_capture += (nvtx_capture.empty() ? "" : ", ") + format_text("%.0f ", e.value) + e.site->name;
       }))
     return detail::fail_with(error, r.error());
-  // GPU spans whose aligned start fell before their launch, per writer.
-  std::map<const writer_info*, std::pair<std::uint64_t, std::int64_t>> early;
+  // GPU spans the alignment placed before their launch, or over their
+  // stream's previous span, per writer.
+  std::map<const writer_info*, detail::gpu_moves> moves;
   if (r.has_gpu() && !r.read_gpu_spans([&](const gpu_span& g) {
-        if (!g.placed_at_launch) return;
-        auto& e = early[g.writer];
-        ++e.first;
-        e.second = std::max(e.second, g.begin_ns - g.host_begin_ns);
+        detail::gpu_moves& m = moves[g.writer];
+        m.placed_at_launch += g.placed_at_launch ? 1 : 0;
+        if (g.moved_after_previous_ns > dump_reader::gpu_fifo_tolerance_ns) {
+          ++m.after_previous;
+          m.after_previous_max_ns = std::max(m.after_previous_max_ns, g.moved_after_previous_ns);
+        }
       }))
     return detail::fail_with(error, r.error());
   std::string text;
@@ -439,7 +454,7 @@ inline bool write_info(dump_reader& r, std::FILE* out, const info_options& optio
   };
   detail::dump_text(r, options, field);
   detail::info_totals totals;
-  for (const writer_info* w : r.writers_in_order()) detail::writer_text(*w, early[w].first, text, field, totals);
+  for (const writer_info* w : r.writers_in_order()) detail::writer_text(*w, moves[w], text, field, totals);
   text += '\n';
   field("", "totals",
         format_text("%llu spans, %llu instants, %llu counters, %llu dropped in %llu threads", ull(totals.spans),

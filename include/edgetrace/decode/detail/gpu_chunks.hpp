@@ -21,8 +21,10 @@ inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 namespace detail {
 
-/// How far the GPU pass moves a GPU span that starts inside the previous
-/// span of its stream (rounding of float ms, not real overlap).
+/// A GPU span the alignment put over the previous span of its stream is
+/// moved after it by any amount (a stream runs in order); a move up to this
+/// is rounding of float ms between anchors of one chain, a larger one an
+/// error of the alignment that `edgetrace info` says.
 inline constexpr std::int64_t gpu_fifo_tolerance_ns = 1000;
 
 /// A gpu span record's fields.
@@ -227,16 +229,24 @@ class gpu_span_placer {
       g.end_ns = g.begin_ns + length;
       g.placed_at_launch = true;
     }
-    // A stream runs its work in order. Two spans timed from different
-    // anchors (float ms) can disagree by tens of ns: a span that
-    // starts inside the previous one and ends after it, by at most
-    // gpu_fifo_tolerance_ns, is moved to start where that one ends.
-    // Nested spans (a scope inside a scope) are left alone.
+    // A stream runs its work in order, so a span never overlaps the one
+    // before it. Two spans timed from anchors of one chain disagree by tens
+    // of ns (float ms); from two chains (each fitted on its own), by the
+    // fits' errors: microseconds when the host was slow to see anchors
+    // complete. A span the alignment put over the previous one (starting
+    // inside it, or before it, and ending after its start) is moved to
+    // start where that one ends, keeping its length; moved_after_previous_ns
+    // says how far. Nested spans (a scope inside a scope, or around it:
+    // the outer one completes, and is written, after the inner) are left
+    // alone.
     auto& last = previous_[g.stream];
-    if (last.second != 0 && g.begin_ns > last.first && g.begin_ns < last.second && g.end_ns > last.second &&
-        last.second - g.begin_ns <= gpu_fifo_tolerance_ns) {
-      g.end_ns += last.second - g.begin_ns;
+    const bool inside = g.begin_ns >= last.first && g.end_ns <= last.second;
+    const bool around = g.begin_ns <= last.first && g.end_ns >= last.second;
+    if (last.second != 0 && g.begin_ns < last.second && !inside && !around) {
+      const std::int64_t move = last.second - g.begin_ns;
+      g.end_ns += move;
       g.begin_ns = last.second;
+      g.moved_after_previous_ns = move;
     }
     // Back-to-back work starts 1 ns after the previous end: viewers
     // that rebuild an end as ts + dur in floating point (speedscope)
