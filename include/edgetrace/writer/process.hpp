@@ -71,9 +71,20 @@ inline void end_stream(runtime* rt) noexcept {
   if (done) {
     rt->flusher_.join();
   } else if (rt->config_.flight && !rt->flight_ready()) {
-    report("EDGETRACE_MODE=flight: the %llu MiB ring (EDGETRACE_FLIGHT_MB) was still being faulted in at exit; no "
-           "snapshot was written",
-           static_cast<unsigned long long>(rt->config_.flight_bytes >> 20));
+    // The ring holds no record before it is faulted in (they wait in the
+    // threads' rings), so there is nothing a snapshot could be made of.
+    const std::size_t ring = rt->flight_faulting_bytes();
+    const unsigned long long run_ms = (clock_ns(CLOCK_MONOTONIC) - rt->first_calibration().monotonic_ns) / 1000000u;
+    if (ring == 0)
+      report("EDGETRACE_MODE=flight: the flight ring was not mapped yet at exit, %llu ms after tracing began (the "
+             "flusher had not reached it: memory was slow to come); no snapshot was written",
+             run_ms);
+    else
+      report("EDGETRACE_MODE=flight: the %llu MiB ring was still being faulted in at exit, %llu MiB of it after %llu "
+             "ms of the run; it holds no record until it is whole, so no snapshot was written (a smaller "
+             "EDGETRACE_FLIGHT_MB is ready sooner)",
+             static_cast<unsigned long long>(ring >> 20),
+             static_cast<unsigned long long>(rt->flight_faulted_bytes() >> 20), run_ms);
   } else if (!rt->control_.opened()) {
     report("EDGETRACE_OUTPUT '%s' never opened (a FIFO that no process reads, or a stuck file system); nothing "
            "was written",

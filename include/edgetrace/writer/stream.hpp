@@ -85,6 +85,10 @@ class runtime_stream : public encoder_host {
   const calibration_pair& first_calibration() const noexcept { return first_calibration_; }
   /// Flight mode: the ring is mapped (the flusher maps it at its start).
   bool flight_ready() const noexcept { return flight_.ready(); }
+  /// Flight mode, before flight_ready(): the ring being faulted in (0: not
+  /// begun) and how much of it is so far; when the flusher began.
+  std::size_t flight_faulting_bytes() const noexcept { return flight_.faulting_bytes(); }
+  std::size_t flight_faulted_bytes() const noexcept { return flight_.faulted_bytes(); }
   /// Flight mode: the name of snapshot `sequence` (OUTPUT with ".N" before
   /// its extension) into `path`, of snapshot_path_capacity bytes.
   static constexpr std::size_t snapshot_path_capacity = flight_recorder::path_capacity;

@@ -128,7 +128,14 @@ class flight_recorder {
     // holds it only for itself.
     const long page = ::sysconf(_SC_PAGESIZE);
     const std::size_t step = page > 0 ? static_cast<std::size_t>(page) : 4096;
-    for (std::size_t at = 0; at < ring_bytes; at += step) static_cast<volatile unsigned char*>(ring)[at] = 0;
+    // Progress for the exit message, should the process end first (every
+    // MiB: relaxed stores, read by the exiting thread).
+    faulting_bytes_.store(ring_bytes, std::memory_order_relaxed);
+    for (std::size_t at = 0; at < ring_bytes; at += step) {
+      static_cast<volatile unsigned char*>(ring)[at] = 0;
+      if ((at & ((std::size_t{1} << 20) - 1)) == 0) faulted_bytes_.store(at, std::memory_order_relaxed);
+    }
+    faulted_bytes_.store(ring_bytes, std::memory_order_relaxed);
     void* sticky = ::mmap(nullptr, sticky_reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                           -1, 0);
     if (sticky == MAP_FAILED) {
@@ -153,6 +160,10 @@ class flight_recorder {
   void keep_at_most(std::uint64_t files) noexcept { keep_ = files; }
 
   bool ready() const noexcept { return ready_.load(std::memory_order_acquire); }
+  /// While start() faults the ring in: its size (0 before start), and how
+  /// much of it is faulted in so far (to the MiB). Any thread.
+  std::size_t faulting_bytes() const noexcept { return faulting_bytes_.load(std::memory_order_relaxed); }
+  std::size_t faulted_bytes() const noexcept { return faulted_bytes_.load(std::memory_order_relaxed); }
   std::size_t capacity() const noexcept { return capacity_; }
   /// Events and annotations chunks overwritten so far (any thread).
   std::uint64_t overwritten() const noexcept { return overwritten_.load(std::memory_order_relaxed); }
@@ -551,6 +562,8 @@ class flight_recorder {
 
   std::uint64_t keep_ = 20;  ///< EDGETRACE_FLIGHT_KEEP: the highest N of OUTPUT.N
   std::atomic<bool> ready_{false};
+  std::atomic<std::size_t> faulting_bytes_{0};
+  std::atomic<std::size_t> faulted_bytes_{0};
   std::uint32_t writer_id_ = 0;
   std::size_t capacity_ = 0;
   unsigned char* ring_ = nullptr;
