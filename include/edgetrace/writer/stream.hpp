@@ -207,8 +207,25 @@ class runtime_stream : public encoder_host {
                         std::uint64_t trigger_tick) noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     if (!config_.flight || !flight_.ready()) return;
     const bool immediate = why == format::snapshot_trigger::crash || why == format::snapshot_trigger::exit;
-    schedule_.request(why, reason, reason_size, trigger_tick, clock_ns(CLOCK_MONOTONIC), immediate);
+    schedule_.request(why, reason, reason_size, trigger_tick, trigger_ns(trigger_tick), immediate);
     handoffs_.set_skipped(schedule_.skipped);
+  }
+
+  /// CLOCK_MONOTONIC ns of a trigger's tick: the window after a trigger
+  /// (EDGETRACE_FLIGHT_AFTER_MS) counts from the trigger, not from when the
+  /// flusher took it (a flusher preempted for 100 ms shortened the
+  /// recorded window by as much). Now, for a tick not before the first
+  /// calibration or not before now.
+  std::uint64_t trigger_ns(std::uint64_t tick) const noexcept {
+    const std::uint64_t now_ns = clock_ns(CLOCK_MONOTONIC);
+    if (config_.clock != clock_counter) return tick != 0 && tick <= now_ns ? tick : now_ns;
+    const std::uint64_t now_tick = ticks();
+    const calibration_pair& first = first_calibration_;
+    if (tick == 0 || tick > now_tick || now_tick <= first.tick || now_ns <= first.monotonic_ns) return now_ns;
+    const long double ns_per_tick = static_cast<long double>(now_ns - first.monotonic_ns) /
+                                    static_cast<long double>(now_tick - first.tick);
+    const auto back = static_cast<std::uint64_t>(static_cast<long double>(now_tick - tick) * ns_per_tick);
+    return back < now_ns ? now_ns - back : now_ns;
   }
 
   // ------------------------------------------------------------ output
