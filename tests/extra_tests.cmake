@@ -197,25 +197,22 @@ if(TARGET edgetrace_nvtx)
   edgetrace_test_starts(nvtx_test nvtx_app nvtx_injection)
   add_test(NAME nvtx_test COMMAND nvtx_test)
   set_tests_properties(nvtx_test PROPERTIES LABELS nvtx)
-  # NVTX capture: a program with NVTX calls only, run under libedgetrace-nvtx.so.
-  add_executable(nvtx_engine_app nvtx/nvtx_engine_app.cpp)
-  target_include_directories(nvtx_engine_app SYSTEM PRIVATE ${EDGETRACE_NVTX3_INCLUDE_DIR})
-  target_link_libraries(nvtx_engine_app PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
-  edgetrace_project_warnings(nvtx_engine_app)
-  edgetrace_test_program(nvtx_capture_test nvtx/nvtx_capture_test.cpp)
-  # nvtx_app exports its symbols, so the library shares its runtime (unless
-  # the preset links helpers to the compiled runtime: another ABI namespace).
-  set_target_properties(nvtx_app PROPERTIES ENABLE_EXPORTS ON)
-  set(nvtx_app_writers 1)
-  if(EDGETRACE_TEST_HELPERS_LINK_RUNTIME AND TARGET edgetrace_runtime)
-    set(nvtx_app_writers 2)
+  if(TARGET edgetrace_nvtx_capture)
+    # NVTX capture: a program with NVTX calls only, run under libedgetrace-nvtx.so.
+    add_executable(nvtx_engine_app nvtx/nvtx_engine_app.cpp)
+    target_include_directories(nvtx_engine_app SYSTEM PRIVATE ${EDGETRACE_NVTX3_INCLUDE_DIR})
+    target_link_libraries(nvtx_engine_app PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
+    edgetrace_project_warnings(nvtx_engine_app)
+    edgetrace_test_program(nvtx_capture_test nvtx/nvtx_capture_test.cpp)
+    # nvtx_app exports its symbols, so the library shares its runtime (the
+    # header-only one, or the compiled one where the preset links helpers to it).
+    set_target_properties(nvtx_app PROPERTIES ENABLE_EXPORTS ON)
+    target_compile_definitions(nvtx_capture_test PRIVATE EDGETRACE_TEST_NVTX_ENGINE_APP="$<TARGET_FILE:nvtx_engine_app>"
+      EDGETRACE_TEST_NVTX_CAPTURE="$<TARGET_FILE:edgetrace_nvtx_capture>" EDGETRACE_TEST_NVTX_APP="$<TARGET_FILE:nvtx_app>")
+    edgetrace_test_starts(nvtx_capture_test nvtx_engine_app ${edgetrace_nvtx_capture_targets} nvtx_app)
+    add_test(NAME nvtx_capture_test COMMAND nvtx_capture_test)
+    set_tests_properties(nvtx_capture_test PROPERTIES LABELS nvtx)
   endif()
-  target_compile_definitions(nvtx_capture_test PRIVATE EDGETRACE_TEST_NVTX_ENGINE_APP="$<TARGET_FILE:nvtx_engine_app>"
-    EDGETRACE_TEST_NVTX_CAPTURE="$<TARGET_FILE:edgetrace_nvtx_capture>" EDGETRACE_TEST_NVTX_APP="$<TARGET_FILE:nvtx_app>"
-    EDGETRACE_TEST_NVTX_APP_WRITERS=${nvtx_app_writers})
-  edgetrace_test_starts(nvtx_capture_test nvtx_engine_app edgetrace_nvtx_capture nvtx_app)
-  add_test(NAME nvtx_capture_test COMMAND nvtx_capture_test)
-  set_tests_properties(nvtx_capture_test PROPERTIES LABELS nvtx)
 else()
   message(STATUS "edgetrace: NVTX 3 headers not found; NVTX forwarding is not built or tested")
 endif()

@@ -3,8 +3,11 @@
 // by nvtx_test.cpp with the recording injection library. Main thread:
 // outer > inner, an interned "conv_7", an instant and a mark, one scope of
 // a category the tests filter out; a worker thread: three "work" spans.
+// With NVTX_APP_OWN_RANGE set, one NVTX range of its own ("own_range", the
+// global domain) too, for NVTX capture (nvtx_capture_test.cpp).
 #include <edgetrace/nvtx.hpp>
 
+#include <cstdlib>
 #include <thread>
 
 EDGETRACE_CATEGORY(model);
@@ -29,6 +32,10 @@ int main() {
     EDGETRACE_INSTANT(model, "ready");
     EDGETRACE_MARK(model, "frame");
     EDGETRACE_COUNTER(model, "depth", 1);
+  }
+  if (std::getenv("NVTX_APP_OWN_RANGE") != nullptr) {
+    nvtxRangePushA("own_range");
+    nvtxRangePop();
   }
   return 0;
 }

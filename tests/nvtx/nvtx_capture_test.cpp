@@ -156,11 +156,14 @@ TEST_CASE("nvtx capture: EDGETRACE_CATEGORIES filters domains like categories") 
 TEST_CASE("nvtx capture: beside an app that traces and forwards to NVTX itself, one runtime and nothing twice") {
   // nvtx_app traces with edgetrace and forwards its scopes to NVTX
   // (EDGETRACE_NVTX=1, domain "edgetrace"): the capture library skips that
-  // domain (no loop, no duplicate) and shares the app's runtime.
+  // domain (no loop, no duplicate), records the app's own NVTX range, and
+  // shares the app's runtime: the header-only one, or in the presets that
+  // link helpers to edgetrace::runtime, the compiled one
+  // (libedgetrace-nvtx-separate.so).
   const std::string dump_path = tmp + "/nvtx_capture_beside.etr";
   ::unlink(dump_path.c_str());
   const auto r = run({EDGETRACE_TEST_NVTX_APP}, {"NVTX_INJECTION64_PATH=" + capture, "EDGETRACE_OUTPUT=" + dump_path,
-                                                 "EDGETRACE_NVTX=1"});
+                                                 "EDGETRACE_NVTX=1", "NVTX_APP_OWN_RANGE=1"});
   CHECK(r.exit_code == 0);
   CHECK(r.err.empty());
   const auto dump = load_dump(dump_path);
@@ -170,5 +173,6 @@ TEST_CASE("nvtx capture: beside an app that traces and forwards to NVTX itself, 
   CHECK(dump.named("outer").size() == 1);
   CHECK(dump.named("conv_7").size() == 1);
   CHECK(dump.named("ready").size() == 1);
-  CHECK(edgetrace_test::writer_count(dump_path) == EDGETRACE_TEST_NVTX_APP_WRITERS);
+  CHECK(dump.named("own_range").size() == 1);
+  CHECK(edgetrace_test::writer_count(dump_path) == 1);
 }

@@ -27,7 +27,13 @@
 // (the rest of this file is hidden), so an app that also traces with
 // edgetrace and exports its symbols shares its runtime and writer with
 // this library; otherwise this library's runtime is a second writer of the
-// same dump (docs/RELIABILITY.md, "Several shared objects").
+// same dump (docs/RELIABILITY.md, "Several shared objects"). The file is
+// built twice, once per runtime build: libedgetrace-nvtx-header-only.so,
+// and libedgetrace-nvtx-separate.so (EDGETRACE_SEPARATE_RUNTIME=1, with
+// edgetrace::runtime linked in); libedgetrace-nvtx.so (entry.cpp), which
+// NVTX loads, loads the one whose runtime the app runs, so an app linked
+// with edgetrace::runtime shares its runtime too. Each starts its runtime
+// when it is loaded, as every traced object does.
 #include <nvtx3/nvToolsExt.h>
 
 #pragma GCC visibility push(default)
@@ -739,10 +745,11 @@ void write_counts() {
 
 }  // namespace
 
-/// NVTX's entry point (NVTX_INJECTION64_PATH): installs the callbacks of
-/// the NVTX copy that calls it. Returns 0, so NVTX turns every call into a
-/// no-op, when EDGETRACE_OUTPUT is not set.
-extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table) {
+/// The capture's entry, which libedgetrace-nvtx.so (entry.cpp) calls for
+/// every InitializeInjectionNvtx2: installs the callbacks of the NVTX copy
+/// that calls it. Returns 0, so NVTX turns every call into a no-op, when
+/// EDGETRACE_OUTPUT is not set.
+extern "C" __attribute__((visibility("default"))) int edgetrace_nvtx_initialize(NvtxGetExportTableFunc_t get_table) {
   static std::once_flag once;
   static bool ready = false;
   std::call_once(once, [] {
