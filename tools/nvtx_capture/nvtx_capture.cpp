@@ -54,7 +54,6 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -90,6 +89,12 @@ struct domain {
         payload_float{&category, "payload", site_file, 0, et::format::site_kind::arg_float} {}
   domain(const domain&) = delete;
   domain& operator=(const domain&) = delete;
+
+  /// The clock its events are recorded with now; clock_off: not recording
+  /// (tracing off, filtered out by EDGETRACE_CATEGORIES, paused).
+  std::uint8_t clock() const noexcept {
+    return static_cast<std::uint8_t>(category.enabled.load(std::memory_order_relaxed) & etd::mode_clock_bits);
+  }
 };
 
 /// A string registered with nvtxDomainRegisterString*: resolved once.
@@ -123,18 +128,15 @@ struct capture_counts {
 /// while the process exits. Without EDGETRACE_OUTPUT nothing is allocated,
 /// and NVTX unloads the library again.
 ///
-/// Everything below is written under `shared_mutex` (first sight of a name,
-/// a domain, a mark site, a thread name), and read without it only through
-/// pointers handed out under it, which stay valid for the process's life.
+/// Everything below is written under `shared_mutex` (first sight of a
+/// domain, a registered string, a mark site, a thread name), and read
+/// without it only through pointers handed out under it, which stay valid
+/// for the process's life. Names are the runtime's interned names
+/// (edgetrace::intern): interned once, their text never freed.
 std::mutex shared_mutex;
-/// Interned names by text; node keys never move, so their c_str() is the
-/// stable text the per-thread caches compare against.
-std::unordered_map<std::string, std::uint32_t>* names = nullptr;
-/// The same texts by id (an instant's site needs its name's text).
-std::unordered_map<std::uint32_t, const char*>* texts = nullptr;
 std::map<std::string, domain*>* domains = nullptr;
 std::deque<registered_string>* registered = nullptr;
-/// Instant sites by (domain, name id); the texts are those of `names`.
+/// Instant sites by (domain, name id), named by the interned names' texts.
 std::map<std::pair<const domain*, std::uint32_t>, etd::site*>* instant_sites = nullptr;
 /// Names given to other threads (nvtxNameOsThread of another tid), taken by
 /// that thread at its next NVTX call; `names_given` is bumped (release)
@@ -145,15 +147,6 @@ std::atomic<std::uint32_t> names_given{0};
 domain* global_domain = nullptr;  ///< set once in InitializeInjectionNvtx2, before any callback is installed
 capture_counts counts;
 
-std::uint32_t intern_locked(const std::string& text, const char** stable_text) {
-  auto it = names->find(text);
-  if (it == names->end()) {
-    it = names->emplace(text, et::intern(text).id).first;
-    texts->emplace(it->second, it->first.c_str());
-  }
-  if (stable_text != nullptr) *stable_text = it->first.c_str();
-  return it->second;
-}
 
 domain* domain_named(const char* name) {
   std::lock_guard<std::mutex> lock(shared_mutex);
@@ -208,7 +201,7 @@ struct open_range {
 };
 
 /// A message pointer seen before on this thread, with the name it had
-/// (`text` is the interned copy its current text is compared with).
+/// (`text`: the runtime's interned copy its current text is compared with).
 struct name_slot {
   const void* key = nullptr;
   const char* text = nullptr;
@@ -289,24 +282,26 @@ void take_given_name(thread_state& t) {
   et::set_thread_name(name.c_str());
 }
 
+/// Interns `text` and keeps it in `slot` for message pointer `key` (not
+/// when the runtime has no name for it: the next call asks again).
+std::uint32_t remember(name_slot& slot, const void* key, const char* text, std::size_t size) {
+  const std::uint32_t id = etd::intern(text, size).id;
+  if (const char* stable = etd::interned_name(id)) slot = name_slot{key, stable, id};
+  return id;
+}
+
 std::uint32_t ascii_id(thread_state& t, const char* text) {
   if (text == nullptr) text = "";
   name_slot& slot = t.names[slot_of(text)];
   if (slot.key == text && std::strcmp(text, slot.text) == 0) return slot.id;
-  std::lock_guard<std::mutex> lock(shared_mutex);
-  slot.key = text;
-  slot.id = intern_locked(text, &slot.text);
-  return slot.id;
+  return remember(slot, text, text, std::strlen(text));
 }
 
 std::uint32_t wide_id(thread_state& t, const wchar_t* text) {
   const std::string utf8 = utf8_of(text);  // wide names are rare: converted at each call
   name_slot& slot = t.names[slot_of(text)];
   if (slot.key == text && utf8 == slot.text) return slot.id;
-  std::lock_guard<std::mutex> lock(shared_mutex);
-  slot.key = text;
-  slot.id = intern_locked(utf8, &slot.text);
-  return slot.id;
+  return remember(slot, text, utf8.data(), utf8.size());
 }
 
 /// The name and payload of an event's attributes (fields past what the
@@ -359,8 +354,13 @@ void count_open(const thread_state& t) {
   if (t.depth + t.overflow != 0) counts.open_at_exit.fetch_add(t.depth + t.overflow, std::memory_order_relaxed);
 }
 
+// Each event takes `resolve()`, which gives its name and payload, and calls
+// it only when its domain records: a filtered or paused domain costs no
+// name lookup.
+
 /// Pushes a push/pop range; returns its level (NVTX's return value).
-int push_range(const domain& d, thread_state& t, const label& l) {
+template <class Resolve>
+int push_range(const domain& d, thread_state& t, Resolve&& resolve) {
   take_given_name(t);
   if (t.depth == max_depth) {
     counts.too_deep.fetch_add(1, std::memory_order_relaxed);
@@ -368,10 +368,11 @@ int push_range(const domain& d, thread_state& t, const label& l) {
   }
   open_range& r = t.stack[t.depth];
   r.owner = &d;
-  r.clock = static_cast<std::uint8_t>(d.category.enabled.load(std::memory_order_relaxed) & etd::mode_clock_bits);
+  r.clock = d.clock();
   if (r.clock == etd::clock_off) {
     r.word = 0;
   } else {
+    const label l = resolve();
     r.word = etd::pack_named(l.name_id, d.category.index);
     r.begin = etd::ticks(r.clock);
     // After the begin tick: the reader gives the argument to this span.
@@ -490,8 +491,6 @@ ranges_thread* ranges = nullptr;
 void after_fork_in_child() { ranges = new ranges_thread; }
 
 void allocate_tables() {
-  names = new std::unordered_map<std::string, std::uint32_t>;
-  texts = new std::unordered_map<std::uint32_t, const char*>;
   domains = new std::map<std::string, domain*>;
   registered = new std::deque<registered_string>;
   instant_sites = new std::map<std::pair<const domain*, std::uint32_t>, etd::site*>;
@@ -500,10 +499,12 @@ void allocate_tables() {
   ranges = new ranges_thread;
 }
 
-nvtxRangeId_t start_range(const domain& d, const label& l) {
-  const auto clock = static_cast<std::uint8_t>(d.category.enabled.load(std::memory_order_relaxed) & etd::mode_clock_bits);
+template <class Resolve>
+nvtxRangeId_t start_range(const domain& d, Resolve&& resolve) {
+  const std::uint8_t clock = d.clock();
   if (clock == etd::clock_off) return id_not_recorded;
   const std::uint64_t begin = etd::ticks(clock);
+  const std::uint64_t word = etd::pack_named(resolve().name_id, d.category.index);
   ranges->start();
   const std::uint32_t first = start_hint.fetch_add(1, std::memory_order_relaxed);
   for (std::uint32_t probe = 0; probe < start_slots; ++probe) {
@@ -511,7 +512,7 @@ nvtxRangeId_t start_range(const domain& d, const label& l) {
     std::uint32_t expected = slot_free;
     if (!started[i].state.compare_exchange_strong(expected, slot_busy, std::memory_order_acquire)) continue;
     started_range& s = started[i];
-    s.word = etd::pack_named(l.name_id, d.category.index);
+    s.word = word;
     s.begin = begin;
     s.clock = clock;
     const std::uint32_t generation = ++s.generation;
@@ -550,19 +551,19 @@ const etd::site* mark_site(thread_state& t, const domain& d, std::uint32_t id) {
   std::lock_guard<std::mutex> lock(shared_mutex);
   etd::site*& site = (*instant_sites)[{&d, id}];
   if (site == nullptr) {
-    const auto text_it = texts->find(id);
-    const char* text = text_it != texts->end() ? text_it->second : "";
-    site = new etd::site{&d.category, text, site_file, 0, et::format::site_kind::instant};
+    const char* text = etd::interned_name(id);
+    site = new etd::site{&d.category, text != nullptr ? text : "", site_file, 0, et::format::site_kind::instant};
   }
   slot = mark_slot{&d, id, site};
   return site;
 }
 
-void mark(const domain& d, thread_state& t, const label& l) {
+template <class Resolve>
+void mark(const domain& d, thread_state& t, Resolve&& resolve) {
   take_given_name(t);
-  const auto clock = static_cast<std::uint8_t>(d.category.enabled.load(std::memory_order_relaxed) & etd::mode_clock_bits);
+  const std::uint8_t clock = d.clock();
   if (clock == etd::clock_off) return;
-  etd::push(etd::pack_site(mark_site(t, d, l.name_id)), etd::ticks(clock), 0);
+  etd::push(etd::pack_site(mark_site(t, d, resolve().name_id)), etd::ticks(clock), 0);
 }
 
 void name_thread(std::uint32_t tid, std::string name) {
@@ -578,29 +579,49 @@ void name_thread(std::uint32_t tid, std::string name) {
 
 // ------------------------------------------------------------ the NVTX callbacks
 
-label ascii_label(const char* text) { return label{ascii_id(this_state(), text)}; }
-label wide_label(const wchar_t* text) { return label{wide_id(this_state(), text)}; }
-
-void NVTX_API mark_ex(const nvtxEventAttributes_t* a) { mark(*global_domain, this_state(), label_of(this_state(), a)); }
-void NVTX_API mark_a(const char* text) { mark(*global_domain, this_state(), ascii_label(text)); }
-void NVTX_API mark_w(const wchar_t* text) { mark(*global_domain, this_state(), wide_label(text)); }
-nvtxRangeId_t NVTX_API range_start_ex(const nvtxEventAttributes_t* a) {
-  return start_range(*global_domain, label_of(this_state(), a));
+/// The resolvers of the three ways an event is named (push_range's
+/// comment): its attributes, an ASCII message, a wide one.
+auto by_attributes(thread_state& t, const nvtxEventAttributes_t* a) {
+  return [&t, a] { return label_of(t, a); };
 }
-nvtxRangeId_t NVTX_API range_start_a(const char* text) { return start_range(*global_domain, ascii_label(text)); }
-nvtxRangeId_t NVTX_API range_start_w(const wchar_t* text) { return start_range(*global_domain, wide_label(text)); }
+auto by_ascii(thread_state& t, const char* text) {
+  return [&t, text] { return label{ascii_id(t, text)}; };
+}
+auto by_wide(thread_state& t, const wchar_t* text) {
+  return [&t, text] { return label{wide_id(t, text)}; };
+}
+
+void NVTX_API mark_ex(const nvtxEventAttributes_t* a) {
+  thread_state& t = this_state();
+  mark(*global_domain, t, by_attributes(t, a));
+}
+void NVTX_API mark_a(const char* text) {
+  thread_state& t = this_state();
+  mark(*global_domain, t, by_ascii(t, text));
+}
+void NVTX_API mark_w(const wchar_t* text) {
+  thread_state& t = this_state();
+  mark(*global_domain, t, by_wide(t, text));
+}
+nvtxRangeId_t NVTX_API range_start_ex(const nvtxEventAttributes_t* a) {
+  return start_range(*global_domain, by_attributes(this_state(), a));
+}
+nvtxRangeId_t NVTX_API range_start_a(const char* text) { return start_range(*global_domain, by_ascii(this_state(), text)); }
+nvtxRangeId_t NVTX_API range_start_w(const wchar_t* text) {
+  return start_range(*global_domain, by_wide(this_state(), text));
+}
 void NVTX_API range_end(nvtxRangeId_t id) { end_range(id); }
 int NVTX_API range_push_ex(const nvtxEventAttributes_t* a) {
   thread_state& t = this_state();
-  return push_range(*global_domain, t, label_of(t, a));
+  return push_range(*global_domain, t, by_attributes(t, a));
 }
 int NVTX_API range_push_a(const char* text) {
   thread_state& t = this_state();
-  return push_range(*global_domain, t, label{ascii_id(t, text)});
+  return push_range(*global_domain, t, by_ascii(t, text));
 }
 int NVTX_API range_push_w(const wchar_t* text) {
   thread_state& t = this_state();
-  return push_range(*global_domain, t, label{wide_id(t, text)});
+  return push_range(*global_domain, t, by_wide(t, text));
 }
 int NVTX_API range_pop() { return pop_range(*global_domain, this_state()); }
 // NVTX categories (and colours) have no place in the dump: dropped (README).
@@ -611,18 +632,20 @@ void NVTX_API name_os_thread_w(std::uint32_t tid, const wchar_t* name) { name_th
 
 void NVTX_API domain_mark_ex(nvtxDomainHandle_t h, const nvtxEventAttributes_t* a) {
   const domain& d = domain_of(h);
-  if (!d.forwarded) mark(d, this_state(), label_of(this_state(), a));
+  if (d.forwarded) return;
+  thread_state& t = this_state();
+  mark(d, t, by_attributes(t, a));
 }
 nvtxRangeId_t NVTX_API domain_range_start_ex(nvtxDomainHandle_t h, const nvtxEventAttributes_t* a) {
   const domain& d = domain_of(h);
-  return d.forwarded ? id_not_recorded : start_range(d, label_of(this_state(), a));
+  return d.forwarded ? id_not_recorded : start_range(d, by_attributes(this_state(), a));
 }
 void NVTX_API domain_range_end(nvtxDomainHandle_t, nvtxRangeId_t id) { end_range(id); }
 int NVTX_API domain_range_push_ex(nvtxDomainHandle_t h, const nvtxEventAttributes_t* a) {
   const domain& d = domain_of(h);
   if (d.forwarded) return 0;
   thread_state& t = this_state();
-  return push_range(d, t, label_of(t, a));
+  return push_range(d, t, by_attributes(t, a));
 }
 int NVTX_API domain_range_pop(nvtxDomainHandle_t h) {
   const domain& d = domain_of(h);
@@ -632,16 +655,17 @@ nvtxResourceHandle_t NVTX_API domain_resource_create(nvtxDomainHandle_t, nvtxRes
 void NVTX_API domain_resource_destroy(nvtxResourceHandle_t) {}
 void NVTX_API domain_name_category_a(nvtxDomainHandle_t, std::uint32_t, const char*) {}
 void NVTX_API domain_name_category_w(nvtxDomainHandle_t, std::uint32_t, const wchar_t*) {}
-nvtxStringHandle_t NVTX_API domain_register_string_a(nvtxDomainHandle_t, const char* text) {
+nvtxStringHandle_t register_string(const std::string& text) {
+  const registered_string name{et::intern(text).id};
   std::lock_guard<std::mutex> lock(shared_mutex);
-  registered->push_back(registered_string{intern_locked(text != nullptr ? text : "", nullptr)});
+  registered->push_back(name);
   return reinterpret_cast<nvtxStringHandle_t>(&registered->back());
 }
+nvtxStringHandle_t NVTX_API domain_register_string_a(nvtxDomainHandle_t, const char* text) {
+  return register_string(text != nullptr ? text : "");
+}
 nvtxStringHandle_t NVTX_API domain_register_string_w(nvtxDomainHandle_t, const wchar_t* text) {
-  const std::string utf8 = utf8_of(text);
-  std::lock_guard<std::mutex> lock(shared_mutex);
-  registered->push_back(registered_string{intern_locked(utf8, nullptr)});
-  return reinterpret_cast<nvtxStringHandle_t>(&registered->back());
+  return register_string(utf8_of(text));
 }
 nvtxDomainHandle_t NVTX_API domain_create_a(const char* name) {
   return reinterpret_cast<nvtxDomainHandle_t>(domain_named(name));
@@ -733,8 +757,7 @@ void write_counts() {
   for (std::uint32_t i = 0; i < start_slots; ++i)
     if (started[i].state.load(std::memory_order_acquire) == slot_open) ++open;
   counts.open_at_exit.fetch_add(open, std::memory_order_relaxed);
-  const auto clock =
-      static_cast<std::uint8_t>(global_domain->category.enabled.load(std::memory_order_relaxed) & etd::mode_clock_bits);
+  const std::uint8_t clock = global_domain->clock();
   if (clock == etd::clock_off) return;
   for (count_row& row : count_rows) {
     const std::uint64_t n = row.count->load(std::memory_order_relaxed);
