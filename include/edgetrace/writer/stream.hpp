@@ -86,7 +86,7 @@ class runtime_stream : public encoder_host {
   /// Flight mode: the ring is mapped (the flusher maps it at its start).
   bool flight_ready() const noexcept { return flight_.ready(); }
   /// Flight mode, before flight_ready(): the ring being faulted in (0: not
-  /// begun) and how much of it is so far; when the flusher began.
+  /// begun) and how much of it is so far.
   std::size_t flight_faulting_bytes() const noexcept { return flight_.faulting_bytes(); }
   std::size_t flight_faulted_bytes() const noexcept { return flight_.faulted_bytes(); }
   /// Flight mode: the name of snapshot `sequence` (OUTPUT with ".N" before
@@ -214,18 +214,18 @@ class runtime_stream : public encoder_host {
   /// CLOCK_MONOTONIC ns of a trigger's tick: the window after a trigger
   /// (EDGETRACE_FLIGHT_AFTER_MS) counts from the trigger, not from when the
   /// flusher took it (a flusher preempted for 100 ms shortened the
-  /// recorded window by as much). Now, for a tick not before the first
-  /// calibration or not before now.
+  /// recorded window by as much). The tick is placed before a calibration
+  /// pair read now at the rate since the stream's first pair (either
+  /// clock: CLOCK_MONOTONIC ticks are ns, the rate 1); now for a tick
+  /// outside (first pair, now].
   std::uint64_t trigger_ns(std::uint64_t tick) const noexcept {
-    const std::uint64_t now_ns = clock_ns(CLOCK_MONOTONIC);
-    if (config_.clock != clock_counter) return tick != 0 && tick <= now_ns ? tick : now_ns;
-    const std::uint64_t now_tick = ticks();
+    const calibration_pair now = calibrate(config_.clock, 3);
     const calibration_pair& first = first_calibration_;
-    if (tick == 0 || tick > now_tick || now_tick <= first.tick || now_ns <= first.monotonic_ns) return now_ns;
-    const long double ns_per_tick = static_cast<long double>(now_ns - first.monotonic_ns) /
-                                    static_cast<long double>(now_tick - first.tick);
-    const auto back = static_cast<std::uint64_t>(static_cast<long double>(now_tick - tick) * ns_per_tick);
-    return back < now_ns ? now_ns - back : now_ns;
+    if (tick <= first.tick || tick > now.tick || now.monotonic_ns <= first.monotonic_ns) return now.monotonic_ns;
+    const long double ns_per_tick = static_cast<long double>(now.monotonic_ns - first.monotonic_ns) /
+                                    static_cast<long double>(now.tick - first.tick);
+    const auto back = static_cast<std::uint64_t>(static_cast<long double>(now.tick - tick) * ns_per_tick);
+    return back < now.monotonic_ns ? now.monotonic_ns - back : now.monotonic_ns;
   }
 
   // ------------------------------------------------------------ output
