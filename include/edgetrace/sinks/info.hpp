@@ -164,8 +164,6 @@ inline std::string cuda_version_text(std::uint64_t v) {
   return format_text("%llu.%llu", static_cast<unsigned long long>(v / 1000), static_cast<unsigned long long>(v % 1000 / 10));
 }
 
-/// The GPU lines of one writer: runtime, status, totals, devices with
-/// their clock alignment, and a stream table.
 /// GPU spans the reader moved, per writer (read_gpu_spans).
 struct gpu_moves {
   std::uint64_t placed_at_launch = 0;  ///< aligned before their launch
@@ -173,6 +171,8 @@ struct gpu_moves {
   std::int64_t after_previous_max_ns = 0;
 };
 
+/// The GPU lines of one writer: runtime, status, totals (with the spans
+/// the reader moved), devices with their clock alignment, and a stream table.
 inline std::string gpu_text(const writer_info& w, const gpu_moves& moves) {
   using ull = unsigned long long;
   const writer_gpu& g = w.gpu;
@@ -335,7 +335,7 @@ inline std::string thread_table(const writer_info& w, info_totals& totals) {
 
 /// The lines of one writer: process, clock, duration, end record,
 /// snapshot, capture and annotation lines, then its GPU part (with
-/// `early` spans placed at their launch) and its thread table.
+/// the GPU spans the reader moved) and its thread table.
 template <class Field>
 void writer_text(const writer_info& w, const gpu_moves& moves, std::string& text, Field&& field,
                  info_totals& totals) {

@@ -165,15 +165,15 @@ inline void read_capture(diagnostic_log& log, writer_info& w, payload_cursor& in
   if (!ok) log.malformed("capture", offset, w);
 }
 
-/// Pass 1 look at an events chunk: only the tick range (for the output's
-/// time origin and `info`) and the thread's first span begin; sites are
-/// not needed to walk the records.
 /// What pass 1 keeps of an events chunk: its thread and its latest span end.
 struct events_chunk_scan {
   std::uint64_t thread_id = 0;
   std::uint64_t latest_span_end = 0;  ///< 0: no span
 };
 
+/// Pass 1 look at an events chunk: only the tick range (for the output's
+/// time origin and `info`), the thread's first span begin and the chunk's
+/// latest span end; sites are not needed to walk the records.
 inline events_chunk_scan scan_event_ticks(writer_info& w, payload_cursor& in) {
   events_chunk_scan scan;
   std::uint64_t base;
