@@ -8,9 +8,12 @@
 #include <support/process.hpp>
 #include <support/test_env.hpp>
 
+#include <edgetrace/decode/annotations.hpp>
 #include <edgetrace/decode/dump_reader.hpp>
+#include <edgetrace/decode/span_walker.hpp>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -181,6 +184,51 @@ inline loaded_dump check_followed_fork(const std::string& mode, const std::strin
       CHECK_MESSAGE(dumps[i].named(expected.first).size() == expected.second, expected.first);
   }
   return dumps[1];
+}
+
+/// A span as walk_spans placed it, with the arguments it claimed.
+struct walked_span {
+  std::string name, category, thread;
+  std::int64_t begin_ns = 0, end_ns = 0;
+  std::uint64_t self_ns = 0;
+  std::uint32_t depth = 0;
+  std::map<std::string, std::string> args;  ///< key -> value text (the last of a key)
+
+  /// The argument's text, or "" when the span has none of that key.
+  std::string arg(const std::string& key) const {
+    const auto it = args.find(key);
+    return it == args.end() ? std::string() : it->second;
+  }
+};
+
+/// Every span of the dump at `path` as walk_spans gives them (per thread,
+/// latest end first), with their arguments; REQUIREs that it reads, and
+/// CHECKs that every argument found its span.
+inline std::vector<walked_span> walked_spans(const std::string& path) {
+  namespace er = edgetrace::reader;
+  er::dump_reader r;
+  REQUIRE(opened(r, path));
+  er::span_annotations notes(r, er::span_order::walk_spans);
+  std::vector<const er::annotation*> args;
+  std::vector<walked_span> rows;
+  REQUIRE(er::walk_spans(
+      r,
+      [&](const er::span_record& s) {
+        walked_span row;
+        row.name = s.site->name;
+        row.category = s.site->category;
+        row.thread = s.thread->name;
+        row.begin_ns = s.begin_ns;
+        row.end_ns = s.end_ns;
+        row.self_ns = s.self_ns;
+        row.depth = s.depth;
+        notes.collect(s.thread, s.site, s.begin_ns, s.end_ns, &args, nullptr, s.depth == 0);
+        for (const er::annotation* a : args) row.args[a->name()] = a->value_text();
+        rows.push_back(row);
+      },
+      [](const er::event&) {}));
+  CHECK(notes.unclaimed() == 0);
+  return rows;
 }
 
 }  // namespace edgetrace_test

@@ -63,6 +63,7 @@ int run_info(const command& c, const arguments& args);      // info.cpp
 int run_summary(const command& c, const arguments& args);   // summary.cpp
 int run_csv(const command& c, const arguments& args);       // csv.cpp
 int run_merge(const command& c, const arguments& args);     // merge.cpp
+int run_import(const command& c, const arguments& args);    // import.cpp
 int run_diff(const command& c, const arguments& args);      // diff.cpp
 int run_report(const command& c, const arguments& args);    // report.cpp
 int run_top(const command& c, const arguments& args);       // top.cpp

@@ -147,6 +147,20 @@ const command commands[] = {
      "  -o, --output OUT   the merged file (.etr, or .json)\n"
      "  --clock MODE       auto (default), monotonic or realtime\n",
      run_merge},
+    {"import", "DUMP PROFILE.json... -o OUT.etr",
+     "add ONNX Runtime's profile to the app's dump, as spans of its threads",
+     "Writes OUT.etr: DUMP with the events of ONNX Runtime profiles\n"
+     "(SessionOptions or RunOptions profiling) added as spans of the threads\n"
+     "that ran them: nodes (category onnxruntime, the node's name, every ORT\n"
+     "argument typed: op_name, provider, shapes, sizes, arena figures) inside\n"
+     "model_run and SequentialExecutor::Execute (onnxruntime.session), inside\n"
+     "the app's span around Run(). Time base, said on stderr: the argument\n"
+     "onnxruntime.profiling_start_ns if the app recorded it, else the start\n"
+     "that puts model_run inside the app's spans (near the file name's time\n"
+     "when it has one). A file that is not an ORT profile, a profile of\n"
+     "another process or of another run: one line, exit 2, nothing written.\n"
+     "  -o, --output OUT   the dump to write (.etr)\n",
+     run_import},
     {"diff", "BASE NEW [options] | BASE... --vs NEW... [options]", "per-name change between two runs, sorted by impact",
      "Compares two dumps by span name: calls, mean, p50, p99 and total, with\n"
      "the change from BASE to NEW, biggest change in total time first.\n"

@@ -162,25 +162,9 @@ domain* domain_named(const char* name) {
 std::string utf8_of(const wchar_t* text) {
   std::string out;
   if (text == nullptr) return out;
-  for (; *text != L'\0'; ++text) {
-    auto c = static_cast<std::uint32_t>(*text);
-    if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) c = 0xFFFD;  // not a code point: the replacement character
-    if (c < 0x80) {
-      out += static_cast<char>(c);
-    } else if (c < 0x800) {
-      out += static_cast<char>(0xC0 | (c >> 6));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    } else if (c < 0x10000) {
-      out += static_cast<char>(0xE0 | (c >> 12));
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (c >> 18));
-      out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    }
-  }
+  char bytes[4];
+  for (; *text != L'\0'; ++text)
+    out.append(bytes, etd::encode_utf8(static_cast<unsigned long>(static_cast<std::uint32_t>(*text)), bytes));
   return out;
 }
 

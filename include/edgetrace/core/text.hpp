@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// The two text helpers every layer shares: the comma-list tokenizer (the
+// The text helpers every layer shares: the comma-list tokenizer (the
 // compile-time category filter, EDGETRACE_CATEGORIES, EDGETRACE_TRIGGER,
-// the converter's --category/--thread/--by lists) and the edit distance
-// behind every "did you mean". Light: constexpr, no standard header but
+// the converter's --category/--thread/--by lists), the edit distance
+// behind every "did you mean", and UTF-8 encoding (NVTX's wide names, JSON
+// escapes in imported profiles). Light: constexpr, no standard header but
 // <cstddef>, so category.hpp can use it on the hot path's include line.
 #pragma once
 
@@ -88,6 +89,33 @@ constexpr std::size_t text_length(const char* s) noexcept {
 
 constexpr std::size_t edit_distance(const char* a, const char* b) noexcept {
   return edit_distance(a, text_length(a), b, text_length(b));
+}
+
+/// Writes code point `c` as UTF-8 into `out` (room for 4 bytes) and returns
+/// the bytes written; a surrogate or a value past U+10FFFF (not a code
+/// point) is written as U+FFFD, the replacement character.
+constexpr std::size_t encode_utf8(unsigned long c, char* out) noexcept {
+  if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) c = 0xFFFD;
+  if (c < 0x80) {
+    out[0] = static_cast<char>(c);
+    return 1;
+  }
+  if (c < 0x800) {
+    out[0] = static_cast<char>(0xC0 | (c >> 6));
+    out[1] = static_cast<char>(0x80 | (c & 0x3F));
+    return 2;
+  }
+  if (c < 0x10000) {
+    out[0] = static_cast<char>(0xE0 | (c >> 12));
+    out[1] = static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+    out[2] = static_cast<char>(0x80 | (c & 0x3F));
+    return 3;
+  }
+  out[0] = static_cast<char>(0xF0 | (c >> 18));
+  out[1] = static_cast<char>(0x80 | ((c >> 12) & 0x3F));
+  out[2] = static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+  out[3] = static_cast<char>(0x80 | (c & 0x3F));
+  return 4;
 }
 
 }  // namespace detail

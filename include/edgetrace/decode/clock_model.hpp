@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -117,6 +118,32 @@ class clock_model {
     if (tick < a.tick) return std::min(ns, a.ns);  // before the first pair
     ns = std::max(ns, a.ns);
     return tick < b.tick ? std::min(ns, b.ns) : std::max(ns, b.ns);
+  }
+
+  /// The inverse of to_ns(): the first tick whose to_ns() is at or after
+  /// `ns` (the last tick when none is). Monotonic in `ns`, so spans nested
+  /// in ns stay nested in ticks. Used to write times that came from
+  /// elsewhere (an imported profile) into a writer's stream. Cost: a few
+  /// to_ns() calls.
+  std::uint64_t to_tick(std::int64_t ns) const noexcept {
+    long double guess;
+    if (points_.size() < 2) {
+      const point anchor = points_.empty() ? point{0, 0} : points_.front();
+      guess = static_cast<long double>(anchor.tick) + static_cast<long double>(ns - anchor.ns) / nominal_slope_;
+    } else {
+      const auto it = std::upper_bound(points_.begin(), points_.end(), ns,
+                                       [](std::int64_t n, const point& p) { return n < p.ns; });
+      std::size_t i = static_cast<std::size_t>(it - points_.begin());
+      i = i == 0 ? 0 : i - 1;
+      if (i > points_.size() - 2) i = points_.size() - 2;
+      guess = static_cast<long double>(points_[i].tick) + static_cast<long double>(ns - points_[i].ns) / slopes_[i];
+    }
+    constexpr auto top = static_cast<long double>(std::numeric_limits<std::uint64_t>::max() / 2);
+    std::uint64_t tick = guess <= 0 ? 0 : guess >= top ? static_cast<std::uint64_t>(top) : static_cast<std::uint64_t>(guess);
+    // The guess is within a tick or two; step to the exact first tick.
+    for (int step = 0; step < 64 && to_ns(tick) < ns; ++step) ++tick;
+    for (int step = 0; step < 64 && tick > 0 && to_ns(tick - 1) >= ns; ++step) --tick;
+    return tick;
   }
 
   /// Ticks per second over the whole calibrated range (or nominal).
