@@ -79,6 +79,10 @@ EDGETRACE_DETAIL_API void begin_phase(const char* name, std::size_t size) noexce
 /// to the recording clock's ticks and pushed like any span.
 EDGETRACE_DETAIL_API void record_measured(std::uint64_t word, std::uint64_t start_ns, std::uint64_t duration_ns,
                                           std::uint8_t mode) noexcept;
+/// EDGETRACE_RECORD_ARG: an argument of a span timed elsewhere, at that
+/// span's middle.
+EDGETRACE_DETAIL_API void record_measured_arg(std::uint64_t word, std::uint64_t value, std::uint64_t start_ns,
+                                              std::uint64_t duration_ns, std::uint8_t mode) noexcept;
 /// EDGETRACE_ALLOC: pushes the allocation record and its bytes as one pair
 /// (both or neither reach the ring).
 EDGETRACE_DETAIL_API void record_alloc(std::uint64_t word, std::uint64_t address, std::uint64_t bytes,
@@ -351,6 +355,20 @@ auto phase(const String& name) noexcept -> decltype(static_cast<const char*>(nam
                                                                             static_cast<std::uint64_t>(duration_ns),   \
                                                                             edgetrace_mode))
 
+/// Attaches the argument `key` = `value` (as EDGETRACE_ARG: a string
+/// literal, and a number or bool) to the span measured elsewhere that began
+/// at `start_ns` and lasted `duration_ns` (what EDGETRACE_RECORD was or will
+/// be given), whenever it is called: a layer's shape, an engine's figures.
+/// It is recorded at the span's middle, so it belongs to that span unless
+/// a span nested in it holds the middle (then to that one: give a parent's
+/// arguments with EDGETRACE_ARG while it is open). Recorded when the
+/// category is; refused and counted as EDGETRACE_RECORD refuses such a span.
+#define EDGETRACE_RECORD_ARG(cat, key, value, start_ns, duration_ns)                                           \
+  EDGETRACE_DETAIL_WHEN_RECORDING(cat, ::edgetrace::detail::measured_arg_event(                                \
+                                           EDGETRACE_DETAIL_TYPED_SITE(cat, key), (value),                     \
+                                           static_cast<std::uint64_t>(start_ns),                               \
+                                           static_cast<std::uint64_t>(duration_ns), edgetrace_mode))
+
 /// Names the calling thread in the trace.
 #define EDGETRACE_THREAD_NAME(name) ::edgetrace::set_thread_name(name)
 
@@ -376,6 +394,10 @@ auto phase(const String& name) noexcept -> decltype(static_cast<const char*>(nam
 #define EDGETRACE_ARG(cat, key, value)                                                                     \
   EDGETRACE_DETAIL_CHECK_CATEGORY(cat), static_cast<void>(sizeof(::edgetrace::detail::check_name(key))), \
       static_cast<void>(sizeof(static_cast<std::int64_t>(value)))
+#define EDGETRACE_RECORD_ARG(cat, key, value, start_ns, duration_ns)                                       \
+  EDGETRACE_DETAIL_CHECK_CATEGORY(cat), static_cast<void>(sizeof(::edgetrace::detail::check_name(key))), \
+      static_cast<void>(sizeof(static_cast<std::int64_t>(value))),                                        \
+      static_cast<void>(sizeof(static_cast<std::uint64_t>(start_ns) + static_cast<std::uint64_t>(duration_ns)))
 #define EDGETRACE_ARG_NAMED(cat, key, handle)                                                              \
   EDGETRACE_DETAIL_CHECK_CATEGORY(cat), static_cast<void>(sizeof(::edgetrace::detail::check_name(key))), \
       static_cast<void>(sizeof(::edgetrace::detail::check_handle(handle)))

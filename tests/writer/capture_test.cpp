@@ -281,6 +281,23 @@ TEST_CASE("EDGETRACE_RECORD: spans measured elsewhere land where they were measu
       CHECK(std::llabs(layer[i].begin_ns - (printed[i].first + 100000)) <= 5000);
       CHECK(std::llabs((layer[i].end_ns - layer[i].begin_ns) - 50000) <= 100);
     }
+    // EDGETRACE_RECORD_ARG: each argument on its measured span, whatever
+    // the order of the calls; the scope's own argument on the scope.
+    int measured_seen = 0, layers_seen = 0, frames_seen = 0;
+    for (const auto& s : edgetrace_test::walked_spans(dump_path)) {
+      if (s.name == "measured") {
+        CHECK(s.args == std::map<std::string, std::string>{{"iteration", std::to_string(4 - measured_seen++)}});
+      } else if (s.name == "layer_3") {
+        CHECK(s.arg("bytes") == "4096.5");
+        CHECK(s.arg("fused") == ((4 - layers_seen++) % 2 == 0 ? "true" : "false"));
+        CHECK(s.args.size() == 2);
+      } else if (s.name == "frame") {
+        CHECK(s.args == std::map<std::string, std::string>{{"frame", std::to_string(4 - frames_seen++)}});
+      }
+    }
+    CHECK(measured_seen == 5);
+    CHECK(layers_seen == 5);
+    CHECK(frames_seen == 5);
   }
 }
 

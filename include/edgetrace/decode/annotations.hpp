@@ -108,16 +108,22 @@ class annotation_stream {
   /// Moves `thread`'s next argument or flow step into `out` when it lies at
   /// or before `limit_ns` (forward) / at or after it (backward); false when
   /// it does not, or when the thread has no more.
+  ///
+  /// A thread's annotations come in time order, except arguments recorded
+  /// after the fact for a span measured elsewhere (EDGETRACE_RECORD_ARG):
+  /// those wait in a heap of their own, and the next one handed over is the
+  /// nearer of the two, once no chunk still unread can hold a nearer one.
   bool take(const thread_info* thread, std::int64_t limit_ns, annotation& out) {
-    std::deque<annotation>& queue = queues_[thread];
-    while (queue.empty()) {
-      if (!decode_next(limit_ns)) return false;
+    thread_queue& q = queues_[thread];
+    for (;;) {
+      const annotation* next = q.next(backward_);
+      const bool eligible = next != nullptr && !(backward_ ? next->ns < limit_ns : next->ns > limit_ns);
+      if (decode_next(eligible ? next->ns : limit_ns)) continue;  // an unread chunk may hold a nearer one
+      if (!eligible) return false;
+      out = *next;
+      q.pop(backward_);
+      return true;
     }
-    const std::int64_t ns = queue.front().ns;
-    if (backward_ ? ns < limit_ns : ns > limit_ns) return false;
-    out = queue.front();
-    queue.pop_front();
-    return true;
   }
 
   /// Arguments and flow steps taken from one chunk. The writer ends an
@@ -158,16 +164,60 @@ class annotation_stream {
   /// thread's annotations are out of time order (a damaged or forged dump:
   /// one far in the future holds back the rest): its oldest is dropped.
   void enqueue(const annotation& a) {
-    std::deque<annotation>& queue = queues_[a.thread];
-    queue.push_back(a);
-    if (queue.size() > max_queued) queue.pop_front();
+    thread_queue& q = queues_[a.thread];
+    if (q.any && (backward_ ? a.ns > q.last_ns : a.ns < q.last_ns)) {
+      q.held.push_back(a);  // out of time order: recorded after the fact
+      std::push_heap(q.held.begin(), q.held.end(), thread_queue::later{backward_});
+      if (q.held.size() > max_queued) {
+        std::pop_heap(q.held.begin(), q.held.end(), thread_queue::later{backward_});
+        q.held.pop_back();
+      }
+      return;
+    }
+    q.any = true;
+    q.last_ns = a.ns;
+    q.in_order.push_back(a);
+    if (q.in_order.size() > max_queued) q.in_order.pop_front();
   }
+
+  /// One thread's annotations read and not taken: those in time order (in
+  /// the stream's direction), and a heap of those that came out of it.
+  struct thread_queue {
+    std::deque<annotation> in_order;
+    std::vector<annotation> held;
+    std::int64_t last_ns = 0;  ///< the last one queued in order
+    bool any = false;
+    /// Heap comparator: the annotation the stream hands over first on top.
+    struct later {
+      bool backward;
+      bool operator()(const annotation& a, const annotation& b) const noexcept {
+        return backward ? a.ns < b.ns : a.ns > b.ns;
+      }
+    };
+    /// The nearer of the two fronts, or null.
+    const annotation* next(bool backward) const {
+      const annotation* a = in_order.empty() ? nullptr : &in_order.front();
+      if (held.empty()) return a;
+      const annotation* h = &held.front();
+      if (a == nullptr) return h;
+      return (backward ? h->ns > a->ns : h->ns < a->ns) ? h : a;
+    }
+    void pop(bool backward) {
+      const annotation* n = next(backward);
+      if (!held.empty() && n == &held.front()) {
+        std::pop_heap(held.begin(), held.end(), later{backward});
+        held.pop_back();
+      } else {
+        in_order.pop_front();
+      }
+    }
+  };
 
   const dump_reader& reader_;
   bool backward_;
   std::vector<std::int64_t> bound_;
   std::size_t next_ = 0;  // forward: the next chunk to decode; backward: one past it
-  detail::by_thread<std::deque<annotation>> queues_;
+  detail::by_thread<thread_queue> queues_;
   std::vector<unsigned char> buffer_;
   std::vector<annotation> chunk_;
 };

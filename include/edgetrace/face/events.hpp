@@ -124,6 +124,17 @@ EDGETRACE_DETAIL_ALWAYS_INLINE void arg_event(SiteFn site_fn, const T& value, st
         mode);
 }
 
+/// EDGETRACE_RECORD_ARG: argument `value` of the span measured from
+/// `start_ns` for `duration_ns`, at the site of its value type's kind. An
+/// out-of-line call (record_measured_arg), like EDGETRACE_RECORD.
+template <class SiteFn, class T>
+EDGETRACE_DETAIL_ALWAYS_INLINE void measured_arg_event(SiteFn site_fn, const T& value, std::uint64_t start_ns,
+                                                       std::uint64_t duration_ns, std::uint8_t mode) noexcept {
+  using traits = arg_value<T>;
+  record_measured_arg(pack_site(&site_fn(kind_constant<traits::kind>{})), traits::bits(value), start_ns, duration_ns,
+                      mode);
+}
+
 /// An address as EDGETRACE_ALLOC / EDGETRACE_FREE record it: a pointer, or
 /// an integer handle (a CUdeviceptr, an offset into an arena).
 EDGETRACE_DETAIL_ALWAYS_INLINE std::uint64_t address(const volatile void* pointer) noexcept {

@@ -140,6 +140,14 @@ EDGETRACE_DETAIL_API void record_measured(std::uint64_t word, std::uint64_t star
   push_measured(word, start_ns, duration_ns, clock);
 }
 
+EDGETRACE_DETAIL_API void record_measured_arg(std::uint64_t word, std::uint64_t value, std::uint64_t start_ns,
+                                              std::uint64_t duration_ns, std::uint8_t mode) noexcept {
+  if ((mode & mode_unregistered) != 0) mode = register_on_first_use(word);
+  const std::uint8_t clock = mode & mode_clock_bits;
+  if (clock == clock_off) return;  // hooks only, or waiting for marks: nothing is recorded
+  push_measured_arg(word, value, start_ns, duration_ns, clock);
+}
+
 EDGETRACE_DETAIL_API void record_alloc(std::uint64_t word, std::uint64_t address, std::uint64_t bytes,
                                        std::uint8_t mode) noexcept {
   if ((mode & mode_unregistered) != 0) mode = register_on_first_use(word);

@@ -91,13 +91,19 @@ inline int record_measured_mode(int, char**) {
   std::this_thread::sleep_for(std::chrono::milliseconds(30));  // past the second calibration pair
   const edgetrace::name_handle layer = edgetrace::intern(std::string("layer_3"));
   for (int i = 0; i < 5; ++i) {
+    EDGETRACE_SCOPE(app, "frame");
     const std::uint64_t start = steady_ns();
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
     const std::uint64_t end = steady_ns();
-    // Reported later, as an engine's profiler callback would.
+    // Reported later, as an engine's profiler callback would; arguments of
+    // the layer before those of the span that holds it (out of time order).
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     EDGETRACE_RECORD(app, "measured", start, end - start);
     EDGETRACE_RECORD_NAMED(app, layer, start + 100000, 50000);
+    EDGETRACE_RECORD_ARG(app, "bytes", 4096.5, start + 100000, 50000);
+    EDGETRACE_RECORD_ARG(app, "fused", i % 2 == 0, start + 100000, 50000);
+    EDGETRACE_RECORD_ARG(app, "iteration", i, start, end - start);
+    EDGETRACE_ARG(app, "frame", i);  // the scope's own, recorded now
     std::printf("measured %llu %llu\n", static_cast<unsigned long long>(start),
                 static_cast<unsigned long long>(end - start));
   }
