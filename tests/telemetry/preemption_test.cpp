@@ -175,6 +175,11 @@ preempted_run run_preempted() {
 // measure apart: it may run on the app's pinned CPU, and under ASan on 2
 // cores one of its passes once kept the app waiting 7 ms of a 100 ms
 // sample ("waited on the run queue 7%"), rightly reported too.
+/// Other processes' CPU during a run above which its quiet thirds are not
+/// quiet: a tenth of a CPU over its 3 s (the two failed runs that led here
+/// saw 4.2 s, with a second suite running beside it).
+constexpr double busy_cpu_s = 0.3;
+
 TEST_CASE("another process on the app's CPU shows as run-queue wait; the quiet thirds get no explanation" *
           doctest::skip(edgetrace_test::emulated())) {
   preempted_run r = run_preempted();
@@ -182,6 +187,16 @@ TEST_CASE("another process on the app's CPU shows as run-queue wait; the quiet t
     MESSAGE("other processes used " << r.others_cpu_s << " s of CPU during the run, which did not show everything ("
                                     << r.quiet_lines.size() << " quiet iterations explained); running it once more");
     r = run_preempted();
+  }
+  // Still not, and the machine was busy again: the quiet thirds were not
+  // quiet, so nothing here can be proven (a suite beside a build, two
+  // suites at once). Skipped, saying so; on a quiet machine it must hold.
+  if (!r.held() && r.others_cpu_s > busy_cpu_s) {
+    const std::string why = "other processes used " + std::to_string(r.others_cpu_s) +
+                            " s of CPU during the 3 s run (more than " + std::to_string(busy_cpu_s) +
+                            "): no quiet thirds to measure";
+    edgetrace_test::skip_at_run_time(why.c_str());
+    return;
   }
   CAPTURE(r.others_cpu_s);
 
