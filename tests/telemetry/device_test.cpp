@@ -236,6 +236,35 @@ TEST_CASE("a board whose files hold garbage: the app runs, the values are ignore
   }
 }
 
+TEST_CASE("a FIFO or a socket in the sampled tree is refused at once: the flusher never blocks on it") {
+  // Opened without O_NONBLOCK, a FIFO where a temperature is read blocked
+  // the flusher in open() for good: the dump ended at 88 bytes and the app
+  // stopped once its rings filled.
+  const std::string root = board("device_fifo");
+  const std::string fifo = root + "/sys/class/thermal/thermal_zone0/temp";
+  const std::string stat = root + "/proc/stat";
+  ::unlink(fifo.c_str());
+  ::unlink(stat.c_str());
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  REQUIRE(::mkfifo(stat.c_str(), 0644) == 0);
+  const std::string dump = fresh("device_fifo.etr");
+  spawned app_run = spawn({app, "device-steps", "0.3", "-1", "sleep"},
+                          {"EDGETRACE_OUTPUT=" + dump, "EDGETRACE_SYSFS_ROOT=" + root, "EDGETRACE_SAMPLE_MS=10"});
+  REQUIRE(app_run.pid > 0);
+  REQUIRE(wait_for(app_run, 30) == 0);  // before: never (the test's timeout killed it)
+  er::dump_reader r;
+  REQUIRE(opened(r, dump));
+  CHECK(r.complete());
+  CHECK_FALSE(r.damaged());
+  const er::writer_info& w = r.writers().begin()->second;
+  CHECK(w.device.samples_taken >= 10);
+  CHECK(values(w, Q::temperature_mc, "CPU-therm").empty());     // the FIFO: no track
+  CHECK(values(w, Q::temperature_mc, "GPU-therm").size() == w.device.samples_taken);  // its neighbour: read
+  bool stat_missing = false;
+  for (const auto& m : w.device.missing) stat_missing = stat_missing || contains(m.name, "/proc/stat");
+  CHECK(stat_missing);
+}
+
 TEST_CASE("a sandbox with no /sys: the run and its spans are as without sampling, the sources are listed") {
   const std::string root = tmp + "/device_sandbox_" + std::to_string(::getpid());
   std::system(("rm -rf '" + root + "' && mkdir -p '" + root + "'").c_str());

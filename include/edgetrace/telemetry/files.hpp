@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace edgetrace {
@@ -72,10 +73,26 @@ inline long read_at_start(int fd, char* text, std::size_t capacity) noexcept {
   return static_cast<long>(got);
 }
 
+/// Opens a file the sampler reads, or -1: only a regular file (what /sys
+/// and /proc attributes are). O_NONBLOCK: a FIFO, a socket or a device
+/// under the sampled tree (EDGETRACE_SYSFS_ROOT, a container's odd /sys)
+/// would otherwise block the flusher in open() or read() for good, and the
+/// app with it once its rings fill.
+inline int open_sampled(const char* path) noexcept {
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return -1;
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 /// Reads a small file into `text` (NUL-terminated); false when it cannot
-/// be opened or is empty.
+/// be opened, is not a regular file, or is empty.
 inline bool read_small(const char* path, char* text, std::size_t capacity) noexcept {
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  const int fd = open_sampled(path);
   if (fd < 0) return false;
   const long got = read_at_start(fd, text, capacity);
   ::close(fd);

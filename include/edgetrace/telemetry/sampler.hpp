@@ -191,9 +191,9 @@ class device_sampler {
     if (free_slot == nullptr) return;  // more than max_threads traced threads: the rest go unsampled
     char path[96];
     std::snprintf(path, sizeof path, "/proc/self/task/%llu/schedstat", static_cast<unsigned long long>(os_tid));
-    free_slot->schedstat = ::open(path, O_RDONLY | O_CLOEXEC);
+    free_slot->schedstat = open_sampled(path);
     std::snprintf(path, sizeof path, "/proc/self/task/%llu/status", static_cast<unsigned long long>(os_tid));
-    free_slot->status = ::open(path, O_RDONLY | O_CLOEXEC);
+    free_slot->status = open_sampled(path);
     free_slot->thread_id = thread_id;
     free_slot->first_track = next_thread_track_;
     next_thread_track_ += 3;

@@ -115,7 +115,7 @@ struct source_set {
     if (file_count == max_files || track_count == max_tracks) return false;
     char full[512];
     if (!join(full, sizeof full, root, path)) return false;
-    const int fd = ::open(full, O_RDONLY | O_CLOEXEC);
+    const int fd = open_sampled(full);
     if (fd < 0) return false;
     files[file_count].kind = kind;
     files[file_count].fd = fd;
@@ -179,7 +179,7 @@ inline void find_cpus(source_set& s, const char* root) noexcept {
 /// `text` (of `capacity`) is room to read it.
 inline void find_proc_stat(source_set& s, const char* root, char* text, std::size_t capacity) noexcept {
   char full[512];
-  const int fd = join(full, sizeof full, root, "/proc/stat") ? ::open(full, O_RDONLY | O_CLOEXEC) : -1;
+  const int fd = join(full, sizeof full, root, "/proc/stat") ? open_sampled(full) : -1;
   if (fd < 0 || read_at_start(fd, text, capacity) <= 0 || s.file_count == max_files) {
     if (fd >= 0) ::close(fd);
     s.add_missing("/proc/stat", "not readable: no CPU busy shares, no other processes' load");
@@ -248,7 +248,7 @@ inline void find_cgroup_cpu(source_set& s, const char* root) noexcept {
     return;
   }
   char full[700];
-  const int fd = join(full, sizeof full, root, path) ? ::open(full, O_RDONLY | O_CLOEXEC) : -1;
+  const int fd = join(full, sizeof full, root, path) ? open_sampled(full) : -1;
   if (fd < 0 || read_at_start(fd, text, sizeof text) <= 0 || !parse_keyed(text, "nr_throttled ", value)) {
     if (fd >= 0) ::close(fd);
     s.add_missing("cgroup cpu.stat", "no nr_throttled in the cgroup's cpu.stat (no CPU controller)");
@@ -319,7 +319,7 @@ inline std::size_t add_ina3221_rails(source_set& s, const char* root, std::uint3
     read_name_once(root, path, label, sizeof label, label);
     std::snprintf(volts, sizeof volts, "/sys/class/hwmon/hwmon%u/in%u_input", hw, channel);
     std::snprintf(amps, sizeof amps, "/sys/class/hwmon/hwmon%u/curr%u_input", hw, channel);
-    const int current = join(full, sizeof full, root, amps) ? ::open(full, O_RDONLY | O_CLOEXEC) : -1;
+    const int current = join(full, sizeof full, root, amps) ? open_sampled(full) : -1;
     if (current < 0) continue;
     if (!s.add_file(file_kind::power, root, volts, format::device_quantity::power_mw, hw * 4 + channel, label)) {
       ::close(current);
