@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# GPU spans (issue 5, cuda.hpp): the fake-GPU suite always; with the CUDA
+# GPU spans (cuda.hpp): the fake-GPU suite always; with the CUDA
 # toolkit, the same scope through the real CUDA runtime on a machine with no
 # usable GPU (no libcuda, the toolkit's stub libcuda) and, labelled `cuda`,
 # checks that need a real GPU (they skip cleanly without one). NVTX

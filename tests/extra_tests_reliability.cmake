@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Reliability tests (issue 7, docs/RELIABILITY.md) beyond the doctest glob:
+# Reliability tests (docs/RELIABILITY.md) beyond the doctest glob:
 # the several-shared-objects app, the reader fuzz target and its regression
 # replay, and the settings of tests/writer/reliability_test.cpp.
 # Included at the end of tests/CMakeLists.txt.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Issue 13 item 11, "the CLI destroys its own input": every `edgetrace`
+// "The CLI destroys its own input" no more: every `edgetrace`
 // subcommand that writes refuses an output that is one of its input dumps,
 // whatever the name it goes by (the same name, "./name", a symlink, a hard
 // link, a default output path, standard output appending to the dump), and

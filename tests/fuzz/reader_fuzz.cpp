@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// libFuzzer target for the dump reader and its outputs (issue 7). The input
+// libFuzzer target for the dump reader and its outputs. The input
 // is written to a memfd (the reader opens paths; a memfd is a regular,
 // seekable file reachable as /proc/self/fd/N), then read as a dump: both
 // passes (and the GPU pass), Chrome JSON, info, the summary, the CSV and top's follower, to /dev/null. Any crash, hang, sanitizer

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Times a reader can trust from the first millisecond (issue 13): a process
+// Times a reader can trust from the first millisecond: a process
 // that dies at start-up still gets true durations (the flusher measures the
 // counter's rate before it writes any event), a dump whose rate is really
 // unknown gets no durations at all, and EDGETRACE_RECORD refuses and counts

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Issue 13, process life: signal dispositions the app inherited, quick_exit,
+// Process life: signal dispositions the app inherited, quick_exit,
 // names interned before fork(), the exit-time line about dropped records.
 // Each test proves one promise of docs/RELIABILITY.md ("Process life")
 // through tests/support/trace_app.cpp and the real reader.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Issue 7, "never lose data silently, never hurt the traced app": each test
+// "Never lose data silently, never hurt the traced app": each test
 // here proves one promise of docs/RELIABILITY.md, through real processes
 // (tests/support/trace_app.cpp, tests/dso/dso_app.cpp) and the real reader.
 //
@@ -141,7 +141,7 @@ TEST_CASE("reliability: 8 threads x random bursts, small rings: written + droppe
   }
   CHECK(issued.empty());  // every thread is in the dump
   CHECK(total_dropped > 0);  // the rings are small enough to overflow
-  // stderr: only the exit line that says so, with the same count (issue 13).
+  // stderr: only the exit line that says so, with the same count.
   CHECK(line_count(r.err) == 1);
   CHECK(contains(r.err, "edgetrace: " + std::to_string(total_dropped) + " of " +
                             std::to_string(total_dropped + total_written) + " records"));

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Issue 13, "never get data silently wrong": lines a user must see on
+// "Never get data silently wrong": lines a user must see on
 // stderr. The converters say how many records the tracer dropped (the
 // counts in their output are lower bounds then), and an EDGETRACE_CATEGORIES
 // item that names no category lists the compiled-in ones with the nearest.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Issue 13, "writer trust": what production does to a traced app, each case
+// "Writer trust": what production does to a traced app, each case
 // a real process (tests/support/trace_app/trust_modes.hpp through trace_app)
 // read back with the real reader. docs/RELIABILITY.md links each promise
 // to its test here.

@@ -94,7 +94,7 @@ inline int fork_storm_mode(int forks) {
   return 0;
 }
 
-// ---- modes for tests/writer/process_life_test.cpp (issue 13: signals, exit, fork):
+// ---- modes for tests/writer/process_life_test.cpp (signals, exit, fork):
 // "sig-ign", "sig-ign-child", "quick-exit", "fork-names", "dense" ----------
 
 /// "SIG_IGN" or "other": the disposition of `signo` now.
@@ -414,7 +414,7 @@ inline const app_mode life_modes[] = {
     {"fork-names", [](int, char**) { return fork_names_mode(); }},
     {"delete-output", delete_output_mode},
     {"file-size-limit", file_size_limit_mode},
-    // issue 13, process life (tests/writer/process_life_test.cpp)
+    // process life (tests/writer/process_life_test.cpp)
     {"sig-ign", [](int, char**) { return sig_ign_mode(); }},
     {"sig-ign-child", sig_ign_child_mode},
     {"quick-exit", [](int, char**) -> int { quick_exit_mode(); }},

@@ -9,7 +9,7 @@
 
 namespace trace_app {
 
-// ---- modes added for tests/writer/reliability_test.cpp (issue 7) ----------------
+// ---- modes added for tests/writer/reliability_test.cpp -------------------------
 
 /// "stress SECONDS THREADS": THREADS threads issue random bursts of spans
 /// (some nested) until SECONDS pass; each prints how many it issued.
