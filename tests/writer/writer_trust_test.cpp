@@ -18,8 +18,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <fcntl.h>
+#include <grp.h>
+#include <sys/wait.h>
 #include <map>
 #include <string>
+#include <utility>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
@@ -143,6 +146,63 @@ std::string fresh_fifo(const std::string& name) {
 }  // namespace
 
 // Before: the app hung in open() during static initialisation, before main.
+namespace {
+
+/// Runs `argv` with `env` as an unprivileged user: as itself when it is not
+/// root, else as nobody (65534), so it holds no CAP_SYS_NICE. Returns its
+/// exit status and stdout.
+std::pair<int, std::string> run_unprivileged(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+  int out[2];
+  REQUIRE(::pipe(out) == 0);
+  std::vector<char*> args, envp;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out[1], 1);
+    ::close(out[0]);
+    if (::geteuid() == 0 && (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(126);
+    ::execve(args[0], args.data(), envp.data());
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(out[0], buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return {edgetrace_test::exit_code_of(status), text};
+}
+
+}  // namespace
+
+TEST_CASE("writer trust: the exit pass leaves an unprivileged app's threads at their priority") {
+  // The final pass lowers the other threads to nice 19 only where it can
+  // put them back: without CAP_SYS_NICE (and RLIMIT_NICE 0) it cannot, and
+  // a worker stayed at nice 19 for every later exit handler (and for the
+  // rest of the run after a traced plugin's dlclose).
+  const std::string dir = tmp + "/unprivileged";
+  ::mkdir(dir.c_str(), 0777);
+  ::chmod(dir.c_str(), 0777);
+  const std::string dump = dir + "/nice.etr";
+  ::unlink(dump.c_str());
+  const auto [code, out] =
+      run_unprivileged({app, "nice-after-exit"}, {"EDGETRACE_OUTPUT=" + dump, "TRACE_APP_NICE_CHECK=1"});
+  CAPTURE(out);
+  if (code == 126) {  // root that may not change its user (a restricted container)
+    edgetrace_test::skip_at_run_time("root here cannot drop to an unprivileged user (setuid refused)");
+    return;
+  }
+  REQUIRE(code == 0);
+  CHECK(edgetrace_test::contains(out, "worker_nice 0\n"));  // before: "worker_nice 19"
+  edgetrace::reader::dump_reader r;
+  REQUIRE(edgetrace_test::opened(r, dump));
+  CHECK(r.complete());
+}
+
 TEST_CASE("writer trust: a FIFO nobody reads: start not held, exit within ~1 s, one line, exit code kept") {
   const std::string fifo = fresh_fifo("no-reader.fifo");
   const auto start = std::chrono::steady_clock::now();

@@ -67,6 +67,7 @@ inline void end_stream(runtime* rt) noexcept {
   // flusher, stuck in the kernel, goes with the process).
   const bool done = rt->control_.wait_finished();
   const std::size_t lowered = others.lowered();
+  const std::size_t kept = others.kept();
   others.restore();
   if (done) {
     rt->flusher_.join();
@@ -95,9 +96,10 @@ inline void end_stream(runtime* rt) noexcept {
            rt->file_.path());
   } else {
     report("the final pass over EDGETRACE_OUTPUT '%s' did not end within 1 s of exit, though the output took data "
-           "(%zu other threads were still running on %d CPUs); the dump lacks its end: everything up to its last "
+           "(%zu other threads were still running on %d CPUs%s); the dump lacks its end: everything up to its last "
            "flush is there",
-           rt->file_.path(), lowered, rt->cpus());
+           rt->file_.path(), lowered + kept, rt->cpus(),
+           kept != 0 ? ", at their own priority: without CAP_SYS_NICE it could not have been put back" : "");
   }
 }
 

@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <string>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <thread>
 #include <time.h>
@@ -222,7 +223,40 @@ inline int exec_self_mode(bool after) {
 }
 
 /// The modes above, by name (trace_app.cpp looks them up).
+/// "nice-after-exit": a worker thread busy recording when main returns; an
+/// exit handler that runs after the runtime's (registered before any
+/// static initialiser, when TRACE_APP_NICE_CHECK is set) prints the
+/// worker's nice value: the exit pass must leave it as it was.
+inline std::atomic<long> nice_worker_tid{0};
+inline void print_worker_nice() {
+  const long tid = nice_worker_tid.load();
+  if (tid == 0) return;
+  errno = 0;
+  const int nice = ::getpriority(PRIO_PROCESS, static_cast<id_t>(tid));
+  std::printf("worker_nice %d\n", errno == 0 ? nice : 1000);
+  std::fflush(stdout);
+}
+__attribute__((constructor(101))) inline void register_nice_check() {
+  if (std::getenv("TRACE_APP_NICE_CHECK") != nullptr) std::atexit(print_worker_nice);
+}
+inline int nice_after_exit_mode() {
+  std::atomic<bool> started{false};
+  std::thread([&started] {
+    nice_worker_tid.store(static_cast<long>(::syscall(SYS_gettid)));
+    started.store(true);
+    for (;;) {
+      EDGETRACE_SCOPE(app, "worker_step");
+      for (volatile int i = 0; i < 1000; ++i) {
+      }
+    }
+  }).detach();
+  while (!started.load()) std::this_thread::yield();
+  for (int i = 0; i < 1000; ++i) EDGETRACE_SCOPE(app, "main_step");
+  return 0;
+}
+
 inline const app_mode trust_modes[] = {
+    {"nice-after-exit", [](int, char**) { return nice_after_exit_mode(); }},
     {"signal-spans", [](int argc, char** argv) { return signal_spans_mode(argc > 2 ? std::atof(argv[2]) : 1.0); }},
     {"churn", [](int argc, char** argv) { return churn_mode(argc > 2 ? std::atoi(argv[2]) : 20000); }},
     {"dense-exit", [](int argc, char** argv) { return dense_exit_mode(argc > 2 ? std::atoi(argv[2]) : 1000000); }},

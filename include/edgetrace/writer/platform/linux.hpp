@@ -152,6 +152,24 @@ bool for_each_thread(F&& f) noexcept {
   return true;
 }
 
+/// Whether the process holds capability `bit` in its effective set
+/// (/proc/self/status CapEff; 23 is CAP_SYS_NICE). False when it cannot
+/// be read. No allocation.
+inline bool has_effective_capability(unsigned bit) noexcept {
+  const int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char text[4096];
+  std::size_t got = 0;
+  for (ssize_t n; got + 1 < sizeof text && (n = ::read(fd, text + got, sizeof text - 1 - got)) > 0;)
+    got += static_cast<std::size_t>(n);
+  ::close(fd);
+  text[got] = '\0';
+  const char* line = std::strstr(text, "\nCapEff:");
+  if (line == nullptr) return false;
+  const unsigned long long caps = std::strtoull(line + 8, nullptr, 16);
+  return bit < 64 && ((caps >> bit) & 1u) != 0;
+}
+
 /// A shared object that holds an address: its addresses (every PT_LOAD
 /// segment: code, call-site descriptors, string literals) and its file
 /// (the loader's string, valid while the object is loaded).
