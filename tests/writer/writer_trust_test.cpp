@@ -189,8 +189,10 @@ TEST_CASE("writer trust: the exit pass leaves an unprivileged app's threads at t
   ::chmod(dir.c_str(), 0777);
   const std::string dump = dir + "/nice.etr";
   ::unlink(dump.c_str());
-  const auto [code, out] =
+  const std::pair<int, std::string> result =
       run_unprivileged({app, "nice-after-exit"}, {"EDGETRACE_OUTPUT=" + dump, "TRACE_APP_NICE_CHECK=1"});
+  const int code = result.first;
+  const std::string& out = result.second;  // not a structured binding: clang's CAPTURE cannot take one
   CAPTURE(out);
   if (code == 126) {  // root that may not change its user (a restricted container)
     edgetrace_test::skip_at_run_time("root here cannot drop to an unprivileged user (setuid refused)");
