@@ -145,7 +145,19 @@ TEST_CASE("runtime: N threads x M spans: written + dropped == issued, per thread
   MESSAGE("dropped " << total_dropped << " of " << thread_total * spans_per_thread << " spans with a tiny ring");
 }
 
-TEST_CASE("runtime: durations and gaps agree with steady_clock within 1% + 100 us") {
+namespace {
+
+/// One round of timed spans, each bracketed by steady_clock reads: the
+/// spans as traced and the brackets as measured.
+struct timed_round {
+  std::vector<edgetrace_test::loaded_event> spans;
+  std::vector<std::int64_t> begin_ns, end_ns, planned_ns;
+  /// The most a bracket exceeded its planned work: time the thread spent
+  /// outside the span, between the clock reads (preemption on a busy machine).
+  std::int64_t most_outside_ns = 0;
+};
+
+timed_round run_timed_round(bool again) {
   using namespace std::chrono;
   struct planned {
     const char* how;
@@ -153,39 +165,84 @@ TEST_CASE("runtime: durations and gaps agree with steady_clock within 1% + 100 u
   };
   const planned plan[] = {{"busy", microseconds(2000)}, {"sleep", microseconds(3000)}, {"busy", microseconds(5000)},
                           {"sleep", microseconds(1000)}, {"busy", microseconds(800)}};
-  std::vector<std::int64_t> begin_ns, end_ns;
+  timed_round r;
   for (const planned& p : plan) {
-    const auto before = steady_clock::now();
-    {
-      EDGETRACE_SCOPE(rt, "timed");
+    const auto work = [&p] {
       if (std::string(p.how) == "busy")
         busy_wait(p.length);
       else
         std::this_thread::sleep_for(p.length);
+    };
+    const auto before = steady_clock::now();
+    if (again) {
+      EDGETRACE_SCOPE(rt, "timed_again");
+      work();
+    } else {
+      EDGETRACE_SCOPE(rt, "timed");
+      work();
     }
     const auto after = steady_clock::now();
-    begin_ns.push_back(duration_cast<nanoseconds>(before.time_since_epoch()).count());
-    end_ns.push_back(duration_cast<nanoseconds>(after.time_since_epoch()).count());
+    r.begin_ns.push_back(duration_cast<nanoseconds>(before.time_since_epoch()).count());
+    r.end_ns.push_back(duration_cast<nanoseconds>(after.time_since_epoch()).count());
+    r.planned_ns.push_back(duration_cast<nanoseconds>(p.length).count());
+    r.most_outside_ns = std::max(r.most_outside_ns, r.end_ns.back() - r.begin_ns.back() - r.planned_ns.back());
     std::this_thread::sleep_for(milliseconds(2));  // a gap to measure
   }
-  const auto spans = flushed_dump().named("timed");
-  REQUIRE(spans.size() == std::size(plan));
-  auto tolerance = [](std::int64_t reference) { return reference / 100 + 100000; };
-  for (std::size_t i = 0; i < spans.size(); ++i) {
-    const std::int64_t traced = spans[i].end_ns - spans[i].begin_ns;
-    const std::int64_t measured = end_ns[i] - begin_ns[i];
+  r.spans = flushed_dump().named(again ? "timed_again" : "timed");
+  return r;
+}
+
+std::int64_t timing_tolerance(std::int64_t reference) { return reference / 100 + 100000; }
+
+/// Whether every span and gap agrees with its bracket.
+bool agrees(const timed_round& r) {
+  if (r.spans.size() != r.begin_ns.size()) return false;
+  for (std::size_t i = 0; i < r.spans.size(); ++i) {
+    const std::int64_t traced = r.spans[i].end_ns - r.spans[i].begin_ns;
+    const std::int64_t measured = r.end_ns[i] - r.begin_ns[i];
+    if (std::llabs(traced - measured) > timing_tolerance(measured)) return false;
+    if (i > 0 && std::llabs((r.spans[i].begin_ns - r.spans[i - 1].end_ns) - (r.begin_ns[i] - r.end_ns[i - 1])) >
+                     timing_tolerance(r.begin_ns[i] - r.end_ns[i - 1]))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// A busy machine (the suite's other entries, a build beside it) can preempt
+// the thread between a steady_clock read and the span's own: the bracket
+// then holds time the span rightly does not. A round that disagrees while
+// a bracket ran 100 us or more past its planned work is run once more; a
+// second such round is skipped, saying so. On a quiet machine it must hold.
+TEST_CASE("runtime: durations and gaps agree with steady_clock within 1% + 100 us") {
+  timed_round r = run_timed_round(false);
+  if (!agrees(r) && r.most_outside_ns >= 100000) {
+    MESSAGE("a bracket ran " << r.most_outside_ns / 1000 << " us past its planned work (preempted); once more");
+    r = run_timed_round(true);
+    if (!agrees(r) && r.most_outside_ns >= 100000) {
+      const std::string why = "preempted again: a bracket ran " + std::to_string(r.most_outside_ns / 1000) +
+                              " us past its planned work, so the spans cannot be compared with it";
+      edgetrace_test::skip_at_run_time(why.c_str());
+      return;
+    }
+  }
+  REQUIRE(r.spans.size() == r.begin_ns.size());
+  for (std::size_t i = 0; i < r.spans.size(); ++i) {
+    const std::int64_t traced = r.spans[i].end_ns - r.spans[i].begin_ns;
+    const std::int64_t measured = r.end_ns[i] - r.begin_ns[i];
     CAPTURE(i);
     CAPTURE(traced);
     CAPTURE(measured);
     // The traced span is inside the steady_clock bracket (same clock,
     // CLOCK_MONOTONIC) and about as long.
-    CHECK(std::llabs(traced - measured) <= tolerance(measured));
-    CHECK(spans[i].begin_ns >= begin_ns[i] - 100000);
-    CHECK(spans[i].end_ns <= end_ns[i] + 100000);
+    CHECK(std::llabs(traced - measured) <= timing_tolerance(measured));
+    CHECK(r.spans[i].begin_ns >= r.begin_ns[i] - 100000);
+    CHECK(r.spans[i].end_ns <= r.end_ns[i] + 100000);
     if (i > 0) {
-      const std::int64_t traced_gap = spans[i].begin_ns - spans[i - 1].end_ns;
-      const std::int64_t measured_gap = begin_ns[i] - end_ns[i - 1];
-      CHECK(std::llabs(traced_gap - measured_gap) <= tolerance(measured_gap));
+      const std::int64_t traced_gap = r.spans[i].begin_ns - r.spans[i - 1].end_ns;
+      const std::int64_t measured_gap = r.begin_ns[i] - r.end_ns[i - 1];
+      CHECK(std::llabs(traced_gap - measured_gap) <= timing_tolerance(measured_gap));
     }
   }
 }
