@@ -24,12 +24,15 @@ struct json_value {
   bool boolean = false;
   std::string text;  ///< string: the decoded text; number: as written
   std::vector<json_value> items;
-  std::vector<std::pair<std::string, json_value>> members;
+  /// An object's members: keys[i] names values[i] (two vectors: a vector of
+  /// pairs holding this still incomplete type does not compile in C++20).
+  std::vector<std::string> keys;
+  std::vector<json_value> values;
 
   /// The member named `key`, or null.
   const json_value* find(const char* key) const {
-    for (const auto& m : members)
-      if (m.first == key) return &m.second;
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      if (keys[i] == key) return &values[i];
     return nullptr;
   }
   /// A number (or a string holding one) as a signed integer: false when it
@@ -74,11 +77,11 @@ struct json_value {
         break;
       case type::object:
         out += '{';
-        for (std::size_t i = 0; i < members.size(); ++i) {
+        for (std::size_t i = 0; i < keys.size(); ++i) {
           if (i) out += ',';
-          quote(out, members[i].first);
+          quote(out, keys[i]);
           out += ':';
-          members[i].second.append(out);
+          values[i].append(out);
         }
         out += '}';
         break;
@@ -218,11 +221,11 @@ class json_event_reader {
       }
       for (;;) {
         skip_space();
-        std::pair<std::string, json_value> member;
-        if (!read_string(member.first)) return false;
+        v.keys.emplace_back();
+        if (!read_string(v.keys.back())) return false;
         skip_space();
-        if (!expect(':') || !read_value(member.second, depth + 1)) return false;
-        v.members.push_back(std::move(member));
+        v.values.emplace_back();
+        if (!expect(':') || !read_value(v.values.back(), depth + 1)) return false;
         skip_space();
         const int d = get();
         if (d == '}') return true;

@@ -100,11 +100,10 @@ inline std::string onnxruntime_value_text(const json_value& v) {
   if (v.kind != json_value::type::array) return v.dump();
   std::string out;
   for (const json_value& item : v.items) {
-    if (item.kind != json_value::type::object || item.members.size() != 1 ||
-        item.members[0].second.kind != json_value::type::array)
+    if (item.kind != json_value::type::object || item.keys.size() != 1 || item.values[0].kind != json_value::type::array)
       return v.dump();
     if (!out.empty()) out += ' ';
-    out += item.members[0].first + item.members[0].second.dump();
+    out += item.keys[0] + item.values[0].dump();
   }
   return out;
 }
@@ -136,7 +135,7 @@ inline void onnxruntime_add_arg(onnxruntime_profile& p, const std::string& key, 
       break;
     case json_value::type::object:
       if (depth < 3) {
-        for (const auto& m : v.members) onnxruntime_add_arg(p, key + "." + m.first, m.second, depth + 1);
+        for (std::size_t i = 0; i < v.keys.size(); ++i) onnxruntime_add_arg(p, key + "." + v.keys[i], v.values[i], depth + 1);
         return;
       }
       a.kind = onnxruntime_profile::arg::type::text;
@@ -208,7 +207,7 @@ inline bool read_onnxruntime_profile(const std::string& path, onnxruntime_profil
     ev.tid = static_cast<std::uint64_t>(tid_value);
     ev.first_arg = p.args.size();
     if (const json_value* args = e.find("args"))
-      for (const auto& m : args->members) detail::onnxruntime_add_arg(p, m.first, m.second, 0);
+      for (std::size_t i = 0; i < args->keys.size(); ++i) detail::onnxruntime_add_arg(p, args->keys[i], args->values[i], 0);
     ev.arg_count = p.args.size() - ev.first_arg;
     p.events.push_back(std::move(ev));
   }
