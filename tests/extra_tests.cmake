@@ -11,7 +11,7 @@ edgetrace_project_sanitizers(edgetrace_doctest_runner)
 # test preset leaves them out (asan keeps compile-fail and codegen: with the
 # clang preset out of the default CI run, that is their clang run), and both
 # sanitizer presets leave out `packaging` (a separate, uninstrumented CMake
-# build of ~1 min). See docs/RELIABILITY.md, "Sanitizers".
+# build of ~1 min). See docs/TESTING.md, "What each preset proves".
 
 set(edgetrace_include_dir ${PROJECT_SOURCE_DIR}/include)
 set(edgetrace_std_flag "${CMAKE_CXX17_STANDARD_COMPILE_OPTION}")
@@ -163,7 +163,7 @@ if(TEST pipeline_e2e_test)
     # Examples not built: the test reports itself skipped.
     target_compile_definitions(${pipeline_e2e_test_program} PRIVATE EDGETRACE_TEST_PIPELINE="")
   endif()
-  set_tests_properties(pipeline_e2e_test PROPERTIES LABELS e2e)
+  set_property(TEST pipeline_e2e_test APPEND PROPERTY LABELS e2e)
 endif()
 
 # --- The runtime compiled once (edgetrace::runtime, EDGETRACE_SEPARATE_RUNTIME=1)

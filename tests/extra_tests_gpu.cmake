@@ -19,7 +19,7 @@ endif()
 if(TARGET gpu_test)
   target_compile_definitions(gpu_test PRIVATE EDGETRACE_TEST_GPU_APP="$<TARGET_FILE:gpu_app>")
   edgetrace_test_starts(gpu_test gpu_app)
-  set_tests_properties(gpu_test PROPERTIES LABELS gpu ENVIRONMENT "EDGETRACE_OUTPUT=${EDGETRACE_TEST_TMP}/gpu_test.etr")
+  set_tests_properties(gpu_test PROPERTIES ENVIRONMENT "EDGETRACE_OUTPUT=${EDGETRACE_TEST_TMP}/gpu_test.etr")
   # The same child runs on the separate runtime (edgetrace::runtime): the
   # GPU add-on reaches the flusher through declarations only.
   if(TARGET edgetrace_runtime)

@@ -8,14 +8,15 @@
 # runs the long variants (10 s stress, more kills, more forks).
 
 if(TEST reliability_test)
-  set_tests_properties(reliability_test PROPERTIES LABELS reliability TIMEOUT 900)
+  set_property(TEST reliability_test APPEND PROPERTY LABELS reliability)
+  set_tests_properties(reliability_test PROPERTIES TIMEOUT 900)
 endif()
 # The writer-trust and overload cases (docs/RELIABILITY.md, the sections from
 # "Process life" on) run with the reliability label too.
 foreach(name IN ITEMS writer_trust_test process_life_test clock_start_test cli_overwrite_test stderr_notes_test
                       dso_unload_test reader_resync_test overload_test)
   if(TEST ${name})
-    set_tests_properties(${name} PROPERTIES LABELS reliability)
+    set_property(TEST ${name} APPEND PROPERTY LABELS reliability)
   endif()
 endforeach()
 
@@ -117,7 +118,8 @@ if(TEST dso_unload_test)
     target_compile_definitions(${dso_unload_test_program} PRIVATE EDGETRACE_TEST_DSO_LIB_NVTX="$<TARGET_FILE:dso_lib_nvtx>")
     edgetrace_test_starts(${dso_unload_test_program} dso_lib_nvtx)
   endif()
-  set_tests_properties(dso_unload_test PROPERTIES LABELS reliability TIMEOUT 120)
+  set_property(TEST dso_unload_test APPEND PROPERTY LABELS reliability)
+  set_tests_properties(dso_unload_test PROPERTIES TIMEOUT 120)
 endif()
 
 # --- Reader fuzzing ---------------------------------------------------------
@@ -126,7 +128,11 @@ endif()
 # clang tree or in the asan tree (whose sanitizers it shares; CI fuzzes with
 # build/asan/tests/reader_fuzz), never next to TSan, which cannot be combined
 # with ASan.
+# The reader's: built where the decode room is (EDGETRACE_TEST_ROOMS).
 set(edgetrace_have_reader_fuzz OFF)
+if(NOT "decode" IN_LIST edgetrace_test_rooms)
+  return()
+endif()
 if(CMAKE_CXX_COMPILER_ID MATCHES "Clang" AND (NOT EDGETRACE_SANITIZE OR EDGETRACE_SANITIZE MATCHES "address"))
   include(CheckCXXSourceCompiles)
   set(CMAKE_REQUIRED_FLAGS "-fsanitize=fuzzer,address,undefined")
@@ -159,7 +165,7 @@ add_test(NAME fuzz_regressions
   COMMAND ${CMAKE_COMMAND} -DREPLAY=$<TARGET_FILE:${edgetrace_fuzz_replay}>
     -DDIRS=${CMAKE_CURRENT_SOURCE_DIR}/fuzz/regressions|${CMAKE_CURRENT_SOURCE_DIR}/fuzz/seeds
     -P ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/replay.cmake)
-set_tests_properties(fuzz_regressions PROPERTIES LABELS fuzz)
+set_tests_properties(fuzz_regressions PROPERTIES LABELS "decode;fuzz")
 
 if(edgetrace_have_reader_fuzz)
   add_executable(reader_fuzz fuzz/reader_fuzz.cpp)
@@ -171,5 +177,5 @@ if(edgetrace_have_reader_fuzz)
   add_test(NAME fuzz_smoke
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_fuzz.sh $<TARGET_FILE:reader_fuzz> 5
       ${CMAKE_CURRENT_BINARY_DIR}/fuzz $<TARGET_FILE:trace_app>)
-  set_tests_properties(fuzz_smoke PROPERTIES LABELS fuzz TIMEOUT 120)
+  set_tests_properties(fuzz_smoke PROPERTIES LABELS "decode;fuzz" TIMEOUT 120)
 endif()

@@ -1,25 +1,19 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The full test run: installs what is missing, then builds and runs the whole ctest suite three times:
-#   release  g++, RelWithDebInfo (-O2 -g1: line tables only), with benchmarks, and the tests again under each build knob
-#            (label knob: runtime_test@compact_scopes, ...; tests/knob_configurations.cmake)
-#   asan     clang++, AddressSanitizer + UndefinedBehaviorSanitizer, LeakSanitizer on (also builds the
-#            libFuzzer target reader_fuzz)
-#   tsan     clang++, ThreadSanitizer
-# then fuzzes the dump reader for 60 s with build/asan/tests/reader_fuzz, and runs tools/edge_matrix.sh
-# (aarch64 under qemu, lean builds) when it exists and is executable. Every build has -Werror.
-# The sanitizer presets leave out only tests that run no instrumented code (CMakePresets.json test
-# presets; docs/RELIABILITY.md, "Sanitizers"): asan the packaging tests (a separate CMake build), tsan
-# also compile-fail and codegen identity (label toolchain: they only run the compiler, and asan
-# already runs them with clang). The `clang` preset (plain clang++) stays available, not run here.
-# The asan, tsan and aarch64 presets compile the doctest programs and test drivers at -O0 (all but writer_tests; tsan and aarch64
-# keep sinks_tests at the preset's level too); in asan and tsan the helper programs that are not about header-only
-# mode link edgetrace::runtime (EDGETRACE_TEST_HELPERS_LINK_RUNTIME). Builds run 2 jobs, ctest 3 (one entry more,
-# as tools/edge_matrix.sh).
-# 25 minutes on the faster kind of 2-core machine, about twice that on the slower kind; ~45 % of it the
-# sanitizer presets (measured: docs/RELIABILITY.md, "CI time").
+# The full test run (what CI runs): installs what is missing, then builds each preset and runs the tests
+# whose promise it can check (docs/TESTING.md, "What each preset proves"):
+#   release  g++, RelWithDebInfo (-O2 -g1: line tables only): every room, the benchmarks' smokes, the
+#            packaging tests, and the tests again under each build knob (label knob; tests/knob_configurations.cmake)
+#   asan     clang++, AddressSanitizer + UndefinedBehaviorSanitizer, LeakSanitizer on: every room (also builds
+#            the libFuzzer target reader_fuzz)
+#   tsan     clang++, ThreadSanitizer: the rooms that start threads (writer, flight, gpu, telemetry)
+# then fuzzes the dump reader for 60 CPU-seconds with build/asan/tests/reader_fuzz, and runs
+# tools/edge_matrix.sh (the aarch64 rooms under qemu, the cross-architecture check, lean builds).
+# Every build has -Werror. Builds run 2 jobs, ctest 3 (one entry more, as tools/edge_matrix.sh).
+# Times on 2 cores: docs/TESTING.md, "CI time".
 #
-# Usage: bash tools/run_tests.sh [--help]   (Debian/Ubuntu; apt-get needs root or sudo)
+# Usage: bash tools/run_tests.sh [--quick] [--help]   (Debian/Ubuntu; apt-get needs root or sudo)
+#   --quick                  the release preset alone (every room with g++; no sanitizers, fuzzing or edge matrix)
 #   EDGETRACE_LONG_TESTS=1   long reliability variants (10 s stress, 10 kills, 1000 forks; docs/RELIABILITY.md)
 #   EDGETRACE_FUZZ_SECONDS=N fuzz the reader for N CPU-seconds instead of 60 (one process per core, at most 4)
 #   RUN_TESTS_PRESETS="release clang"   presets to run instead of "release asan tsan"
@@ -30,8 +24,9 @@
 set -euo pipefail
 case ${1-} in
   "") ;;
+  --quick) RUN_TESTS_PRESETS=release RUN_TESTS_EDGE=0 ;;
   -h | --help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; exit 0 ;;
-  *) echo "usage: bash tools/run_tests.sh [--help] (settings are environment variables: see --help)" >&2; exit 1 ;;
+  *) echo "usage: bash tools/run_tests.sh [--quick] [--help] (settings are environment variables: see --help)" >&2; exit 1 ;;
 esac
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include <support/files.hpp>
+#include <support/machine_load.hpp>
 #include <support/process.hpp>
 #include <support/read_dump.hpp>
 #include <support/sanitizers.hpp>
@@ -228,29 +229,80 @@ TEST_CASE("hostile: an OUTPUT no snapshot can go to is reported at start, not fi
 
 // Skipped under sanitizers (their memory map calls are too slow to time)
 // and, by cmake/toolchains/qemu-aarch64-test.sh, under emulation.
+namespace {
+
+/// One run of the pre-fault case: what the app measured, and whether the
+/// machine let it show what the case asserts.
+struct prefault_run {
+  bounded_result r;
+  long long first_span_ms = -1;
+  unsigned long long longest_us = 0;
+  bool measured = false;
+  double others_cpu_s = 0;  // CPU other processes used meanwhile
+  bool held() const {
+    return !r.timed_out && r.exit_code == 0 && measured && first_span_ms >= 0 && first_span_ms < 250 &&
+           longest_us < 150000 && !contains(r.err, "still being faulted in");
+  }
+};
+
+prefault_run run_prefault(const std::string& output) {
+  prefault_run p;
+  const auto before = edgetrace_test::outside_load::now();
+  p.r = run_bounded({app, "map-stalls", "1.5"},
+                    {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + output, "EDGETRACE_FLIGHT_MB=1024",
+                     "EDGETRACE_FLIGHT_AT_EXIT=1"},
+                    60);
+  p.others_cpu_s = edgetrace_test::outside_load::now().since(before);
+  p.measured = std::sscanf(p.r.out.c_str(), "first_span_ms=%lld longest_us=%llu", &p.first_span_ms, &p.longest_us) == 2;
+  return p;
+}
+
+/// Other processes' CPU during the ~2.5 s run above which a missed bound is
+/// the machine's, not the code's: a fifth of a CPU.
+constexpr double prefault_busy_cpu_s = 0.5;
+
+}  // namespace
+
+// Skipped under sanitizers (their memory map calls are too slow to time)
+// and, by cmake/toolchains/qemu-aarch64-test.sh, under emulation.
 TEST_CASE("hostile: a large flight ring is pre-faulted without stalling the app's own memory mapping" *
           doctest::skip(edgetrace_test::sanitized_build)) {
   // 1 GiB takes the flusher half a second or more to fault in. The app's
   // first span (its thread's ring is mapped then) and its own maps and
   // unmaps of 1 MiB meanwhile must not wait for all of it: MAP_POPULATE
-  // held the process's memory map lock for the whole ring.
+  // held the process's memory map lock for the whole ring. The bounds are
+  // times a busy machine stretches too (a preempted map, a flusher that
+  // had not faulted the ring in by the exit, 1.5 s later): a run that
+  // missed one runs once more, and a repeat that missed one on a busy
+  // machine skips the case, saying so.
   const std::string output = tmp + "/hostile-big.etr";
-  const bounded_result r = run_bounded({app, "map-stalls", "1.5"},
-                                       {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + output,
-                                        "EDGETRACE_FLIGHT_MB=1024", "EDGETRACE_FLIGHT_AT_EXIT=1"},
-                                       60);
-  CAPTURE(r.err);
-  CAPTURE(r.out);
-  CHECK_FALSE(r.timed_out);
-  REQUIRE(r.exit_code == 0);
-  long long first_span_ms = -1;
-  unsigned long long longest_us = 0;
-  REQUIRE(std::sscanf(r.out.c_str(), "first_span_ms=%lld longest_us=%llu", &first_span_ms, &longest_us) == 2);
-  REQUIRE(first_span_ms >= 0);
-  CHECK(first_span_ms < 250);
-  CHECK(longest_us < 150000);
-  // The ring still works: the exit snapshot holds the app's span.
   const std::string snapshot = tmp + "/hostile-big.1.etr";
+  ::unlink(snapshot.c_str());
+  prefault_run p = run_prefault(output);
+  if (!p.held()) {
+    MESSAGE("other processes used " << p.others_cpu_s << " s of CPU during a run that missed a bound ("
+                                    << p.r.out << p.r.err << "): running it once more");
+    ::unlink(snapshot.c_str());
+    p = run_prefault(output);
+  }
+  if (!p.held() && p.others_cpu_s > prefault_busy_cpu_s) {
+    const std::string why = "other processes used " + std::to_string(p.others_cpu_s) +
+                            " s of CPU during the run (more than " + std::to_string(prefault_busy_cpu_s) +
+                            "), twice: the machine, not the ring, set the times";
+    edgetrace_test::skip_at_run_time(why.c_str());
+    ::unlink(snapshot.c_str());
+    return;
+  }
+  CAPTURE(p.r.err);
+  CAPTURE(p.r.out);
+  CAPTURE(p.others_cpu_s);
+  CHECK_FALSE(p.r.timed_out);
+  REQUIRE(p.r.exit_code == 0);
+  REQUIRE(p.measured);
+  REQUIRE(p.first_span_ms >= 0);
+  CHECK(p.first_span_ms < 250);
+  CHECK(p.longest_us < 150000);
+  // The ring still works: the exit snapshot holds the app's span.
   REQUIRE(file_exists(snapshot));
   CHECK(load_dump(snapshot).named("map_loop").size() == 1);
   ::unlink(snapshot.c_str());

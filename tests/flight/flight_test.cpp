@@ -438,17 +438,41 @@ TEST_CASE("flight: an argument of the layer still open when the window closed is
 }
 
 TEST_CASE("flight: a snapshot still waiting for its window at exit is written then, and says how long it recorded") {
-  const std::string output = fresh_outputs("flight-cut");
-  // The app idles 500 ms after the call, then exits: well inside 60 s.
-  const auto r = run({app, "flight-call", "1000"}, flight_env(output, {"EDGETRACE_FLIGHT_AFTER_MS=60000"}));
-  CAPTURE(r.err);
-  CHECK(r.exit_code == 0);
-  const chunk_walk w = only_snapshot("flight-cut");
-  CHECK(w.info.trigger == format::snapshot_trigger::call);
-  CHECK(w.info.after_ms >= 400);
-  CHECK(w.info.after_ms < 60000);
-  const auto dump = load_dump(snapshot_file("flight-cut", 1));
-  CHECK(dump.named("after_trigger").size() == 1000);
+  // after_ms counts from when the flusher took the request to the write at
+  // exit; the window (trigger to write) is what the app controls: it idles
+  // 500 ms after the call, then exits, well inside 60 s. On a quiet machine
+  // the flusher takes the request at once, so after_ms is the window less a
+  // few ms; a flusher kept off the CPU for 100 ms or more (a busy machine:
+  // 393 of 500 ms once) is a run that cannot judge that, so it runs once
+  // more, and a second such run skips that one check, saying so.
+  for (int attempt = 1;; ++attempt) {
+    const std::string output = fresh_outputs("flight-cut");
+    const auto r = run({app, "flight-call", "1000"}, flight_env(output, {"EDGETRACE_FLIGHT_AFTER_MS=60000"}));
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 0);
+    const chunk_walk w = only_snapshot("flight-cut");
+    CHECK(w.info.trigger == format::snapshot_trigger::call);
+    CHECK(w.info.after_ms < 60000);
+    edgetrace::reader::dump_reader reader;
+    REQUIRE(reader.open(snapshot_file("flight-cut", 1)));
+    REQUIRE(reader.read_metadata());
+    REQUIRE(reader.snapshot() != nullptr);
+    const std::int64_t window_ms = (reader.snapshot()->window_last_ns - reader.snapshot()->trigger_ns) / 1000000;
+    CAPTURE(window_ms);
+    CHECK(window_ms >= 500);
+    CHECK(w.info.after_ms <= window_ms + 1);
+    const auto dump = load_dump(snapshot_file("flight-cut", 1));
+    CHECK(dump.named("after_trigger").size() == 1000);
+    const std::int64_t late_ms = window_ms - static_cast<std::int64_t>(w.info.after_ms);
+    if (late_ms < 100) break;
+    if (attempt == 2) {
+      const std::string why = "the flusher took the request " + std::to_string(late_ms) +
+                              " ms after the call twice (a busy machine): after_ms against the window not judged";
+      edgetrace_test::skip_at_run_time(why.c_str());
+      return;
+    }
+    MESSAGE("the flusher took the request " << late_ms << " ms after the call (a busy machine): once more");
+  }
 }
 
 TEST_CASE("flight: a run with no trigger writes no file at all") {

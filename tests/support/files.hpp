@@ -17,7 +17,7 @@ namespace edgetrace_test {
 /// tests/tmp. Created when missing. Tests write fixed names in it, and ctest
 /// runs entries side by side: in one shared folder, a decode entry's
 /// hand-made "truncated.etr" once replaced a writer entry's dump between
-/// its run and its reading (docs/RELIABILITY.md, "CI time").
+/// its run and its reading (docs/TESTING.md, "CI time").
 inline const std::string& scratch_dir() {
   static const std::string dir = [] {
     const char* given = std::getenv("ETTEST_TMPDIR");

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <support/files.hpp>
+#include <support/machine_load.hpp>
 #include <support/process.hpp>
 #include <support/read_dump.hpp>
 #include <support/sanitizers.hpp>
@@ -17,7 +18,6 @@
 #include <sched.h>
 #include <sstream>
 #include <string>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -71,31 +71,6 @@ std::vector<listed> explained_lines(const std::string& out) {
   }
   return lines;
 }
-
-/// CPU time, in seconds, that ran on this machine but in neither this
-/// process nor its reaped children: /proc/stat's busy time less our own
-/// (the app and the spinner are children, reaped before the second reading).
-struct outside_load {
-  double busy = 0, ours = 0;
-  static outside_load now() {
-    outside_load l;
-    const std::string stat = read_file("/proc/stat");
-    std::istringstream in(stat.substr(0, stat.find('\n')));
-    std::string cpu;
-    in >> cpu;
-    double v[8] = {};
-    for (double& x : v) in >> x;
-    l.busy = (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / static_cast<double>(::sysconf(_SC_CLK_TCK));
-    for (int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {
-      rusage u{};
-      ::getrusage(who, &u);
-      l.ours += static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-                static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-    }
-    return l;
-  }
-  double since(const outside_load& before) const { return (busy - before.busy) - (ours - before.ours); }
-};
 
 /// What one traced run with a spinner in its middle third showed.
 struct preempted_run {
