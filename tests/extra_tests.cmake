@@ -150,6 +150,18 @@ add_test(NAME architecture_names_existing_files
   COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DDOC=docs/ARCHITECTURE.md
     -P ${CMAKE_CURRENT_SOURCE_DIR}/docs/check_doc_paths.cmake)
 set_tests_properties(architecture_names_existing_files PROPERTIES LABELS docs)
+# The README and every page under docs/: the source files they name (with a
+# folder) exist; their links reach a file and a heading; every page is linked
+# from the README; the README's `edgetrace COMMAND` and `bash FILE` lines run
+# real commands and files.
+file(GLOB edgetrace_doc_pages RELATIVE ${PROJECT_SOURCE_DIR} CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/*.md)
+add_test(NAME docs_name_existing_files
+  COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} "-DDOC=README.md;${edgetrace_doc_pages}" -DPATHS_ONLY=ON
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/docs/check_doc_paths.cmake)
+add_test(NAME docs_links_and_commands
+  COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DCLI=$<TARGET_FILE:edgetrace_cli>
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/docs/check_doc_links.cmake)
+set_tests_properties(docs_name_existing_files docs_links_and_commands PROPERTIES LABELS docs)
 
 # --- The pipeline end-to-end test runs the real examples -------------------
 if(TEST pipeline_e2e_test)

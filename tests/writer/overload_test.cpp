@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <support/files.hpp>
+#include <support/machine_load.hpp>
 #include <support/process.hpp>
 #include <support/read_dump.hpp>
 #include <support/sanitizers.hpp>
@@ -302,17 +303,36 @@ TEST_CASE("overload: thread pools larger than the core count lose nothing by def
     CAPTURE(threads);
     const std::string path = fresh("overload-pool.etr");
     const int each = slow ? 20000 : 200000;
-    const auto r = run({app, "dense-threads", std::to_string(threads), std::to_string(each)},
-                       {"EDGETRACE_OUTPUT=" + path, "EDGETRACE_BUFFER_KB=64"});
-    REQUIRE(r.exit_code == 0);
     // Under qemu-user, 129 emulated threads on 2 CPUs can keep the flusher
     // off the CPUs for 250 ms (seen with 128 threads: "the flusher made no
     // progress for 250 ms (129 threads recording on 2 CPUs)", 0.004-4.6 %
-    // of the records). The bound then drops, as designed, and says why;
-    // there every record must still be accounted for. Natively (and under
-    // the sanitizers) nothing may be lost.
-    const bool starved = edgetrace_test::emulated() &&
-                         r.err.find("the flusher made no progress for 250 ms") != std::string::npos;
+    // of the records); so can other processes on a busy machine (two busy
+    // loops on the 2 cores beside the suite: 29 % once). The bound then
+    // drops, as designed, and says why; every record must still be
+    // accounted for. A starved run on a busy machine is run once more, and
+    // a second one is accepted, saying so. Natively on a quiet machine (and
+    // under the sanitizers) nothing may be lost.
+    bool starved = false;
+    edgetrace_test::process_result r;
+    for (int attempt = 1; attempt <= 2; ++attempt) {
+      const auto before = edgetrace_test::outside_load::now();
+      const auto started = std::chrono::steady_clock::now();
+      r = run({app, "dense-threads", std::to_string(threads), std::to_string(each)},
+              {"EDGETRACE_OUTPUT=" + path, "EDGETRACE_BUFFER_KB=64"});
+      const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      const double others_cpu_s = edgetrace_test::outside_load::now().since(before);
+      starved = r.err.find("the flusher made no progress for 250 ms") != std::string::npos;
+      const bool busy = others_cpu_s > 0.25 * wall_s;  // a quarter of a CPU, on average
+      if (!starved || edgetrace_test::emulated()) break;
+      if (!busy) {
+        starved = false;  // a quiet machine: the drops are the code's, and fail below
+        break;
+      }
+      MESSAGE("other processes used " << others_cpu_s << " s of CPU in the " << wall_s << " s run of " << threads
+                                      << " threads, which starved the flusher"
+                                      << (attempt == 1 ? ": running it once more" : " again: drops accepted, counted"));
+    }
+    REQUIRE(r.exit_code == 0);
     CAPTURE(r.err);
     CHECK((r.err.empty() || starved));
     const auto figures = dense_threads(path);
@@ -327,7 +347,7 @@ TEST_CASE("overload: thread pools larger than the core count lose nothing by def
       if (!starved) CHECK(t.spans == static_cast<std::uint64_t>(each));
     }
     if (starved) {
-      MESSAGE("qemu: the flusher was starved with " << threads << " threads; " << dropped << " records dropped, counted");
+      MESSAGE("the flusher was starved with " << threads << " threads; " << dropped << " records dropped, counted");
     } else {
       CHECK(dropped == 0);
     }

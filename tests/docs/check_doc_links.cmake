@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: MIT
+# cmake -P check: the documents' links and commands are true.
+# - every relative Markdown link in README.md and docs/*.md, [text](path) or
+#   [text](path#anchor) or [text](#anchor), names a file that exists and,
+#   for a .md file, a heading of it (GitHub's anchors: lower case, spaces
+#   to '-', punctuation but '-' and '_' dropped);
+# - every page under docs/ is linked from README.md;
+# - every `edgetrace COMMAND` at the start of a line of README.md's code
+#   blocks is a command `edgetrace help` lists (CLI given), and every
+#   `bash FILE` there names a file of the checkout.
+# Inputs (-D): SOURCE_DIR (the checkout); CLI (the edgetrace executable; optional).
+cmake_minimum_required(VERSION 3.16)
+if(NOT DEFINED SOURCE_DIR)
+  message(FATAL_ERROR "check_doc_links.cmake: -DSOURCE_DIR=... is required")
+endif()
+
+# The anchors a Markdown file's headings give, as GitHub makes them.
+function(doc_anchors file out)
+  file(STRINGS ${file} headings REGEX "^#+ ")
+  set(anchors)
+  foreach(h IN LISTS headings)
+    string(REGEX REPLACE "^#+ +" "" h "${h}")
+    string(TOLOWER "${h}" h)
+    string(REGEX REPLACE "[^a-z0-9 _-]" "" h "${h}")
+    string(REPLACE " " "-" h "${h}")
+    list(APPEND anchors "${h}")
+  endforeach()
+  set(${out} "${anchors}" PARENT_SCOPE)
+endfunction()
+
+file(GLOB pages RELATIVE ${SOURCE_DIR} ${SOURCE_DIR}/docs/*.md)
+set(documents README.md ${pages})
+set(problems)
+set(checked 0)
+foreach(doc IN LISTS documents)
+  file(READ ${SOURCE_DIR}/${doc} text)
+  # Leave out code blocks: a link there is code, not a link.
+  string(REGEX REPLACE "```[^`]*```" "" text "${text}")
+  get_filename_component(doc_dir ${SOURCE_DIR}/${doc} DIRECTORY)
+  # Brackets would group CMake list items: mark the links first.
+  string(REPLACE "](" "@LINK@(" text "${text}")
+  string(REGEX MATCHALL "@LINK@\\([^) \t]+\\)" links "${text}")
+  list(REMOVE_DUPLICATES links)
+  foreach(link IN LISTS links)
+    string(REGEX REPLACE "^@LINK@\\((.*)\\)$" "\\1" target "${link}")
+    if(target MATCHES "^[a-z]+:")
+      continue()  # https:, mailto:
+    endif()
+    math(EXPR checked "${checked} + 1")
+    set(anchor)
+    set(path "${target}")
+    if(target MATCHES "^([^#]*)#(.*)$")
+      set(path "${CMAKE_MATCH_1}")
+      set(anchor "${CMAKE_MATCH_2}")
+    endif()
+    if(path STREQUAL "")
+      set(file ${SOURCE_DIR}/${doc})
+    else()
+      get_filename_component(file ${doc_dir}/${path} ABSOLUTE)
+    endif()
+    if(NOT EXISTS ${file})
+      list(APPEND problems "${doc}: ${target}: no such file")
+      continue()
+    endif()
+    if(anchor AND file MATCHES "\\.md$")
+      doc_anchors(${file} anchors)
+      if(NOT anchor IN_LIST anchors)
+        list(APPEND problems "${doc}: ${target}: no heading gives #${anchor}")
+      endif()
+    endif()
+  endforeach()
+endforeach()
+
+file(READ ${SOURCE_DIR}/README.md readme)
+foreach(page IN LISTS pages)
+  string(FIND "${readme}" "](${page}" at)
+  if(at EQUAL -1)
+    list(APPEND problems "README.md does not link ${page}")
+  endif()
+endforeach()
+
+# Commands in README.md's code blocks.
+string(REGEX MATCHALL "```sh[^`]*```" blocks "${readme}")
+set(commands)
+if(CLI)
+  execute_process(COMMAND ${CLI} help OUTPUT_VARIABLE help ERROR_VARIABLE help)
+endif()
+foreach(block IN LISTS blocks)
+  string(REPLACE "\n" ";" block_lines "${block}")
+  foreach(line IN LISTS block_lines)
+    if(CLI AND line MATCHES "^edgetrace ([a-z]+)")
+      set(command "${CMAKE_MATCH_1}")
+      math(EXPR checked "${checked} + 1")
+      if(NOT help MATCHES "(^|\n) +${command} ")
+        list(APPEND problems "README.md runs `edgetrace ${command}`, which `edgetrace help` does not list")
+      endif()
+    endif()
+    if(line MATCHES "^bash ([^ ]+)")
+      math(EXPR checked "${checked} + 1")
+      if(NOT EXISTS ${SOURCE_DIR}/${CMAKE_MATCH_1})
+        list(APPEND problems "README.md runs `bash ${CMAKE_MATCH_1}`, which does not exist")
+      endif()
+    endif()
+  endforeach()
+endforeach()
+
+if(problems)
+  string(REPLACE ";" "\n  " problems "${problems}")
+  message(FATAL_ERROR "the documents have broken links or commands:\n  ${problems}")
+endif()
+message(STATUS "all ${checked} links and commands of README.md and docs/*.md hold")
