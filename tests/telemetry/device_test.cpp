@@ -204,6 +204,23 @@ TEST_CASE("EDGETRACE_SAMPLE_MS: off samples nothing; a bad value says so and sam
   er::dump_reader r;
   REQUIRE(opened(r, dump));
   CHECK(r.writers().begin()->second.device.period_us == 100000);
+
+  // A *_MS setting takes its unit too (as EDGETRACE_START_AFTER does), or seconds.
+  for (const auto& expected : {std::pair<std::string, std::uint64_t>{"5ms", 5000}, {"1s", 1000000}, {" 20 ms", 20000}}) {
+    const std::string& setting = expected.first;
+    const std::uint64_t period_us = expected.second;
+    CAPTURE(setting);
+    const process_result unit =
+        run({app, "device-steps", "0.1", "-1", "sleep"}, {"EDGETRACE_OUTPUT=" + dump, "EDGETRACE_SAMPLE_MS=" + setting});
+    REQUIRE(unit.exit_code == 0);
+    CHECK_FALSE(contains(unit.err, "EDGETRACE_SAMPLE_MS"));
+    er::dump_reader u;
+    REQUIRE(opened(u, dump));
+    CHECK(u.writers().begin()->second.device.period_us == period_us);
+  }
+  const process_result other_unit =
+      run({app, "device-steps", "0.1", "-1", "sleep"}, {"EDGETRACE_OUTPUT=" + dump, "EDGETRACE_SAMPLE_MS=5us"});
+  CHECK(contains(other_unit.err, "EDGETRACE_SAMPLE_MS='5us' is not a whole number in 1..60000 or off; using the default 100"));
 }
 
 TEST_CASE("a board whose files hold garbage: the app runs, the values are ignored and counted, the reader is clean") {

@@ -78,12 +78,14 @@ struct preempted_run {
   std::size_t quiet = 0, spun = 0, spun_explained = 0;
   std::vector<std::string> quiet_lines;  // the quiet iterations it explained anyway
   double others_cpu_s = 0;               // CPU other processes used meanwhile
+  std::size_t steps = 0;                 // iterations the app ran (about 3000)
 
   /// Whether it showed everything the case asserts.
   bool held() const {
     bool all_run_queue = top.size() == 10;
     for (const listed& l : top) all_run_queue = all_run_queue && contains(l.text, "waited on the run queue");
-    return all_run_queue && quiet > 1000 && quiet_lines.empty() && spun > 100 && spun_explained * 10 >= spun * 9;
+    return all_run_queue && steps > 1000 && quiet > 1000 && quiet_lines.empty() && spun > 100 &&
+           spun_explained * 10 >= spun * 9;
   }
 };
 
@@ -111,7 +113,10 @@ preempted_run run_preempted() {
   std::vector<std::int64_t> begins;
   for (const loaded_event& e : d.named("step")) begins.push_back(e.begin_ns);
   std::sort(begins.begin(), begins.end());
-  REQUIRE(begins.size() > 1000);
+  // A busy machine also takes iterations away (1 ms steps on a CPU shared
+  // with other processes): fewer than 3000 is no failure here; held() judges.
+  REQUIRE(begins.size() > 10);
+  result.steps = begins.size();
 
   const process_result slowest = run({cli, "summary", dump, "--per", "step"});
   REQUIRE(slowest.exit_code == 0);
@@ -175,6 +180,7 @@ TEST_CASE("another process on the app's CPU shows as run-queue wait; the quiet t
   }
   CAPTURE(r.others_cpu_s);
 
+  CHECK(r.steps > 1000);
   // The default list: the slowest (p99 and above), each explained by the run queue.
   REQUIRE(r.top.size() == 10);
   for (const listed& l : r.top) {

@@ -116,6 +116,19 @@ TEST_CASE("lifecycle: bad and unknown variables get one line each naming the var
   CHECK(load_dump(dump_path).named("app_span").size() == 1000);  // still traced, with defaults
 }
 
+TEST_CASE("lifecycle: the *_MS settings take their unit, or seconds; another unit is a bad value") {
+  const std::string dump_path = fresh("ms-units.etr");
+  const auto good = run({app, "idle"}, {"EDGETRACE_OUTPUT=" + dump_path, "EDGETRACE_FLUSH_MS=20ms"});
+  CHECK(good.exit_code == 0);
+  CHECK(good.err.empty());
+  const auto seconds = run({app, "idle"}, {"EDGETRACE_OUTPUT=" + dump_path, "EDGETRACE_FLUSH_MS=1s"});
+  CHECK(seconds.exit_code == 0);
+  CHECK(seconds.err.empty());
+  const auto bad = run({app, "idle"}, {"EDGETRACE_OUTPUT=" + dump_path, "EDGETRACE_FLUSH_MS=20min"});
+  CHECK(bad.exit_code == 0);
+  CHECK(contains(bad.err, "EDGETRACE_FLUSH_MS='20min' is not a whole number in 1..60000; using the default 10"));
+}
+
 TEST_CASE("lifecycle: a misspelt variable is reported even when tracing is off") {
   const auto r = run({app, "idle"}, {"EDGETRACE_OUTPU=run.etr"});
   CHECK(r.exit_code == 0);

@@ -144,13 +144,34 @@ inline bool parse_unsigned(const char* text, std::uint64_t& value) noexcept {
   return *p == '\0';
 }
 
-/// Parses an unsigned decimal in [lo, hi]; on anything else reports one line
-/// naming the variable and the default, and returns the default.
-inline std::uint64_t env_unsigned(const char* name, std::uint64_t lo, std::uint64_t hi, std::uint64_t fallback) noexcept {
+/// A *_MS setting: whole milliseconds, with or without the unit (`5`,
+/// `5ms`), or whole seconds (`2s`), as the window settings take units.
+inline bool parse_milliseconds(const char* text, std::uint64_t& ms) noexcept {
+  char digits[32];
+  std::size_t n = 0;
+  const char* p = text;
+  while (*p == ' ') ++p;
+  while (*p >= '0' && *p <= '9' && n + 1 < sizeof digits) digits[n++] = *p++;
+  digits[n] = '\0';
+  while (*p == ' ') ++p;
+  std::uint64_t scale = 1;
+  if (std::strcmp(p, "s") == 0) scale = 1000;
+  else if (*p != '\0' && std::strcmp(p, "ms") != 0) return false;
+  if (!parse_unsigned(digits, ms) || ms > ~std::uint64_t{0} / scale) return false;
+  ms *= scale;
+  return true;
+}
+
+/// Parses an unsigned decimal in [lo, hi] (with `milliseconds`, also `5ms`
+/// or `2s`: parse_milliseconds); on anything else reports one line naming
+/// the variable and the default, and returns the default.
+inline std::uint64_t env_unsigned(const char* name, std::uint64_t lo, std::uint64_t hi, std::uint64_t fallback,
+                                  bool milliseconds = false) noexcept {
   const char* text = std::getenv(name);
   if (text == nullptr) return fallback;
   std::uint64_t value = 0;
-  if (!parse_unsigned(text, value) || value < lo || value > hi) {
+  const bool parsed = milliseconds ? parse_milliseconds(text, value) : parse_unsigned(text, value);
+  if (!parsed || value < lo || value > hi) {
     report("%s='%.64s' is not a whole number in %llu..%llu; using the default %llu", name, text,
            static_cast<unsigned long long>(lo), static_cast<unsigned long long>(hi),
            static_cast<unsigned long long>(fallback));
@@ -177,14 +198,14 @@ inline bool env_space_mb(const char* name, std::uint64_t lo, std::uint32_t& mb, 
   return false;
 }
 
-/// EDGETRACE_SAMPLE_MS: `off` (0), or milliseconds in 1..max_flush_ms; on
-/// anything else one line, and the default.
+/// EDGETRACE_SAMPLE_MS: `off` (0), or milliseconds in 1..max_flush_ms
+/// (`100`, `100ms`, `1s`); on anything else one line, and the default.
 inline std::uint32_t env_sample_ms() noexcept {
   const char* text = std::getenv("EDGETRACE_SAMPLE_MS");
   if (text == nullptr) return default_sample_ms;
   if (std::strcmp(text, "off") == 0) return 0;
   std::uint64_t value = 0;
-  if (parse_unsigned(text, value) && value >= 1 && value <= max_flush_ms) return static_cast<std::uint32_t>(value);
+  if (parse_milliseconds(text, value) && value >= 1 && value <= max_flush_ms) return static_cast<std::uint32_t>(value);
   report("EDGETRACE_SAMPLE_MS='%.64s' is not a whole number in 1..%u or off; using the default %u", text, max_flush_ms,
          default_sample_ms);
   return default_sample_ms;
@@ -294,7 +315,7 @@ inline settings read_settings() noexcept {
   if (s.categories != nullptr && *s.categories == '\0') s.categories = nullptr;
   const std::uint64_t kb = env_unsigned("EDGETRACE_BUFFER_KB", min_buffer_kb, max_buffer_kb, default_buffer_kb);
   s.ring_records = kb * 1024 / 24;
-  s.flush_ms = static_cast<std::uint32_t>(env_unsigned("EDGETRACE_FLUSH_MS", 1, max_flush_ms, default_flush_ms));
+  s.flush_ms = static_cast<std::uint32_t>(env_unsigned("EDGETRACE_FLUSH_MS", 1, max_flush_ms, default_flush_ms, true));
   s.sample_ms = env_sample_ms();
   s.drop_when_full = env_choice("EDGETRACE_ON_FULL", {"wait", "drop"}) == 1;
   s.signal_flush = env_choice("EDGETRACE_SIGNAL_FLUSH", {"0", "1"}) == 1;
@@ -316,11 +337,11 @@ inline settings read_settings() noexcept {
                                   "keeping the default: 5 % of the dump's file system, at most 512 MiB");
   s.flight_bytes = env_unsigned("EDGETRACE_FLIGHT_MB", min_flight_mb, max_flight_mb, default_flight_mb) << 20;
   s.flight_after_ms = static_cast<std::uint32_t>(
-      env_unsigned("EDGETRACE_FLIGHT_AFTER_MS", 0, max_flush_ms, default_flight_after_ms));
+      env_unsigned("EDGETRACE_FLIGHT_AFTER_MS", 0, max_flush_ms, default_flight_after_ms, true));
   s.flight_max = static_cast<std::uint32_t>(env_unsigned("EDGETRACE_FLIGHT_MAX", 0, 1000000, default_flight_max));
   s.flight_keep = static_cast<std::uint32_t>(env_unsigned("EDGETRACE_FLIGHT_KEEP", 1, 1000000, default_flight_keep));
   s.flight_gap_ms = static_cast<std::uint32_t>(
-      env_unsigned("EDGETRACE_FLIGHT_GAP_MS", 0, 24u * 3600 * 1000, default_flight_gap_ms));
+      env_unsigned("EDGETRACE_FLIGHT_GAP_MS", 0, 24u * 3600 * 1000, default_flight_gap_ms, true));
   s.flight_at_exit = env_choice("EDGETRACE_FLIGHT_AT_EXIT", {"0", "1"}) == 1;
   switch (env_choice("EDGETRACE_SNAPSHOT_SIGNAL", {"off", "USR1", "USR2", "SIGUSR1", "SIGUSR2"})) {
     case 1: case 3: s.snapshot_signal = SIGUSR1; break;
