@@ -94,6 +94,41 @@ TEST_CASE("focus: the slowest iterations and one either side in full, every othe
   CHECK_FALSE(whole["otherData"].has("focus"));
 }
 
+TEST_CASE("focus: a mark as the iteration (EDGETRACE_MARK frames): the time between marks, slowest in full") {
+  // The same 40 iterations, each begun by a "frame" mark instead of a span
+  // (what the README recommends for frames), and one mark after the last.
+  dump_builder d;
+  d.process(1, process_fields{});
+  d.calibration(1, {{0, 1000000}, {1000000000, 1001000000}});
+  definitions defs;
+  defs.category(1, "c").site(1, fmt::site_kind::mark, 1, "frame").site(2, fmt::site_kind::span, 1, "layer");
+  d.defs(1, defs).thread(1, 1, 10, "main");
+  events main(1, 1000);
+  std::uint64_t t = 1000;
+  for (int i = 0; i < iterations; ++i) {
+    const auto found = slow.find(i);
+    const std::uint64_t length = found != slow.end() ? found->second : 1000;
+    main.instant(1, t).span(2, t + 10, t + length / 2).span(2, t + length / 2, t + length - 10);
+    t += length;
+  }
+  main.instant(1, t);
+  d.event_chunk(1, main).end(1);
+  const std::string dump = saved_dump(d, "focus_marks.etr");
+  const std::string out = scratch("focus_marks.json");
+  const auto r = run_cli({"json", dump, "-o", out, "--focus", "slowest:2", "--per", "frame"});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(r.err.find("edgetrace: --focus: the 2 slowest of 40 iterations of \"frame\" (8.000 us or longer) and one "
+                   "either side of each, 6 in all, in full; the other 34 as their marks alone") != std::string::npos);
+  json_lite::value doc;
+  std::string error;
+  REQUIRE(json_lite::parse(read_file(out), doc, error));
+  std::map<std::string, int> count;
+  for (const auto& e : doc["traceEvents"].items)
+    if (e["ph"].str() != "M") ++count[e["ph"].str() + " " + e["name"].str()];
+  CHECK(count["X layer"] == 2 * 6);  // inside the six kept in full only
+  CHECK(count["i frame"] + count["I frame"] + count["R frame"] == iterations + 1);  // every mark
+}
+
 TEST_CASE("focus: a bad --focus or --per is a usage error, a name that no span has says so") {
   const std::string dump = focus_dump();
   const std::string out = scratch("focus_bad.json");
@@ -107,7 +142,7 @@ TEST_CASE("focus: a bad --focus or --per is a usage error, a name that no span h
       {{"--focus", "slowest:0", "--per", "frame"}, "--focus needs slowest:N"},
       {{"--focus", "slowest:x", "--per", "frame"}, "--focus needs slowest:N"},
       {{"--per", "frame"}, "--per NAME goes with --focus slowest:N"},
-      {{"--focus", "slowest:2", "--per", "fram"}, "--focus: no span named \"fram\""},
+      {{"--focus", "slowest:2", "--per", "fram"}, "--focus: no span or mark named \"fram\""},
   };
   for (const bad& b : cases) {
     for (const char* command : {"json", "perfetto"}) {

@@ -7,6 +7,7 @@
 #include <regex>
 
 #include <support/analysis_workload.hpp>
+#include <support/dump_builder.hpp>
 #include <support/json_lite.hpp>
 
 namespace report_test {
@@ -59,6 +60,44 @@ TEST_CASE("report embeds the summary data, histograms and thread bars, and refer
   CHECK(html.find("<svg") != std::string::npos);
   CHECK(html.find("Thread utilisation") != std::string::npos);
   CHECK(html.find("iterations") != std::string::npos);
+}
+
+TEST_CASE("report in network order lists every layer; a cut table says how to see the rest") {
+  // 33 layers, each once per iteration, in order: a model deeper than the
+  // default --top 30.
+  dump_builder d;
+  d.process(1).calibration(1, {{0, 0}, {1000000000, 1000000000}});
+  definitions defs;
+  defs.category(1, "infer");
+  for (std::uint64_t layer = 1; layer <= 33; ++layer)
+    defs.site(layer, edgetrace::format::site_kind::span, 1, "layer_" + std::to_string(layer));
+  d.defs(1, defs);
+  d.thread(1, 1, 101, "infer");
+  events e(1, 1000);
+  for (std::uint64_t iteration = 0; iteration < 5; ++iteration)
+    for (std::uint64_t layer = 1; layer <= 33; ++layer) {
+      const std::uint64_t begin = 1000 + (iteration * 33 + layer) * 1000;
+      e.span(layer, begin, begin + 100 * layer);
+    }
+  d.event_chunk(1, e);
+  d.end(1);
+  const std::string dump_path = saved_dump(d, "report_33_layers");
+  const std::string out = scratch("report_33_layers.html");
+
+  const auto ordered = run_cli({"report", dump_path, "-o", out, "--sort-by", "order"});
+  REQUIRE_MESSAGE(ordered.exit_code == 0, ordered.err);
+  std::string html = read_file(out);
+  for (const char* layer : {"layer_1<", "layer_30<", "layer_31<", "layer_33<"}) {
+    CAPTURE(layer);
+    CHECK(html.find(layer) != std::string::npos);
+  }
+  CHECK(html.find("rows shown") == std::string::npos);
+  CHECK(html.find("layer_31<") > html.find("layer_30<"));  // in the order they ran
+
+  const auto by_total = run_cli({"report", dump_path, "-o", out});
+  REQUIRE_MESSAGE(by_total.exit_code == 0, by_total.err);
+  html = read_file(out);
+  CHECK(html.find("30 of 33 rows shown (--top 33 shows them all)") != std::string::npos);
 }
 
 // Renders the report in headless Chromium and checks a screenshot comes

@@ -306,7 +306,7 @@ int prepare_selection(const command& c, const parsed_options& p, et::dump_reader
   if (focus->rfind("slowest:", 0) != 0 || !parse_count(focus->substr(8), n) || n == 0)
     return usage_error(&c, "--focus needs slowest:N (N >= 1: the N slowest iterations in full), not '" + *focus + "'");
   if (per == nullptr || per->empty())
-    return usage_error(&c, "--focus slowest:N needs --per NAME, the span of one iteration (e.g. --per frame)");
+    return usage_error(&c, "--focus slowest:N needs --per NAME, the span or mark of one iteration (e.g. --per frame)");
   et::focus_result found;
   std::string error;
   if (!et::focus_slowest(r, *per, static_cast<std::size_t>(n), s, found, error))
@@ -314,7 +314,8 @@ int prepare_selection(const command& c, const parsed_options& p, et::dump_reader
   s.focus_note = "the " + std::to_string(found.slowest) + " slowest of " + std::to_string(found.iterations) +
                  " iterations of \"" + *per + "\" (" + et::detail::format_duration(static_cast<std::uint64_t>(found.threshold_ns)) +
                  " or longer) and one either side of each, " + std::to_string(found.kept) + " in all, in full; the other " +
-                 std::to_string(found.iterations - found.kept) + " as one slice each";
+                 std::to_string(found.iterations - found.kept) +
+                 (found.marks ? " as their marks alone" : " as one slice each");
   std::fprintf(stderr, "edgetrace: --focus: %s\n", s.focus_note.c_str());
   return exit_ok;
 }

@@ -16,6 +16,9 @@ int run_report(const command& c, const arguments& args) {
   o.top = 30;
   std::string format;
   if (const int rc = summary_options_from(c, p, o, format); rc != exit_ok) return rc;
+  // A table in network order (or by name) is a walk through every layer:
+  // cut at 30 it dropped a 33-layer model's last three. Every row, unless --top.
+  if (!p.get("--top") && (o.sort_by == et::summary_column::order || o.sort_by == et::summary_column::key)) o.top = 0;
   const std::string* given = p.get("--output");
   const std::string output = given ? *given : with_extension(p.positional[0], ".html");
   if (output.empty()) return usage_error(&c, "empty output file name");

@@ -180,7 +180,7 @@ inline std::string report_table(const summary_result& s, const std::string& labe
   h += "</tbody></table>\n";
   if (s.rows_before_top > s.rows.size())
     h += "<p class=\"note\">" + std::to_string(s.rows.size()) + " of " + std::to_string(s.rows_before_top) +
-         " rows shown.</p>\n";
+         " rows shown (--top " + std::to_string(s.rows_before_top) + " shows them all).</p>\n";
 
   return h;
 }

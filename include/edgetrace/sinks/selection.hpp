@@ -19,6 +19,7 @@
 
 #include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/decode/model.hpp>
+#include <edgetrace/sinks/summary/iterations.hpp>
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
@@ -90,28 +91,56 @@ struct focus_result {
   std::size_t slowest = 0;     ///< the slowest asked for (fewer when there are fewer)
   std::size_t kept = 0;        ///< kept in full: the slowest and one either side of each
   std::int64_t threshold_ns = 0;  ///< duration of the fastest of the slowest
+  bool marks = false;             ///< iterations between marks (no span of that name)
 };
 
 /// `--focus slowest:N --per NAME`: full detail for the `n` slowest instances
 /// of span `name` (outermost on their thread) and the instance before and
 /// after each on its thread; every other instance kept as its one slice.
-/// Sets `s`'s focus fields from a forward pass over `r`. False with `error`
-/// when the pass fails or no span is named `name`.
+/// With a mark `name` (and no span of that name), an iteration is the time
+/// between two consecutive marks of one thread, as `summary --per` counts
+/// it (not across a pause): the slowest and their neighbours in full, the
+/// others as their marks alone. Sets `s`'s focus fields from a forward pass
+/// over `r`. False with `error` when the pass fails or no span or mark is
+/// named `name`.
 inline bool focus_slowest(dump_reader& r, const std::string& name, std::size_t n, event_selection& s,
                           focus_result& result, std::string& error) {
   using window = std::pair<std::int64_t, std::int64_t>;
   // Memory: 16 bytes an instance (its window), the N slowest, and the
   // windows of every iteration once merged (16 bytes each again, the
   // threads' own lists freed as they are merged in).
+  bool span_named = false, mark_named = false;
+  for (const auto& w : r.writers())
+    for (const auto& site : w.second.sites)
+      if (site.second.name == name) {
+        span_named = span_named || site.second.kind == format::site_kind::span;
+        mark_named = mark_named || site.second.kind == format::site_kind::mark;
+      }
+  if (!span_named && !mark_named) {
+    error = "--focus: no span or mark named \"" + name + "\" in the dump (--per names the span or mark of one iteration)";
+    return false;
+  }
+  const bool marks = !span_named;  // a span of that name wins, as in summary --per
   std::map<const thread_info*, std::vector<window>> found;
   const bool ok = r.read_events([&](const event& e) {
-    if (e.kind == event_kind::span && e.site != nullptr && e.site->name == name)
+    if (e.site == nullptr || e.site->name != name) return;
+    if (marks ? (e.kind == event_kind::instant && e.site->kind == format::site_kind::mark) : e.kind == event_kind::span)
       found[e.thread].emplace_back(e.begin_ns, e.end_ns);
   });
   if (!ok) {
     error = r.error();
     return false;
   }
+  if (marks)
+    for (auto& entry : found) {  // each thread's marks become the iterations between them
+      std::vector<window>& list = entry.second;
+      std::sort(list.begin(), list.end());
+      std::size_t kept = 0;
+      for (std::size_t i = 1; i < list.size(); ++i)
+        if (!crosses_pause(*entry.first->writer, list[i - 1].first, list[i].first))
+          list[kept++] = window{list[i - 1].first, list[i].first};
+      list.resize(kept);
+    }
   // The slowest: a min-heap held to n of (duration, ~thread #, ~index), so
   // that of equal durations the earliest listed stay.
   using ranked = std::tuple<std::int64_t, std::size_t, std::size_t>;
@@ -134,10 +163,12 @@ inline bool focus_slowest(dump_reader& r, const std::string& name, std::size_t n
     threads.push_back(&list);
   }
   if (total == 0) {
-    error = "--focus: no span named \"" + name + "\" in the dump (--per names the span of one iteration)";
+    error = "--focus: no iteration of \"" + name + "\" in the dump (" +
+            (marks ? "a mark needs two on one thread, with no pause between" : "no instance of the span") + ")";
     return false;
   }
   result.iterations = total;
+  result.marks = marks;
   result.slowest = slowest.size();
   std::set<std::pair<std::size_t, std::size_t>> kept;
   result.threshold_ns = std::get<0>(slowest.top());  // the fastest of the slowest
@@ -181,7 +212,9 @@ class event_filter {
     if (e.kind == event_kind::span && s_.min_dur_ns != 0 &&
         static_cast<std::uint64_t>(e.end_ns - e.begin_ns) < s_.min_dur_ns)
       return false;
-    if (s_.focused() && !(e.kind == event_kind::span && e.site != nullptr && e.site->name == s_.focus_name) &&
+    if (s_.focused() &&
+        !((e.kind == event_kind::span || e.kind == event_kind::instant) && e.site != nullptr &&
+          e.site->name == s_.focus_name) &&
         !in_focus(e.begin_ns, e.end_ns))
       return false;
     if (!s_.filter) return true;
