@@ -9,6 +9,7 @@
 #include <support/files.hpp>
 #include <support/process.hpp>
 #include <support/small_fs.hpp>
+#include <support/sanitizers.hpp>
 #include <support/spawn.hpp>
 #include <support/test_env.hpp>
 
@@ -68,10 +69,10 @@ stopped_dump check_stopped(const std::string& path, edgetrace::format::capture_r
 /// trace_app "fill BATCHES SPANS" into `dump` with `settings` besides
 /// EDGETRACE_OUTPUT; it must exit 0 (its stderr is captured for any failure).
 edgetrace_test::process_result fill(const std::string& dump, const std::vector<std::string>& settings,
-                                    const char* batches = "200", const char* spans = "10000") {
+                                    const char* batches = "200", const char* spans = "10000", const char* idle_ms = "0") {
   std::vector<std::string> env{"EDGETRACE_OUTPUT=" + dump};
   env.insert(env.end(), settings.begin(), settings.end());
-  auto r = run({app, "fill", batches, spans}, env);
+  auto r = run({app, "fill", batches, spans, idle_ms}, env);
   INFO("stderr: ", r.err);
   REQUIRE(r.exit_code == 0);
   return r;
@@ -93,6 +94,59 @@ TEST_CASE("space: EDGETRACE_MAX_MB: recording stops near the bound, the dump end
   CHECK(d.fill_spans > 100000);
   CHECK(d.fill_spans < 2000000);
   ::unlink(dump.c_str());
+}
+
+TEST_CASE("space: after the stop the dump does not grow: an app that idles on ends complete at its size") {
+  // The once-a-second calibration pair went on after the stop: 40 B a
+  // second until the bound, and a clean exit then read "killed or crashed?".
+  const std::string dump = fresh("max-mb-idle.etr");
+  const auto r = fill(dump, {"EDGETRACE_MAX_MB=1", "EDGETRACE_MIN_FREE_MB=0"}, "200", "10000", "2500");
+  CAPTURE(r.err);
+  CHECK(contains(r.out, "idle_growth=0\n"));
+  CHECK(file_size(dump) <= (1u << 20));
+  check_stopped(dump, edgetrace::format::capture_reason::max_size);
+  ::unlink(dump.c_str());
+}
+
+TEST_CASE("space: busy threads under a small bound: every run ends complete below it, the rest dropped and counted") {
+  // 4 threads as fast as they can, 1 MiB rings, a 1 MiB bound: before,
+  // the backlog written after the stop passed the margin and 13 runs in 16
+  // (1-2 MiB) ended without their end record, tracing off.
+  const bool slow = edgetrace_test::sanitized_build || edgetrace_test::emulated();
+  const int each = slow ? 100000 : 1000000;
+  for (int run_number = 0; run_number < 6; ++run_number) {
+    CAPTURE(run_number);
+    const std::string dump = fresh("max-mb-dense.etr");
+    const auto r = run({app, "dense-threads", "4", std::to_string(each)},
+                       {"EDGETRACE_OUTPUT=" + dump, "EDGETRACE_MAX_MB=1", "EDGETRACE_MIN_FREE_MB=0"});
+    CAPTURE(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK_FALSE(contains(r.err, "tracing is off"));
+    CHECK(contains(r.err, "recording stopped for good"));
+    CHECK(file_size(dump) <= (1u << 20));
+    edgetrace::reader::dump_reader reader;
+    REQUIRE(reader.open(dump));
+    REQUIRE(reader.read_events([](const edgetrace::reader::event&) {}));
+    CHECK(reader.complete());
+    CHECK_FALSE(reader.damaged());
+    std::uint64_t spans = 0, dropped = 0;
+    int dense = 0;
+    for (const auto* t : reader.threads_in_order()) {
+      if (t->name.rfind("dense-", 0) != 0) continue;
+      ++dense;
+      CAPTURE(t->name);
+      CHECK(t->spans == t->stats_written);  // every span written is read
+      spans += t->spans;
+      dropped += t->stats_dropped;
+    }
+    CHECK(dense == 4);
+    // Recorded until the stop reached each thread, the rest not at all: what
+    // was recorded is either in the file or counted as dropped.
+    CHECK(spans > 0);
+    CHECK(spans + dropped <= 4u * static_cast<std::uint64_t>(each));
+    if (dropped != 0) CHECK(contains(r.err, "did not fit below it and were dropped, counted in the dump"));
+    ::unlink(dump.c_str());
+  }
 }
 
 TEST_CASE("space: the guard's verdicts: write, stop recording near a bound, refuse a write past it") {

@@ -72,6 +72,7 @@ class runtime final : public runtime_stream, private flusher_output {
     // published before it hold no records any more once the loop is done.
     const std::uint64_t unloaded_epoch_now = unloaded_epoch.load(std::memory_order_acquire);
     const std::uint64_t now_ns = kind == sweep::cycle ? clock_ns(CLOCK_MONOTONIC) : 0;
+    if (EDGETRACE_DETAIL_UNLIKELY(space_.bounded())) measure_in_flight();
     double fullest = 0;
     std::size_t later = 0;
     thread_ring* previous = nullptr;
@@ -216,7 +217,10 @@ class runtime final : public runtime_stream, private flusher_output {
       }
       if (sampler_ != nullptr && wait_ns > sampler_->period_ns()) wait_ns = sampler_->period_ns();
       const std::uint64_t now = clock_ns(CLOCK_MONOTONIC);
-      if (!file_.failed_acquire() && !ended_ &&
+      // After a stop near a bound nothing is recorded any more: no pair
+      // either, or the dump grew 40 B a second to the bound (the end
+      // writes the last one).
+      if (!file_.failed_acquire() && !ended_ && !space_.stopped() &&
           (calibrations_ < 3 ? now - last_calibration_ns_ > 20000000u : now - last_calibration_ns_ > 1000000000u))
         write_calibration();
       if (signal_.pending()) serve_signal();
@@ -287,11 +291,12 @@ class runtime final : public runtime_stream, private flusher_output {
   /// Why records were dropped under EDGETRACE_ON_FULL=wait, summed over
   /// threads (the exit report names each cause that applies).
   struct drop_causes {
-    std::uint64_t stalled = 0, signal = 0, unloaded = 0;
+    std::uint64_t stalled = 0, signal = 0, unloaded = 0, room = 0;
     void add(const thread_ring& ring) noexcept {
       stalled += ring.stall_dropped.load(std::memory_order_relaxed);
       signal += ring.signal_dropped;
       unloaded += ring.unloaded_dropped;
+      room += ring.room_dropped;
     }
   };
   drop_causes retired_causes_;  ///< flusher only: those of retired rings
@@ -333,6 +338,14 @@ class runtime final : public runtime_stream, private flusher_output {
       }
     }
     if (dropped == 0) return;
+    if (causes.room != 0)
+      report("%llu records recorded before the stop near the dump's bound reached their threads did not fit "
+             "below it and were dropped, counted in the dump (docs/RELIABILITY.md, \"The dump never fills the "
+             "disk\")",
+             static_cast<unsigned long long>(causes.room));
+    if (dropped == causes.room) return;
+    // The other causes, as before.
+    dropped -= causes.room;
     const double percent = 100.0 * static_cast<double>(dropped) / static_cast<double>(written + dropped);
     if (config_.drop_when_full) {
       report("%llu of %llu records (%.1f%%) were dropped because a thread's ring was full (EDGETRACE_ON_FULL=drop; "

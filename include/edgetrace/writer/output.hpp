@@ -320,7 +320,15 @@ class dump_file {
 // 64 KiB to 64 MiB) recording stops for good, in the dump's words (a
 // recording record, writer/capture_control.hpp), so what was recorded is
 // written and the dump ends complete; a write that would pass the bound
-// itself is never made: tracing turns off as on a full disk. Free space is
+// itself is never made: tracing turns off as on a full disk. So that no
+// write has to pass it, the flusher asks before it encodes a ring
+// (stream::drain_locked): records that would come near the bound stop
+// recording first, and after the stop, records that would not fit before
+// it, less a tail kept for the end (thread totals, a last calibration pair,
+// the end chunk), are dropped, counted in their thread's total, instead of
+// written: the dump always ends complete (4 dense threads on 1 MiB rings
+// under a 1-2 MiB bound ended without their end record 13 runs in 16 when
+// the backlog written after the stop passed the margin). Free space is
 // read with one fstatvfs at most every 100 ms, and at every write once it
 // is within three margins of the floor; in between the guard subtracts
 // what it wrote. Flight mode writes snapshots only, bounded by its own
@@ -363,12 +371,7 @@ class space_guard {
         return verdict::refuse;
       }
       if (!stopped_ && written + size > max_bytes_ - margin(max_bytes_)) {
-        std::snprintf(why, why_size,
-                      "the dump reached %s of EDGETRACE_MAX_MB=%llu; recording stopped for good (what was "
-                      "recorded is written, the dump ends complete)",
-                      size_text(written + size).text, static_cast<unsigned long long>(max_bytes_ >> 20));
-        stopped_ = true;
-        reason_ = format::capture_reason::max_size;
+        stop_near_max(written + size, why, why_size);
         return verdict::stop_recording;
       }
     }
@@ -381,15 +384,52 @@ class space_guard {
     }
     free_bytes_ = free_now;
     if (!stopped_ && free_now < floor_bytes_ + margin(floor_bytes_)) {
-      std::snprintf(why, why_size,
-                    "the dump's file system has %s free, near %s; recording stopped for good so that the "
-                    "trace does not fill it (what was recorded is written, the dump ends complete)",
-                    size_text(free_now).text, floor_text());
-      stopped_ = true;
-      reason_ = format::capture_reason::min_free;
+      stop_near_floor(free_now, why, why_size);
       return verdict::stop_recording;
     }
     return verdict::write;
+  }
+
+  /// Whether a bound applies to this stream and tracing is on: the
+  /// flusher then asks before it encodes (stream::fits_below_bound).
+  bool bounded() const noexcept {
+    return enabled_ && !refused_ && (max_bytes_ != 0 || (enabled_free_ && (min_free_auto_ || min_free_bytes_ != 0)));
+  }
+
+  /// The tail kept below a bound after the stop: thread totals (a few
+  /// dozen bytes each), a last calibration pair, capture and end chunks.
+  static std::uint64_t tail_bytes(std::uint64_t threads) noexcept { return 4096 + 64 * threads; }
+
+  /// The bytes a dump of `written` bytes may still take: below
+  /// EDGETRACE_MAX_MB, and above the free-space floor as last known; the
+  /// most a uint64 holds when neither applies.
+  std::uint64_t room(std::uint64_t written) const noexcept {
+    std::uint64_t left = ~std::uint64_t{0};
+    if (!enabled_ || refused_) return left;
+    if (max_bytes_ != 0) left = written >= max_bytes_ ? 0 : max_bytes_ - written;
+    if (enabled_free_ && floor_bytes_ != 0) {
+      const std::uint64_t above = free_bytes_ > floor_bytes_ ? free_bytes_ - floor_bytes_ : 0;
+      left = std::min(left, above);
+    }
+    return left;
+  }
+
+  /// Before encoding what would make the dump `size` bytes larger than
+  /// `written` (the file and the output not yet written): whether that
+  /// comes near a bound, in which case recording stops now (once; one line
+  /// in `why` for the caller's report, as check()'s stop_recording).
+  bool stop_if_near(std::uint64_t written, std::uint64_t size, char* why, std::size_t why_size) noexcept {
+    if (!enabled_ || refused_ || stopped_) return false;
+    if (max_bytes_ != 0 && written + size > max_bytes_ - margin(max_bytes_)) {
+      stop_near_max(written, why, why_size);
+      return true;
+    }
+    if (enabled_free_ && floor_bytes_ != 0 &&
+        (free_bytes_ < size || free_bytes_ - size < floor_bytes_ + margin(floor_bytes_))) {
+      stop_near_floor(free_bytes_, why, why_size);
+      return true;
+    }
+    return false;
   }
 
   /// Whether a stop_recording verdict was given (once per stream), and for
@@ -409,6 +449,25 @@ class space_guard {
   }
 
  private:
+  /// The stop, and its one line.
+  void stop_near_max(std::uint64_t written, char* why, std::size_t why_size) noexcept {
+    std::snprintf(why, why_size,
+                  "the dump reached %s of EDGETRACE_MAX_MB=%llu; recording stopped for good (what fits below it is "
+                  "written, what does not is dropped and counted; the dump ends complete)",
+                  size_text(written).text, static_cast<unsigned long long>(max_bytes_ >> 20));
+    stopped_ = true;
+    reason_ = format::capture_reason::max_size;
+  }
+  void stop_near_floor(std::uint64_t free_now, char* why, std::size_t why_size) noexcept {
+    std::snprintf(why, why_size,
+                  "the dump's file system has %s free, near %s; recording stopped for good so that the trace does "
+                  "not fill it (what fits above it is written, what does not is dropped and counted; the dump ends "
+                  "complete)",
+                  size_text(free_now).text, floor_text());
+    stopped_ = true;
+    reason_ = format::capture_reason::min_free;
+  }
+
   /// A size for a message: whole MiB from 1 MiB up, else KiB.
   struct size_words {
     char text[32];

@@ -146,6 +146,17 @@ class runtime_stream : public encoder_host {
   /// EDGETRACE_MAX_MB and EDGETRACE_MIN_FREE_MB (writer/output.hpp); once
   /// it stopped recording, device sampling stops too.
   space_guard space_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role);
+  /// Records the flusher encoded (drain_locked): with the file's size, the
+  /// bytes a record takes in this dump, for fits_below_bound.
+  std::uint64_t records_encoded_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
+  /// What threads encoding their own records may hand over before they see
+  /// a stop (measure_in_flight, once a cycle under a bound).
+  std::uint64_t in_flight_reserve_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
+  /// Set once the dump comes within what threads encoding their own records
+  /// could hand over of its bound (measure_in_flight), and at the stop:
+  /// threads stop encoding their own records (may_help), so that what
+  /// reaches the file passes the flusher's room check first.
+  std::atomic<bool> helping_off_for_room_{false};
 
   // ---- latency triggers (EDGETRACE_TRIGGER; writer/flight/triggers.hpp).
   // Set before the flusher starts, then the flusher's alone.
@@ -157,11 +168,13 @@ class runtime_stream : public encoder_host {
   /// Whether a thread may encode its own records when the flusher falls
   /// behind (writer/help.hpp), as far as the stream is concerned: the
   /// policy is wait, no latency trigger judges records (the flusher's
-  /// alone), the output works and the stream is not ending. Any thread;
-  /// the caller reads it with its ring's drain lock held, so a shutdown
-  /// that began before it took the lock is seen.
+  /// alone), the output works, recording has not stopped near the dump's
+  /// bound and the stream is not ending. Any thread; the caller reads it
+  /// with its ring's drain lock held, so a shutdown that began before it
+  /// took the lock is seen.
   bool may_help() const noexcept {
-    return !config_.drop_when_full && !triggers_ready_ && !file_.failed() && !control_.stopping();
+    return !config_.drop_when_full && !triggers_ready_ && !file_.failed() && !control_.stopping() &&
+           !helping_off_for_room_.load(std::memory_order_relaxed);
   }
   /// The process kept every CPU it may use busy at the flusher's last
   /// look (cpu_load): threads encode their own records then.
@@ -253,6 +266,12 @@ class runtime_stream : public encoder_host {
   /// past one is not made, and tracing is off.
   bool room_for(std::size_t size) noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     char why[512];
+    // What threads encoding their own records may still hand over counts as
+    // written already: the stop must come before it is.
+    if (space_.bounded() && space_.stop_if_near(file_.size(), size + in_flight_reserve_, why, sizeof why)) {
+      report("EDGETRACE_OUTPUT '%s': %s", file_.path(), why);
+      helping_off_for_room_.store(true, std::memory_order_relaxed);
+    }
     const space_guard::verdict verdict =
         space_.check(file_.descriptor(), file_.size(), size, clock_ns(CLOCK_MONOTONIC), why, sizeof why);
     if (verdict == space_guard::verdict::write) return true;
@@ -265,7 +284,60 @@ class runtime_stream : public encoder_host {
     // check_capture stops recording (space_.stopped()): this may run inside
     // an encoding, under other locks.
     report("EDGETRACE_OUTPUT '%s': %s", file_.path(), why);
+    helping_off_for_room_.store(true, std::memory_order_relaxed);
     return true;
+  }
+
+  /// Under a bound, once a cycle: the events payloads that threads
+  /// encoding their own records (writer/help.hpp) may hand over before a
+  /// stop reaches them, every buffer of each such thread. They reach the
+  /// file whatever the room (their records are counted as written), so the
+  /// room check below keeps them free.
+  /// Once the room left is less than what every thread could hand over
+  /// (and the margin), threads stop helping: what is in flight then only
+  /// shrinks.
+  void measure_in_flight() noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
+    const std::uint64_t now_ns = clock_ns(CLOCK_MONOTONIC);
+    const std::uint64_t per_thread =
+        ring_encoding::buffer_count * ring_encoding::buffer_bytes(ring_encoding::payload_for(config_.ring_records * sizeof(record)));
+    std::uint64_t helping = 0, threads = 0;
+    for (thread_ring* ring = rings_.first(); ring != nullptr; ring = ring->next_attached.load(std::memory_order_acquire)) {
+      ++threads;
+      if (ring->help_until_ns.load(std::memory_order_relaxed) > now_ns || encoding_of(*ring).has_handed()) ++helping;
+    }
+    in_flight_reserve_ = helping * per_thread;
+    const std::uint64_t room = space_.room(file_.size() + encoder_.output().size());
+    if (room < threads * per_thread + space_guard::margin(room) + space_guard::tail_bytes(threads))
+      helping_off_for_room_.store(true, std::memory_order_relaxed);
+  }
+
+  /// Before `ring`'s published records are encoded, under a bound
+  /// (EDGETRACE_MAX_MB, the free-space floor): how many of them may be,
+  /// at twice the bytes a record has taken in this dump so far (3 to 24
+  /// each; 8 before any), with what threads encoding their own records may
+  /// still hand over (measure_in_flight). Records that would come near the bound stop recording first
+  /// (space_guard::stop_if_near); after the stop, only what fits below the
+  /// bound, less the tail the end needs, is encoded (the caller drops the
+  /// rest, counted). The most a uint64 holds: all of them.
+  std::uint64_t records_below_bound(const thread_ring& ring, const ring_encoding& enc) noexcept
+      EDGETRACE_DETAIL_REQUIRES(flusher_role) {
+    constexpr std::uint64_t all = ~std::uint64_t{0};
+    const std::uint64_t records = unread(ring);
+    std::uint64_t per_record = records_encoded_ == 0 ? 8 : file_.size() / records_encoded_ + 1;
+    per_record = per_record < 3 ? 3 : per_record > sizeof(record) ? sizeof(record) : per_record;
+    const std::uint64_t cost = 2 * per_record;
+    (void)enc;
+    const std::uint64_t overhead = in_flight_reserve_ + 4 * (format::chunk_header_size + format::chunk_trailer_size);
+    const std::uint64_t written = file_.size() + encoder_.output().size();
+    char why[512];
+    if (space_.stop_if_near(written, records * cost + overhead, why, sizeof why)) {
+      report("EDGETRACE_OUTPUT '%s': %s", file_.path(), why);
+      helping_off_for_room_.store(true, std::memory_order_relaxed);
+    }
+    if (!space_.stopped() || records == 0) return all;
+    const std::uint64_t room = space_.room(written);
+    const std::uint64_t reserved = space_guard::tail_bytes(encoder_.threads_seen()) + overhead;
+    return room <= reserved ? 0 : (room - reserved) / cost;
   }
 
   /// Checks, before a write, that the descriptor still names the dump (one
@@ -538,18 +610,29 @@ class runtime_stream : public encoder_host {
     // The write position first, then the unload epoch: a record pushed
     // after an unload (by a library loaded since, maybe at the same
     // address) is then always read with that unload's sites forgotten.
+    std::uint64_t limit = ~std::uint64_t{0};
+    if (EDGETRACE_DETAIL_UNLIKELY(space_.bounded())) limit = records_below_bound(ring, enc);
     record* const published = ring.write_pos.load(order_acquire);
     if (EDGETRACE_DETAIL_UNLIKELY(unloaded_epoch.load(std::memory_order_acquire) != unloaded_seen_))
       forget_unloaded_sites();
     encoder_.begin_ring(ring, enc, unloaded_seen_);
+    std::uint64_t left = limit;
     const std::size_t count = consume_runs_to(
         ring, published,
         [&](record* first, record* last) EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
+          if (static_cast<std::uint64_t>(last - first) > left) last = first + left;
           encoder_.add_run(ring, enc, first, last);
+          left -= static_cast<std::uint64_t>(last - first);
           return last;
         },
         [this] { control_.wake_room_waiters(); });
     encoder_.end_ring(enc);
+    records_encoded_ += count;
+    if (EDGETRACE_DETAIL_UNLIKELY(left == 0)) {
+      // No room below the bound after the stop for the rest: dropped,
+      // counted in the thread's total (its thread stats), never written.
+      ring.room_dropped += consume_to(ring, published, [](const record&) {}, [this] { control_.wake_room_waiters(); });
+    }
     if (EDGETRACE_DETAIL_UNLIKELY(ring.signal_drops.load(std::memory_order_relaxed) != 0)) write_signal_drops(ring, enc);
     return count;
   }

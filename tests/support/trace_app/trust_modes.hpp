@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <string>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <thread>
@@ -185,10 +186,11 @@ inline int stagger_mode(const char* name, int ms) {
   return 0;
 }
 
-/// "fill BATCHES SPANS": BATCHES batches of SPANS spans named "fill", each
+/// "fill BATCHES SPANS [IDLE_MS]": BATCHES batches of SPANS spans named "fill", each
 /// flushed, 1 ms apart (a dump that grows toward EDGETRACE_MAX_MB or a
-/// small file system's floor). Prints the spans issued.
-inline int fill_mode(int batches, int spans_per_batch) {
+/// small file system's floor). Prints the spans issued; with IDLE_MS, then
+/// idles that long and prints how much the dump grew meanwhile.
+inline int fill_mode(int batches, int spans_per_batch, int idle_ms) {
   long issued = 0;
   for (int b = 0; b < batches; ++b) {
     named_spans("fill", spans_per_batch);
@@ -197,6 +199,19 @@ inline int fill_mode(int batches, int spans_per_batch) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   std::printf("issued=%ld\n", issued);
+  if (idle_ms > 0) {
+    // How much the dump grows while nothing is recorded (EDGETRACE_OUTPUT
+    // as given: no %p in it).
+    const auto size = [] {
+      struct stat st {};
+      const char* path = std::getenv("EDGETRACE_OUTPUT");
+      return path != nullptr && ::stat(path, &st) == 0 ? static_cast<long long>(st.st_size) : -1LL;
+    };
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const long long before = size();
+    std::this_thread::sleep_for(std::chrono::milliseconds(idle_ms));
+    std::printf("idle_growth=%lld\n", size() - before);
+  }
   return 0;
 }
 
@@ -267,7 +282,10 @@ inline const app_mode trust_modes[] = {
      [](int argc, char** argv) { return argc > 3 ? stagger_mode(argv[2], std::atoi(argv[3])) : missing_argument("stagger"); }},
     {"exec-self", [](int argc, char**) { return exec_self_mode(argc > 2); }},
     {"fill",
-     [](int argc, char** argv) { return argc > 3 ? fill_mode(std::atoi(argv[2]), std::atoi(argv[3])) : missing_argument("fill"); }},
+     [](int argc, char** argv) {
+       return argc > 3 ? fill_mode(std::atoi(argv[2]), std::atoi(argv[3]), argc > 4 ? std::atoi(argv[4]) : 0)
+                       : missing_argument("fill");
+     }},
 };
 
 }  // namespace trace_app

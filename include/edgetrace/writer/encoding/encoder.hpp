@@ -178,10 +178,12 @@ class chunk_encoder : public chunk_writer {
   }
 
   /// A thread's dropped total: full ring, signal handlers that landed
-  /// inside the thread's own push, and records of an unloaded library
-  /// (the last two as written so far).
+  /// inside the thread's own push, records of an unloaded library (the
+  /// last two as written so far), and records with no room below the
+  /// dump's bound.
   static std::uint64_t dropped_records(const thread_ring& ring) noexcept {
-    return ring.drop_count.load(std::memory_order_relaxed) + ring.signal_dropped + ring.unloaded_dropped;
+    return ring.drop_count.load(std::memory_order_relaxed) + ring.signal_dropped + ring.unloaded_dropped +
+           ring.room_dropped;
   }
 
   /// The process chunk.
