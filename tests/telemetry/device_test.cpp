@@ -140,6 +140,24 @@ TEST_CASE("a fake board's values and their changes land in the dump at the right
     CHECK(contains(bytes, "cpu0 clock (MHz)"));
     CHECK(contains(bytes, "17000000.ga10b GPU clock (MHz)"));
   }
+  SUBCASE("a live follower names the thread of a thread's device track, as the reader does") {
+    // top --follow said "thread #2": the follower read no thread chunk.
+    er::dump_follower follower;
+    REQUIRE(follower.open(dump));
+    REQUIRE(follower.poll([](const er::followed_span&) {}));
+    const auto devices = follower.devices();
+    REQUIRE(devices.size() == 1);
+    int thread_tracks = 0;
+    for (const er::device_track& t : devices.front()->device.tracks) {
+      if (t.thread_id == 0) continue;
+      ++thread_tracks;
+      const std::string label = er::device_track_label(*devices.front(), t);
+      CAPTURE(label);
+      CHECK(label.find('#') == std::string::npos);
+      CHECK(contains(label, "thread steps ("));  // the app's thread, by name and tid
+    }
+    CHECK(thread_tracks > 0);
+  }
   SUBCASE("top --follow shows a line of the latest values") {
     const process_result top = run({cli, "top", dump, "--follow", "--interval", "0.1"});
     REQUIRE(top.exit_code == 0);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <edgetrace/decode/clock_model.hpp>
+#include <edgetrace/decode/detail/metadata_chunks.hpp>
 #include <edgetrace/decode/device.hpp>
 #include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/format.hpp>
@@ -149,8 +150,9 @@ class dump_follower {
     std::uint64_t nominal_rate = 0;
     std::uint64_t pid = 0;  ///< from its process chunk (0: not seen yet)
     bool ended = false;
-    writer_info device;  ///< its device tracks and their last two samples each (devices())
+    writer_info device;  ///< its device tracks and their last two samples each, and its threads (devices())
   };
+  detail::thread_table threads_;  ///< names the threads of the device's run-queue tracks
   std::chrono::steady_clock::time_point last_growth_ = std::chrono::steady_clock::now();
   enum class step : std::uint8_t { chunk, skip, wait };
 
@@ -276,7 +278,12 @@ class dump_follower {
         break;
       }
       case format::chunk_type::device_samples: read_device_samples(w, in); break;
-      default: break;  // threads, stats, capture, gpu, annotations, snapshot: not shown by top
+      case format::chunk_type::thread: {  // a device track of a thread names it: "thread infer (1234)"
+        detail::diagnostic_log ignored;
+        detail::read_thread(ignored, threads_, w.device, in, 0);
+        break;
+      }
+      default: break;  // stats, capture, gpu, annotations, snapshot: not shown by top
     }
   }
 

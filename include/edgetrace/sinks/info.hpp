@@ -289,7 +289,7 @@ struct info_totals {
 /// The thread table of a writer, columns sized to their content (text
 /// columns left, numbers right); adds each thread to `totals`. "" when the
 /// writer has no threads.
-inline std::string thread_table(const writer_info& w, info_totals& totals) {
+inline std::string threads_text(const writer_info& w, info_totals& totals) {
   using ull = unsigned long long;
   using row = std::array<std::string, 8>;
   std::vector<row> rows;
@@ -376,7 +376,7 @@ void writer_text(const writer_info& w, const gpu_moves& moves, std::string& text
   write_capture_info(w, field);
   write_annotation_info(w, field);
   write_device_info(w, field);
-  const std::string table = thread_table(w, totals);
+  const std::string table = threads_text(w, totals);
   if (w.gpu.present) text += gpu_text(w, moves);
   text += table.empty() ? std::string("  (no threads)\n") : table;
 }

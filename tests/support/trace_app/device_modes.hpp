@@ -17,7 +17,7 @@ inline std::uint64_t thread_cpu_ns() {
 
 /// "device-steps SECONDS [CPU [sleep]]": spans "step" for SECONDS, each
 /// about 1 ms of the thread's own CPU time (or a 1 ms sleep with `sleep`),
-/// pinned to CPU when it is >= 0. Prints "steps N".
+/// pinned to CPU when it is >= 0, on a thread named "steps". Prints "steps N".
 inline int device_steps_mode(double seconds, int cpu, bool sleep) {
   // The flusher keeps the process's CPUs (it was made in static
   // initialisation, and takes them itself when a pinned thread makes it).
@@ -27,6 +27,7 @@ inline int device_steps_mode(double seconds, int cpu, bool sleep) {
     CPU_SET(cpu, &set);
     if (sched_setaffinity(0, sizeof set, &set) != 0) std::perror("trace_app: sched_setaffinity");
   }
+  EDGETRACE_THREAD_NAME("steps");
   const std::uint64_t deadline = now_ns() + static_cast<std::uint64_t>(seconds * 1e9);
   std::uint64_t steps = 0;
   volatile std::uint64_t sink = 0;
