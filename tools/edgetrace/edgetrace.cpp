@@ -109,6 +109,10 @@ const command commands[] = {
      "                              case; 'off' for none): their self time is left out of\n"
      "                              share and of the threads' busy time\n"
      "  --wait-category LIST        spans of these categories are waiting too (comma list)\n"
+     "  --columns LIST              the table's columns besides the name, in its order\n"
+     "                              (e.g. calls,total,self,p50,p99,max,share; also mean,\n"
+     "                              min, p90, p95, p99.9, avg/iter, %iter, the gpu and\n"
+     "                              peak mem columns); csv and json keep every field\n"
      "  --format table|csv|json     output format (default table)\n"
      "  -o, --output OUT            write to OUT instead of standard output\n",
      run_summary},

@@ -342,7 +342,7 @@ const std::vector<const char*> summary_valued = {"--by",       "--top",      "--
                                                  "--thread",   "--sort-by",  "--min-time",  "--max-time",
                                                  "--iteration", "--skip-warmup", "--phase",   "--format",
                                                  "--output",    "--per",         "--wait",    "--wait-category",
-                                                 "--slowest"};
+                                                 "--slowest",  "--columns"};
 
 bool parse_conversion(const command& c, const arguments& args, std::vector<const char*> valued, const char* extension,
                       conversion_arguments& a, int& rc) {
@@ -411,6 +411,19 @@ int summary_options_from(const command& c, const parsed_options& p, et::summary_
     o.by_args_only = !base_seen && !o.by_args.empty();
     if (!o.by_args.empty() && o.by != et::group_by::name)
       return usage_error(&c, "--by arg:KEY splits rows by name; it does not combine with --by " + std::string(o.by == et::group_by::category ? "category" : "thread"));
+  }
+  if (const std::string* v = p.get("--columns")) {
+    for (const std::string& item : et::split_list(*v)) {
+      const std::string key = et::detail::summary_column_key(item);
+      const auto& known = et::detail::summary_column_keys();
+      if (std::find(known.begin(), known.end(), key) == known.end()) {
+        std::string names;
+        for (const std::string& k : known) names += (names.empty() ? "" : ",") + k;
+        return usage_error(&c, "--columns: no column '" + item + "' (the columns: " + names + ")");
+      }
+      o.columns.push_back(key);
+    }
+    if (o.columns.empty()) return usage_error(&c, "--columns needs a list of columns, e.g. --columns calls,total,self,p50,p99,max");
   }
   std::uint64_t n = 0;
   if (const std::string* v = p.get("--top")) {

@@ -12,6 +12,7 @@ int run_report(const command& c, const arguments& args) {
   parsed_options p;
   if (int rc; !parse_analysis_options(c, args, p, rc)) return rc;
   if (p.get("--format")) return usage_error(&c, "a report is HTML; --format does not apply");
+  if (p.get("--columns")) return usage_error(&c, "a report shows every column; --columns is for summary's table");
   et::summary_options o;
   o.top = 30;
   std::string format;

@@ -5,6 +5,7 @@
 #include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -85,6 +86,50 @@ inline std::string sort_label(const summary_result& s) {
   return (s.ascending == default_ascending ? "" : s.ascending ? "+" : "-") + name;
 }
 
+/// A column header as --columns spells it: lower case, without spaces,
+/// '_', '-' or '.' ("p99.9" is "p999", "% iter" is "%iter", "+peak mem" is
+/// "+peakmem").
+inline std::string summary_column_key(const std::string& header) {
+  std::string key;
+  for (char ch : header)
+    if (ch != ' ' && ch != '_' && ch != '-' && ch != '.') key += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return key;
+}
+
+/// Every column --columns may name (those of data the dump lacks, gpu and
+/// memory, are simply absent from its table).
+inline const std::vector<std::string>& summary_column_keys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> k;
+    for (const auto& c : summary_columns())
+      if (c.id != summary_column::key) k.push_back(summary_column_key(c.header));
+    for (const char* h : {"avg/iter", "% iter", "gpu calls", "gpu total", "gpu mean", "gpu p50", "gpu p99", "gpu max",
+                          "peak mem", "+peak mem"})
+      k.push_back(summary_column_key(h));
+    return k;
+  }();
+  return keys;
+}
+
+/// Keeps the leading `fixed` columns and those --columns names, in the
+/// table's own order.
+inline void keep_columns(std::vector<std::vector<std::string>>& cells, std::size_t fixed,
+                         const std::vector<std::string>& columns) {
+  if (columns.empty() || cells.empty()) return;
+  std::vector<bool> keep(cells.front().size(), false);
+  for (std::size_t i = 0; i < keep.size(); ++i)
+    keep[i] = i < fixed || std::find(columns.begin(), columns.end(), summary_column_key(cells.front()[i])) != columns.end();
+  for (std::vector<std::string>& line : cells) {
+    std::size_t out = 0;
+    for (std::size_t i = 0; i < line.size() && i < keep.size(); ++i)
+      if (keep[i]) {
+        if (out != i) line[out] = std::move(line[i]);
+        ++out;
+      }
+    line.resize(out);
+  }
+}
+
 /// The rows of the table: one line per row, the host columns, then
 /// avg/iter and % iter (--per), the gpu and the memory columns.
 inline std::string rows_table(const summary_result& s) {
@@ -129,6 +174,7 @@ inline std::string rows_table(const summary_result& s) {
     if (s.memory) line.insert(line.end(), {readable_bytes(r.mem_peak), readable_bytes(r.mem_growth)});
     cells.push_back(line);
   }
+  keep_columns(cells, s.by == group_by::name ? 2 : 1, s.columns);
   return render_table(cells, s.by == group_by::name ? 2 : 1);
 }
 

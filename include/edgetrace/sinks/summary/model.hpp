@@ -63,6 +63,10 @@ struct summary_options {
   /// its values only ("op=conv"), whatever its name; others keep their name.
   bool by_args_only = false;
   std::size_t top = 0;                  ///< rows to keep after sorting; 0 = all
+  /// --columns: the text table's columns besides the name (and category),
+  /// as summary_column_key() spells them (empty = all); CSV and JSON keep
+  /// every field.
+  std::vector<std::string> columns;
   std::shared_ptr<const std::regex> filter;  ///< span name filter (regex_search), compiled once
   std::vector<std::string> categories;  ///< keep spans of these categories (empty = all)
   std::vector<std::string> threads;     ///< keep these threads, by name or OS tid (empty = all)
@@ -154,6 +158,7 @@ struct thread_usage {
 
 struct summary_result {
   std::vector<summary_row> rows;  ///< sorted, at most `top`
+  std::vector<std::string> columns;  ///< summary_options::columns
   std::size_t rows_before_top = 0;
   std::uint64_t spans_read = 0;       ///< spans decoded
   std::uint64_t spans_in_rows = 0;    ///< spans counted in some row (before --top)

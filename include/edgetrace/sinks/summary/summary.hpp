@@ -62,6 +62,7 @@ class summary_builder : private detail::summary_selection {
   summary_result finish() {
     summary_result out = std::move(result_);
     out.by = options_.by;
+    out.columns = options_.columns;
     out.by_args = options_.by_args;
     out.by_args_only = options_.by_args_only;
     out.sort_by = options_.sort_by;
