@@ -30,9 +30,12 @@ struct process_result {
 /// Forks and execs `argv` (no shell) with the current environment minus
 /// every EDGETRACE_* variable, plus `env` ("NAME=value" entries, replacing an
 /// inherited NAME). The child's stdout is `out_fd`, its stderr the file
-/// `err_path`. Returns the child's pid, or -1.
+/// `err_path`; `before_exec`, when given, runs in the child just before
+/// execve (its output redirected already), and a non-zero return is the
+/// child's exit code instead (e.g. dropping to an unprivileged user).
+/// Returns the child's pid, or -1.
 inline pid_t launch(const std::vector<std::string>& argv, const std::vector<std::string>& env, int out_fd,
-                    const std::string& err_path) {
+                    const std::string& err_path, int (*before_exec)() = nullptr) {
   std::vector<std::string> environment;
   auto overridden = [&](const std::string& entry) {
     for (const auto& e : env)
@@ -52,6 +55,8 @@ inline pid_t launch(const std::vector<std::string>& argv, const std::vector<std:
     const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(out_fd, 1);
     ::dup2(err, 2);
+    if (before_exec != nullptr)
+      if (const int code = before_exec(); code != 0) ::_exit(code);
     ::execve(args[0], args.data(), envp.data());
     ::_exit(127);
   }
@@ -63,13 +68,13 @@ inline int exit_code_of(int status) { return WIFEXITED(status) ? WEXITSTATUS(sta
 
 /// Runs `argv` as launch() does and waits for it; output goes through temp files.
 inline process_result run(const std::vector<std::string>& argv, const std::vector<std::string>& env = {},
-                          const std::string& tmpdir = scratch_dir()) {
+                          const std::string& tmpdir = scratch_dir(), int (*before_exec)() = nullptr) {
   static int counter = 0;
   const std::string base = tmpdir + "/proc_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
   const std::string out_path = base + ".out", err_path = base + ".err";
   process_result result;
   const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  const pid_t pid = launch(argv, env, out, err_path);
+  const pid_t pid = launch(argv, env, out, err_path, before_exec);
   if (out >= 0) ::close(out);
   int status = 0;
   struct rusage usage {};

@@ -148,33 +148,12 @@ std::string fresh_fifo(const std::string& name) {
 // Before: the app hung in open() during static initialisation, before main.
 namespace {
 
-/// Runs `argv` with `env` as an unprivileged user: as itself when it is not
-/// root, else as nobody (65534), so it holds no CAP_SYS_NICE. Returns its
-/// exit status and stdout.
-std::pair<int, std::string> run_unprivileged(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
-  int out[2];
-  REQUIRE(::pipe(out) == 0);
-  std::vector<char*> args, envp;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(out[1], 1);
-    ::close(out[0]);
-    if (::geteuid() == 0 && (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(126);
-    ::execve(args[0], args.data(), envp.data());
-    ::_exit(127);
-  }
-  ::close(out[1]);
-  std::string text;
-  char buffer[4096];
-  for (ssize_t n; (n = ::read(out[0], buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
-  ::close(out[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return {edgetrace_test::exit_code_of(status), text};
+/// launch()'s before_exec for a program that must run unprivileged (no
+/// CAP_SYS_NICE): as itself when it is not root, else as nobody (65534);
+/// 126 when root here may not change its user (a restricted container).
+int drop_to_nobody() {
+  if (::geteuid() == 0 && (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0)) return 126;
+  return 0;
 }
 
 }  // namespace
@@ -190,11 +169,13 @@ TEST_CASE("writer trust: the exit pass leaves an unprivileged app's threads at t
   ::chmod(dir.c_str(), 0777);
   const std::string dump = dir + "/nice.etr";
   ::unlink(dump.c_str());
-  const std::pair<int, std::string> result =
-      run_unprivileged({app, "nice-after-exit"}, {"EDGETRACE_OUTPUT=" + dump, "TRACE_APP_NICE_CHECK=1"});
-  const int code = result.first;
-  const std::string& out = result.second;  // not a structured binding: clang's CAPTURE cannot take one
+  const edgetrace_test::process_result result = run({app, "nice-after-exit"},
+                                                   {"EDGETRACE_OUTPUT=" + dump, "TRACE_APP_NICE_CHECK=1"},
+                                                   edgetrace_test::scratch_dir(), drop_to_nobody);
+  const int code = result.exit_code;
+  const std::string& out = result.out;
   CAPTURE(out);
+  CAPTURE(result.err);
   if (code == 126) {  // root that may not change its user (a restricted container)
     edgetrace_test::skip_at_run_time("root here cannot drop to an unprivileged user (setuid refused)");
     return;

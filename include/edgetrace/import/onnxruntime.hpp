@@ -359,7 +359,6 @@ class onnxruntime_alignment {
   /// enough to hold one of their runs). False with `error` on a read error.
   bool load(dump_reader& r, std::uint32_t writer, const std::vector<const onnxruntime_profile*>& profiles,
             std::string& error) {
-    r_ = &r;
     w_ = &r.writers().at(writer);
     std::set<std::uint64_t> tids;
     std::int64_t shortest = INT64_MAX;
@@ -372,10 +371,13 @@ class onnxruntime_alignment {
       error = r.error();
       return false;
     }
+    // One pass over the arguments for both kinds the time base uses (each
+    // profile's time_base() looked again for the anchors before).
     r.for_each_annotation([&](const annotation& a) {
-      if (a.type == format::annotation_record::arg && a.thread != nullptr && a.thread->writer == w_ &&
-          a.has_name(onnxruntime_run_mark_key))
-        marks_[a.thread->os_tid].push_back(a.ns);
+      if (a.type != format::annotation_record::arg || a.thread == nullptr || a.thread->writer != w_) return;
+      if (a.has_name(onnxruntime_run_mark_key)) marks_[a.thread->os_tid].push_back(a.ns);
+      else if (a.value_type == format::arg_type::integer && a.has_name(onnxruntime_anchor_key))
+        anchors_.push_back(a.int_value());
     });
     for (auto& m : marks_) std::sort(m.second.begin(), m.second.end());
     return true;
@@ -415,13 +417,7 @@ class onnxruntime_alignment {
       }
     };
     // 1. Anchors.
-    std::vector<std::int64_t> anchors;
-    r_->for_each_annotation([&](const annotation& a) {
-      if (a.type == format::annotation_record::arg && a.thread != nullptr && a.thread->writer == w_ &&
-          a.value_type == format::arg_type::integer && a.has_name(onnxruntime_anchor_key))
-        anchors.push_back(a.int_value());
-    });
-    for (const std::int64_t a : anchors) {
+    for (const std::int64_t a : anchors_) {
       std::int64_t start;
       if (monotonic_of(a, start)) consider(start);
     }
@@ -638,10 +634,10 @@ class onnxruntime_alignment {
     return true;
   }
 
-  dump_reader* r_ = nullptr;
   const writer_info* w_ = nullptr;
   detail::enclosing_spans app_;
   std::map<std::uint64_t, std::vector<std::int64_t>> marks_;  ///< per OS tid: onnxruntime_run_mark_key's times
+  std::vector<std::int64_t> anchors_;  ///< onnxruntime_anchor_key values the app recorded (CLOCK_REALTIME ns)
 };
 
 }  // namespace reader
