@@ -423,24 +423,61 @@ inline bool measured_ticks(std::uint64_t start_ns, std::uint64_t duration_ns, st
 }
 
 /// EDGETRACE_RECORD: pushes a span timed elsewhere (measured_ticks).
+/// The last span this thread mapped from ns to ticks (EDGETRACE_RECORD or
+/// EDGETRACE_RECORD_ARG): a call for the same start and duration takes the
+/// same ticks, so a span's arguments land at its own middle whatever the
+/// order of the calls. Mapped apart, each by its own bracketed read, the
+/// two differed by the brackets' width, and under qemu by more than half a
+/// 50 us span. A signal handler's call in between only makes the next call
+/// map again (`valid` is cleared first, set last).
+struct measured_mapping {
+  std::uint64_t start_ns, duration_ns, begin, end;
+  std::uint8_t clock;
+  bool valid;
+};
+inline measured_mapping& last_measured() noexcept {
+  static thread_local measured_mapping mapping{0, 0, 0, 0, 0, false};
+  return mapping;
+}
+
+/// measured_ticks(), or the ticks this thread last mapped the same span to.
+inline bool measured_ticks_again(std::uint64_t start_ns, std::uint64_t duration_ns, std::uint8_t clock,
+                                 std::uint64_t& begin, std::uint64_t& end) noexcept {
+  measured_mapping& m = last_measured();
+  if (m.valid && m.start_ns == start_ns && m.duration_ns == duration_ns && m.clock == clock) {
+    begin = m.begin;
+    end = m.end;
+    return true;
+  }
+  if (!measured_ticks(start_ns, duration_ns, clock, begin, end)) return false;
+  m.valid = false;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  m.start_ns = start_ns;
+  m.duration_ns = duration_ns;
+  m.begin = begin;
+  m.end = end;
+  m.clock = clock;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  m.valid = true;
+  return true;
+}
+
 inline void push_measured(std::uint64_t word, std::uint64_t start_ns, std::uint64_t duration_ns,
                           std::uint8_t clock) noexcept {
   std::uint64_t begin, end;
-  if (measured_ticks(start_ns, duration_ns, clock, begin, end)) push(word, begin, end);
+  if (measured_ticks_again(start_ns, duration_ns, clock, begin, end)) push(word, begin, end);
 }
 
 /// EDGETRACE_RECORD_ARG: argument record `word` = `value` of the span
-/// measured from `start_ns` for `duration_ns`, pushed at the span's middle.
-/// Not at its begin: each call maps ns to ticks through its own (tick, ns)
-/// read, whose bracket is some 30-150 ticks wide, so the argument's ticks
-/// and the span's (mapped by EDGETRACE_RECORD's own call) differ by that
-/// much; a begin tick + 1 fell before the span's begin in 1 of 6 runs
-/// (tests/writer/capture_test.cpp). Refused and counted as push_measured
-/// refuses the span.
+/// measured from `start_ns` for `duration_ns`, pushed at the span's middle,
+/// with the span's own ticks when this thread just mapped it
+/// (measured_ticks_again); else mapped apart, its bracket some 30-150 ticks
+/// wide, which the middle stays clear of. Refused and counted as
+/// push_measured refuses the span.
 inline void push_measured_arg(std::uint64_t word, std::uint64_t value, std::uint64_t start_ns,
                               std::uint64_t duration_ns, std::uint8_t clock) noexcept {
   std::uint64_t begin, end;
-  if (measured_ticks(start_ns, duration_ns, clock, begin, end)) push(word, begin + (end - begin) / 2, value);
+  if (measured_ticks_again(start_ns, duration_ns, clock, begin, end)) push(word, begin + (end - begin) / 2, value);
 }
 
 }  // namespace detail
