@@ -34,6 +34,43 @@ TEST_CASE("diff of a run against itself is all zeros") {
   CHECK(table.out.find("sorted by impact") != std::string::npos);
 }
 
+namespace {
+/// 100 "work" spans of `work_ns` and 100 "wait_queue" spans of `wait_ns`.
+std::string work_and_wait(const std::string& name, std::uint64_t work_ns, std::uint64_t wait_ns) {
+  dump_builder d;
+  d.process(1).calibration(1, {{0, 0}, {1000000000, 1000000000}});
+  definitions defs;
+  defs.category(1, "c")
+      .site(1, edgetrace::format::site_kind::span, 1, "work")
+      .site(2, edgetrace::format::site_kind::span, 1, "wait_queue");
+  d.defs(1, defs).thread(1, 1, 10, "main");
+  events e(1, 1000);
+  std::uint64_t t = 1000;
+  for (int i = 0; i < 100; ++i) {
+    e.span(1, t, t + work_ns);
+    t += work_ns;
+    e.span(2, t, t + wait_ns);
+    t += wait_ns;
+  }
+  d.event_chunk(1, e).end(1);
+  return saved_dump(d, name);
+}
+}  // namespace
+
+TEST_CASE("diff ranks the work before the waiting spans, whose change follows from it") {
+  // The wait grew 9x more than the work did: by impact alone it came first.
+  const std::string base = work_and_wait("diff_wait_base.etr", 1000, 1000);
+  const std::string next = work_and_wait("diff_wait_new.etr", 2000, 10000);
+  const auto r = run_cli({"diff", base, next});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CAPTURE(r.out);
+  const std::size_t work = r.out.find("\nwork "), wait = r.out.find("\nwait_queue (wait)");
+  REQUIRE(work != std::string::npos);
+  REQUIRE(wait != std::string::npos);
+  CHECK(work < wait);
+  CHECK(r.out.find("waiting rows (wait) after the work") != std::string::npos);
+}
+
 TEST_CASE("diff sorts by impact and reports the change computed from both runs") {
   const std::string base = record_workload("diff_base", 12, 1);
   const std::string slow = record_workload("diff_slow", 12, 3);
@@ -141,7 +178,11 @@ TEST_CASE("diff of repeated runs pools each side and sets every mean change agai
   const auto single = run_cli({"diff", base[0], slow[0], "--format", "json"});
   REQUIRE(json_lite::parse(single.out, doc, error));
   CHECK(doc["rows"][0]["within_noise"].is_null());
-  CHECK(run_cli({"diff", base[0], base[1]}).out.find("noise") == std::string::npos);
+  // No noise column; the footer says why, and how to get one.
+  const std::string one_each = run_cli({"diff", base[0], base[1]}).out;
+  CHECK(one_each.find("mean change") == std::string::npos);  // the noise columns
+  CHECK(one_each.find("one run each: no noise figure") != std::string::npos);
+  CHECK(one_each.find("BASE... --vs NEW..., for a noise column") != std::string::npos);
   const auto empty_side = run_cli({"diff", base[0], "--vs"});
   CHECK(empty_side.exit_code == 1);
   CHECK(empty_side.err.find("at least one dump on each side of --vs") != std::string::npos);

@@ -38,6 +38,9 @@ struct diff_row {
   /// The row is the --per iteration itself (diff_iteration): its verdict
   /// compares the p50, not the mean.
   bool iteration = false;
+  /// A waiting span on either side (summary's --wait, ^wait by default): it
+  /// grows when what it waits for slows, so it ranks after the work.
+  bool waiting = false;
   std::int64_t total_delta() const { return static_cast<std::int64_t>(total_new) - static_cast<std::int64_t>(total_base); }
   std::uint64_t mean_change() const { return mean_new > mean_base ? mean_new - mean_base : mean_base - mean_new; }
   std::uint64_t p50_change() const { return p50_new > p50_base ? p50_new - p50_base : p50_base - p50_new; }
@@ -73,13 +76,14 @@ inline void add_diff_side(std::map<std::string, diff_row>& rows, const summary_r
     d.*side.max = r.host.max();
     d.*side.total = r.host.total();
     d.*side.iter_share = r.iteration_share;
+    d.waiting = d.waiting || r.waiting();
   }
 }
 
 }  // namespace detail
 
 /// Joins two summaries by row key; sorted by impact (|total change|, then
-/// |mean change|, then key).
+/// |mean change|, then key), the work rows before the waiting ones.
 inline std::vector<diff_row> diff_summaries(const summary_result& base, const summary_result& next) {
   std::map<std::string, diff_row> rows;
   detail::add_diff_side(rows, base,
@@ -92,6 +96,7 @@ inline std::vector<diff_row> diff_summaries(const summary_result& base, const su
   for (auto& entry : rows) out.push_back(entry.second);
   auto magnitude = [](std::int64_t v) { return v < 0 ? -v : v; };
   std::stable_sort(out.begin(), out.end(), [&](const diff_row& a, const diff_row& b) {
+    if (a.waiting != b.waiting) return b.waiting;
     const std::int64_t ta = magnitude(a.total_delta()), tb = magnitude(b.total_delta());
     if (ta != tb) return ta > tb;
     const std::int64_t ma = magnitude(static_cast<std::int64_t>(a.mean_new) - static_cast<std::int64_t>(a.mean_base));
@@ -280,6 +285,7 @@ inline std::string diff_table(const std::vector<diff_row>& rows, const std::stri
     std::string key = d.key.size() > 48 ? d.key.substr(0, 45) + "..." : d.key;
     if (!d.in_base) key += " (new)";
     if (!d.in_new) key += " (gone)";
+    if (d.waiting) key += " (wait)";
     std::vector<std::string> row = {key};
     for (std::string& cell : detail::figure_cells(d, false)) row.push_back(std::move(cell));
     row.insert(row.end(), {detail::readable_time(d.total_new), detail::signed_time(d.total_base, d.total_new),
@@ -290,7 +296,12 @@ inline std::string diff_table(const std::vector<diff_row>& rows, const std::stri
     cells.push_back(std::move(row));
   }
   if (cells.size() == 1) return out + "(no spans in either dump)\n";
-  out += detail::render_table(cells, 1) + "\nsorted by impact: the size of the change in total time\n";
+  out += detail::render_table(cells, 1) + "\nsorted by impact: the size of the change in total time";
+  const bool waits = std::any_of(rows.begin(), rows.end(), [](const diff_row& d) { return d.waiting; });
+  out += waits ? "; waiting rows (wait) after the work: a wait grows when what it waits for slows\n" : "\n";
+  if (!with_noise && !per)
+    out += "one run each: no noise figure; a change of a few % may be run-to-run noise (give each side's runs, "
+           "BASE... --vs NEW..., for a noise column)\n";
   if (per)
     out += "% iter = the row's total / the iterations' summed duration; its change is in percentage points (pt)\n";
   if (with_noise)
