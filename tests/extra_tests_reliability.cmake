@@ -11,8 +11,8 @@ if(TEST reliability_test)
   set_property(TEST reliability_test APPEND PROPERTY LABELS reliability)
   set_tests_properties(reliability_test PROPERTIES TIMEOUT 900)
 endif()
-# The writer-trust and overload cases (docs/RELIABILITY.md, the sections from
-# "Process life" on) run with the reliability label too.
+# The writer-trust and overload cases (docs/TRUST.md; docs/RELIABILITY.md,
+# "Overload"; docs/PRODUCTION.md) run with the reliability label too.
 foreach(name IN ITEMS writer_trust_test process_life_test clock_start_test cli_overwrite_test stderr_notes_test
                       dso_unload_test reader_resync_test overload_test)
   if(TEST ${name})

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dlclose of a traced library while its records are still unwritten
-// (docs/RELIABILITY.md "Unloading a library while the
+// (docs/TRUST.md "Unloading a library while the
 // output is slow"): the flusher must never read the unloaded library's
 // call-site descriptors; records it could not encode in time are dropped
 // and counted in-band.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Process life: signal dispositions the app inherited, quick_exit,
 // names interned before fork(), the exit-time line about dropped records.
-// Each test proves one promise of docs/RELIABILITY.md ("Process life")
+// Each test proves one promise of docs/TRUST.md ("Process life")
 // through tests/support/trace_app.cpp and the real reader.
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // "Writer trust": what production does to a traced app, each case
 // a real process (tests/support/trace_app/trust_modes.hpp through trace_app)
-// read back with the real reader. docs/RELIABILITY.md links each promise
+// read back with the real reader. docs/TRUST.md links each promise
 // to its test here.
 #include <doctest/doctest.h>
 

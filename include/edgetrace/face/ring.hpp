@@ -189,7 +189,7 @@ extern template void push_slow<void>(thread_ring* ring, std::uint64_t word, std:
 /// the thread's ring pointer is busy_ring, so a signal handler that records
 /// on this thread in that window takes push_slow, which counts the
 /// handler's record as dropped instead of touching the slot this push is
-/// filling (docs/RELIABILITY.md, "Signal handlers"). A handler that runs
+/// filling (docs/TRUST.md, "Signal handlers"). A handler that runs
 /// before the busy store finishes its push first, so this one reads the
 /// position it left. The signal fences only keep the compiler from moving
 /// or merging those TLS stores; they emit no instruction.

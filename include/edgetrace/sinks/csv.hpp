@@ -24,7 +24,7 @@ namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
-/// The CSV's first columns (docs/ANALYSIS.md documents each). The gpu_*
+/// The CSV's first columns (docs/EXPORTS.md documents each). The gpu_*
 /// columns stay empty until the format records GPU spans. phase, flow and
 /// flow_id follow, then one arg:KEY column per argument key of the dump.
 inline constexpr char spans_csv_header[] =

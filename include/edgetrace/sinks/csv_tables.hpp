@@ -19,7 +19,7 @@ namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
-/// The tables `edgetrace csv` writes (docs/ANALYSIS.md has each column).
+/// The tables `edgetrace csv` writes (docs/EXPORTS.md has each column).
 enum class csv_table : std::uint8_t { spans, marks, counters, allocs };
 
 inline const char* csv_table_name(csv_table t) noexcept {

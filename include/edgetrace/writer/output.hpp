@@ -6,7 +6,7 @@
 // app; before every write it checks that its descriptor still names the
 // file it opened (an app that closes every fd and opens its own file gets
 // the same number) and that nobody truncated the file (log rotation).
-// docs/RELIABILITY.md, "Outputs that block, vanish or change".
+// docs/TRUST.md, "Outputs that block".
 #pragma once
 
 #include <edgetrace/format.hpp>

@@ -160,7 +160,7 @@ inline int closefrom_mode(const char* file) {
 /// truncation makes a whole flusher cycle begin after it, so the spans
 /// after it are recorded once the stream has started again: records that a
 /// cycle already under way drains are lost with their definitions
-/// (docs/RELIABILITY.md, "A file truncated under its writer"), and a cycle
+/// (docs/TRUST.md, "A file truncated under its writer"), and a cycle
 /// can be under way when truncate() is slow or this thread is preempted
 /// after the first flush.
 inline int truncate_output_mode(const char* dump) {
