@@ -99,7 +99,7 @@ struct thread_ring {
   atomic_cell<std::uint64_t> helped{0};
   std::uint64_t unloaded_dropped = 0;   ///< flusher only: records of unloaded libraries dropped
   /// Flusher only: records dropped after recording stopped near the dump's
-  /// bound, for want of room below it (stream::fits_below_bound).
+  /// bound, for want of room below it (stream::records_below_bound).
   std::uint64_t room_dropped = 0;
   /// The stream generation (chunk_encoder) its thread chunk was written
   /// in; 0: never. Flusher only, under the drain lock.

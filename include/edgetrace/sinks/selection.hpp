@@ -110,13 +110,7 @@ inline bool focus_slowest(dump_reader& r, const std::string& name, std::size_t n
   // windows of every iteration once merged (16 bytes each again, the
   // threads' own lists freed as they are merged in).
   bool span_named = false, mark_named = false;
-  for (const auto& w : r.writers())
-    for (const auto& site : w.second.sites)
-      if (site.second.name == name) {
-        span_named = span_named || site.second.kind == format::site_kind::span;
-        mark_named = mark_named || site.second.kind == format::site_kind::mark;
-      }
-  if (!span_named && !mark_named) {
+  if (!iteration_windows::named(r, name, span_named, mark_named, error)) {
     error = "--focus: no span or mark named \"" + name + "\" in the dump (--per names the span or mark of one iteration)";
     return false;
   }

@@ -391,7 +391,7 @@ class space_guard {
   }
 
   /// Whether a bound applies to this stream and tracing is on: the
-  /// flusher then asks before it encodes (stream::fits_below_bound).
+  /// flusher then asks before it encodes (stream::records_below_bound).
   bool bounded() const noexcept {
     return enabled_ && !refused_ && (max_bytes_ != 0 || (enabled_free_ && (min_free_auto_ || min_free_bytes_ != 0)));
   }

@@ -147,7 +147,7 @@ class runtime_stream : public encoder_host {
   /// it stopped recording, device sampling stops too.
   space_guard space_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role);
   /// Records the flusher encoded (drain_locked): with the file's size, the
-  /// bytes a record takes in this dump, for fits_below_bound.
+  /// bytes a record takes in this dump, for records_below_bound.
   std::uint64_t records_encoded_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
   /// What threads encoding their own records may hand over before they see
   /// a stop (measure_in_flight, once a cycle under a bound).
@@ -268,10 +268,8 @@ class runtime_stream : public encoder_host {
     char why[512];
     // What threads encoding their own records may still hand over counts as
     // written already: the stop must come before it is.
-    if (space_.bounded() && space_.stop_if_near(file_.size(), size + in_flight_reserve_, why, sizeof why)) {
-      report("EDGETRACE_OUTPUT '%s': %s", file_.path(), why);
-      helping_off_for_room_.store(true, std::memory_order_relaxed);
-    }
+    if (space_.bounded() && space_.stop_if_near(file_.size(), size + in_flight_reserve_, why, sizeof why))
+      stopped_for_room(why);
     const space_guard::verdict verdict =
         space_.check(file_.descriptor(), file_.size(), size, clock_ns(CLOCK_MONOTONIC), why, sizeof why);
     if (verdict == space_guard::verdict::write) return true;
@@ -281,21 +279,26 @@ class runtime_stream : public encoder_host {
       file_.fail_with(message);
       return false;
     }
-    // check_capture stops recording (space_.stopped()): this may run inside
-    // an encoding, under other locks.
+    stopped_for_room(why);
+    return true;
+  }
+
+  /// The space guard stopped recording near a bound: its one line, and no
+  /// thread encodes its own records any more. check_capture stops the
+  /// recording itself (space_.stopped()): this may run inside an encoding,
+  /// under other locks.
+  void stopped_for_room(const char* why) noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     report("EDGETRACE_OUTPUT '%s': %s", file_.path(), why);
     helping_off_for_room_.store(true, std::memory_order_relaxed);
-    return true;
   }
 
   /// Under a bound, once a cycle: the events payloads that threads
   /// encoding their own records (writer/help.hpp) may hand over before a
   /// stop reaches them, every buffer of each such thread. They reach the
   /// file whatever the room (their records are counted as written), so the
-  /// room check below keeps them free.
-  /// Once the room left is less than what every thread could hand over
-  /// (and the margin), threads stop helping: what is in flight then only
-  /// shrinks.
+  /// room check below keeps them free. Once the room left is less than what
+  /// every thread could hand over (and the margin), threads stop helping:
+  /// what is in flight then only shrinks.
   void measure_in_flight() noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     const std::uint64_t now_ns = clock_ns(CLOCK_MONOTONIC);
     const std::uint64_t per_thread =
@@ -315,25 +318,21 @@ class runtime_stream : public encoder_host {
   /// (EDGETRACE_MAX_MB, the free-space floor): how many of them may be,
   /// at twice the bytes a record has taken in this dump so far (3 to 24
   /// each; 8 before any), with what threads encoding their own records may
-  /// still hand over (measure_in_flight). Records that would come near the bound stop recording first
-  /// (space_guard::stop_if_near); after the stop, only what fits below the
-  /// bound, less the tail the end needs, is encoded (the caller drops the
-  /// rest, counted). The most a uint64 holds: all of them.
-  std::uint64_t records_below_bound(const thread_ring& ring, const ring_encoding& enc) noexcept
-      EDGETRACE_DETAIL_REQUIRES(flusher_role) {
+  /// still hand over (measure_in_flight). Records that would come near the
+  /// bound stop recording first (space_guard::stop_if_near); after the
+  /// stop, only what fits below the bound, less the tail the end needs, is
+  /// encoded (the caller drops the rest, counted). The most a uint64 holds:
+  /// all of them.
+  std::uint64_t records_below_bound(const thread_ring& ring) noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     constexpr std::uint64_t all = ~std::uint64_t{0};
     const std::uint64_t records = unread(ring);
     std::uint64_t per_record = records_encoded_ == 0 ? 8 : file_.size() / records_encoded_ + 1;
     per_record = per_record < 3 ? 3 : per_record > sizeof(record) ? sizeof(record) : per_record;
     const std::uint64_t cost = 2 * per_record;
-    (void)enc;
     const std::uint64_t overhead = in_flight_reserve_ + 4 * (format::chunk_header_size + format::chunk_trailer_size);
     const std::uint64_t written = file_.size() + encoder_.output().size();
     char why[512];
-    if (space_.stop_if_near(written, records * cost + overhead, why, sizeof why)) {
-      report("EDGETRACE_OUTPUT '%s': %s", file_.path(), why);
-      helping_off_for_room_.store(true, std::memory_order_relaxed);
-    }
+    if (space_.stop_if_near(written, records * cost + overhead, why, sizeof why)) stopped_for_room(why);
     if (!space_.stopped() || records == 0) return all;
     const std::uint64_t room = space_.room(written);
     const std::uint64_t reserved = space_guard::tail_bytes(encoder_.threads_seen()) + overhead;
@@ -611,7 +610,7 @@ class runtime_stream : public encoder_host {
     // after an unload (by a library loaded since, maybe at the same
     // address) is then always read with that unload's sites forgotten.
     std::uint64_t limit = ~std::uint64_t{0};
-    if (EDGETRACE_DETAIL_UNLIKELY(space_.bounded())) limit = records_below_bound(ring, enc);
+    if (EDGETRACE_DETAIL_UNLIKELY(space_.bounded())) limit = records_below_bound(ring);
     record* const published = ring.write_pos.load(order_acquire);
     if (EDGETRACE_DETAIL_UNLIKELY(unloaded_epoch.load(std::memory_order_acquire) != unloaded_seen_))
       forget_unloaded_sites();
