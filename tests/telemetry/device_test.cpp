@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <sys/resource.h>
 #include <string>
 #include <thread>
 #include <vector>
@@ -317,6 +318,37 @@ TEST_CASE("a sandbox with no /sys: the run and its spans are as without sampling
   CHECK(contains(info.out, "not sampled    cpufreq"));
   CHECK(contains(info.out, "not sampled    /proc/stat"));
   CHECK(contains(info.out, "diagnostics (0)"));
+}
+
+/// ulimit -n 1024, as a default login shell has it.
+int soft_limit_1024() {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return 90;
+  r.rlim_cur = r.rlim_max != RLIM_INFINITY && r.rlim_max < 1024 ? r.rlim_max : 1024;
+  return ::setrlimit(RLIMIT_NOFILE, &r) == 0 ? 0 : 91;
+}
+
+TEST_CASE("ulimit -n 1024, 256 traced threads sampled every 10 ms: an app that opens 900 files opens them all") {
+  const std::string dump = fresh("device_descriptors.etr");
+  const std::vector<std::string> argv = {app, "device-descriptors", "256", "900"};
+  const process_result untraced = run(argv, {}, scratch_dir(), soft_limit_1024);
+  REQUIRE(untraced.exit_code == 0);
+  const process_result traced =
+      run(argv, {"EDGETRACE_OUTPUT=" + dump, "EDGETRACE_SAMPLE_MS=10"}, scratch_dir(), soft_limit_1024);
+  CAPTURE(traced.out);
+  CAPTURE(traced.err);
+  CHECK(traced.exit_code == 0);  // before: "opened 502: Too many open files"
+  CHECK(contains(traced.out, "opened 900"));
+  const loaded_dump d = whole_dump(dump);
+  CHECK(d.complete);
+  CHECK(d.named("work").size() == 256);
+  er::dump_reader r;
+  REQUIRE(opened(r, dump));
+  REQUIRE(r.writers().size() == 1);
+  std::size_t sampled_threads = 0;
+  for (const er::device_track& t : r.writers().begin()->second.device.tracks)
+    sampled_threads += t.quantity == Q::thread_cpu_ns_total ? 1 : 0;
+  CHECK(sampled_threads >= 256);
 }
 
 }  // namespace device_test

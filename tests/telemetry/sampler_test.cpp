@@ -13,6 +13,13 @@
 #include <edgetrace/telemetry/sampler.hpp>
 
 #include <atomic>
+#include <condition_variable>
+#include <dirent.h>
+#include <fcntl.h>
+#include <mutex>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <thread>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -445,6 +452,148 @@ TEST_CASE("sampling allocates nothing after start-up") {
   CHECK(allocations.load() == before);
   CHECK(sampler->samples_taken() == 199);
   CHECK(bytes > 199 * 20);
+}
+
+/// The descriptors this process holds now, numbered below `below`.
+int open_descriptors(int below = 1 << 30) {
+  int n = 0, own = -1;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    own = ::dirfd(d);
+    while (const dirent* e = ::readdir(d))
+      if (e->d_name[0] != '.' && std::atoi(e->d_name) != own && std::atoi(e->d_name) < below) ++n;
+    ::closedir(d);
+  }
+  return n;
+}
+
+TEST_CASE("256 traced threads: the sampler holds no descriptor for any of them, and reads each one") {
+  const std::string root = board("board_threads");
+  constexpr int threads = 256;
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  std::vector<std::uint64_t> tids;
+  std::vector<std::thread> workers;
+  for (int i = 0; i < threads; ++i)
+    workers.emplace_back([&] {
+      std::unique_lock<std::mutex> lock(m);
+      tids.push_back(own_tid());
+      cv.notify_all();
+      cv.wait(lock, [&] { return done; });
+    });
+  {
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return tids.size() == threads; });
+  }
+  const int before = open_descriptors();
+  auto sampler = std::make_unique<tm::device_sampler>();
+  sampler->start(root.c_str(), 10);
+  const int held = open_descriptors() - before;
+  CHECK(held == static_cast<int>(sampler->sources().descriptors.held));
+  decoded d;
+  int during = 0;
+  for (std::uint64_t tick = 1; tick <= 3; ++tick) {
+    sampler->sample({tick, monotonic_ns()}, tick * 1000000u,
+                    [&tids](auto&& add) {
+                      for (std::size_t i = 0; i < tids.size(); ++i) add(static_cast<std::uint32_t>(i + 1), tids[i]);
+                    },
+                    [&](edgetrace::format::chunk_type type, const unsigned char* p, std::size_t n) {
+                      during = open_descriptors();  // while a sample is being written
+                      d.take(type, p, n);
+                    });
+  }
+  // Before, 2 per thread: 512 more.
+  CHECK(during - before == held);
+  std::size_t cpu_read = 0;
+  for (const er::device_track& t : d.writer.device.tracks)
+    if (t.quantity == Q::thread_cpu_ns_total && d.last(&t) > 0) ++cpu_read;
+  CHECK(cpu_read == threads);
+  {
+    std::lock_guard<std::mutex> lock(m);
+    done = true;
+  }
+  cv.notify_all();
+  for (std::thread& w : workers) w.join();
+  sample(*sampler, d, 4, false);  // the threads are gone: their slots are freed, nothing is closed
+  CHECK(open_descriptors() - before == held);
+  sampler.reset();
+  CHECK(open_descriptors() == before);
+}
+
+/// RLIMIT_NOFILE's soft limit set to `soft` for a scope.
+struct soft_descriptor_limit {
+  rlimit saved{};
+  explicit soft_descriptor_limit(rlim_t soft) {
+    ::getrlimit(RLIMIT_NOFILE, &saved);
+    rlimit r = saved;
+    r.rlim_cur = soft;
+    ::setrlimit(RLIMIT_NOFILE, &r);
+  }
+  ~soft_descriptor_limit() { ::setrlimit(RLIMIT_NOFILE, &saved); }
+};
+
+TEST_CASE("near RLIMIT_NOFILE the sampler holds an eighth of it at most, none in its upper half, and says what it left") {
+  const std::string root = board("board_nofile");
+  constexpr int limit = 128;  // numbers 0..127; a descriptor inherited above it takes no room
+  const int base = open_descriptors(limit);
+  REQUIRE(base < limit / 4);
+  {
+    soft_descriptor_limit soft(limit);
+    auto sampler = std::make_unique<tm::device_sampler>();
+    sampler->start(root.c_str(), 10);
+    const tm::descriptor_budget& budget = sampler->sources().descriptors;
+    CHECK(budget.most == limit / 8);
+    CHECK(budget.held == budget.most);  // the board has more files than that
+    CHECK(open_descriptors(limit) - base == static_cast<int>(budget.held));
+    for (std::size_t i = 0; i < sampler->sources().file_count; ++i)
+      CHECK(sampler->sources().files[i].fd < limit / 2);
+    decoded d;
+    sample(*sampler, d, 1);
+    const std::vector<std::string> why = d.missing_why("descriptors");
+    REQUIRE(why.size() == 1);
+    CHECK(why[0].find(" files not sampled: 16 descriptors held at most") != std::string::npos);
+    CHECK(why[0].find("RLIMIT_NOFILE 128") != std::string::npos);
+    CHECK(d.last(d.track(Q::cpu_khz, "cpu0")) == 1984000);  // what it holds, it reads
+    // The app can open every number but the sampler's eighth.
+    std::vector<int> mine;
+    for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) mine.push_back(fd);
+    CHECK(static_cast<int>(mine.size()) == limit - base - static_cast<int>(budget.held));
+    for (int fd : mine) ::close(fd);
+  }
+  {
+    // The app already holds half its table: the sampler holds nothing.
+    soft_descriptor_limit soft(limit);
+    std::vector<int> mine;
+    for (int fd = 0; fd >= 0 && fd < limit / 2;) mine.push_back(fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    auto sampler = std::make_unique<tm::device_sampler>();
+    sampler->start(root.c_str(), 10);
+    CHECK(sampler->sources().descriptors.held == 0);
+    decoded d;
+    sample(*sampler, d, 1);
+    CHECK(d.missing_why("descriptors").size() == 1);
+    CHECK(d.last(d.track(Q::thread_cpu_ns_total)) > 0);  // a thread's files are opened and closed at each sample
+    for (int fd : mine) ::close(fd);
+  }
+}
+
+TEST_CASE("a descriptor the app took over (closefrom, then its own file on the number) is never closed by the sampler") {
+  const std::string root = board("board_taken");
+  auto sampler = std::make_unique<tm::device_sampler>();
+  sampler->start(root.c_str(), 10);
+  REQUIRE(sampler->sources().file_count > 2);
+  const int taken = sampler->sources().files[1].fd;
+  REQUIRE(taken >= 0);
+  const int mine = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  REQUIRE(::dup2(mine, taken) == taken);  // the sampler's number now names the app's /dev/null
+  ::close(mine);
+  decoded d;
+  sample(*sampler, d, 1);
+  sampler.reset();  // closes what is still its own
+  CHECK(::fcntl(taken, F_GETFD) != -1);  // before: closed under the app
+  struct stat st {};
+  REQUIRE(::fstat(taken, &st) == 0);
+  CHECK(S_ISCHR(st.st_mode));
+  ::close(taken);
 }
 
 }  // namespace sampler_test

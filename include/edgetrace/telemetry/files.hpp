@@ -73,12 +73,20 @@ inline long read_at_start(int fd, char* text, std::size_t capacity) noexcept {
   return static_cast<long>(got);
 }
 
+/// What a descriptor named when it was opened (device and inode): a held
+/// descriptor is closed only while it still names that file. An app that
+/// closes every descriptor (closefrom) and opens its own may get the same
+/// number; closing it then would close the app's file.
+struct file_identity {
+  std::uint64_t device = 0, inode = 0;
+};
+
 /// Opens a file the sampler reads, or -1: only a regular file (what /sys
 /// and /proc attributes are). O_NONBLOCK: a FIFO, a socket or a device
 /// under the sampled tree (EDGETRACE_SYSFS_ROOT, a container's odd /sys)
 /// would otherwise block the flusher in open() or read() for good, and the
-/// app with it once its rings fill.
-inline int open_sampled(const char* path) noexcept {
+/// app with it once its rings fill. `identity`, when given, gets what it names.
+inline int open_sampled(const char* path, file_identity* identity = nullptr) noexcept {
   const int fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return -1;
   struct stat st;
@@ -86,7 +94,18 @@ inline int open_sampled(const char* path) noexcept {
     ::close(fd);
     return -1;
   }
+  if (identity != nullptr) *identity = {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
   return fd;
+}
+
+/// Closes `fd` if it still names `identity`'s file, and forgets it (-1)
+/// either way: a number the app has since taken is the app's.
+inline void close_if_still(int& fd, const file_identity& identity) noexcept {
+  struct stat st;
+  if (fd >= 0 && ::fstat(fd, &st) == 0 && static_cast<std::uint64_t>(st.st_dev) == identity.device &&
+      static_cast<std::uint64_t>(st.st_ino) == identity.inode)
+    ::close(fd);
+  fd = -1;
 }
 
 /// Reads a small file into `text` (NUL-terminated); false when it cannot

@@ -2,7 +2,8 @@
 // The device's sources, found once at start-up: per-CPU clock and busy share, thermal zones, throttling counts, the cgroup's CPU quota, memory, Jetson GPU load and clock, EMC clock, INA3221 power rails, NVIDIA GPUs through NVML. Each is optional; a missing one is listed, never an error.
 //
 // Discovery opens every file it will sample and keeps the descriptor, so a
-// sample is one pread per file and no path is built again. It may
+// sample is one pread per file and no path is built again, within a budget
+// of descriptors drawn from RLIMIT_NOFILE (descriptor_budget). It may
 // allocate (opendir); sampling never does. Paths go through
 // EDGETRACE_SYSFS_ROOT (telemetry/files.hpp) except /proc/self, which is
 // always the process's own.
@@ -19,6 +20,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace edgetrace {
@@ -58,6 +60,7 @@ struct sampled_file {
   file_kind kind = file_kind::level;
   int fd = -1;
   int fd2 = -1;               ///< power: the current
+  file_identity identity, identity2;  ///< what fd and fd2 named when opened
   std::uint32_t track = 0;    ///< its (first) track id
   std::uint32_t device = 0;   ///< nvml: the GPU's NVML index
 };
@@ -66,6 +69,45 @@ struct sampled_file {
 struct missing_source {
   char name[32] = "";
   char why[112] = "";
+};
+
+/// The descriptors the sampler may hold, from RLIMIT_NOFILE's soft limit
+/// at discovery: at most an eighth of it, and none numbered in its upper
+/// half (the lowest free number is what open() returns, so a number that
+/// high means the app already holds half its table). A thread's files are
+/// opened at each sample and closed at once, so the sampler holds the same
+/// number of descriptors for 1 traced thread as for 256; an app that needs
+/// most of its limit gets it, traced as untraced.
+struct descriptor_budget {
+  std::size_t most = 2 * max_files;
+  long ceiling = 1L << 20;  ///< descriptor numbers from here are not held
+  std::size_t held = 0, refused = 0;
+  long limit = 0;  ///< the soft limit read (0: none)
+
+  static descriptor_budget from_limit() noexcept {
+    descriptor_budget b;
+    rlimit r{};
+    if (::getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur == RLIM_INFINITY || r.rlim_cur > (1u << 20)) return b;
+    b.limit = static_cast<long>(r.rlim_cur);
+    b.most = static_cast<std::size_t>(b.limit / 8) < b.most ? static_cast<std::size_t>(b.limit / 8) : b.most;
+    b.ceiling = b.limit / 2;
+    return b;
+  }
+  /// Keeps `fd` (true) or closes it as over the budget (false).
+  bool keep(int fd) noexcept {
+    if (held < most && fd < ceiling) {
+      ++held;
+      return true;
+    }
+    ::close(fd);
+    ++refused;
+    return false;
+  }
+  /// Closes a kept descriptor found useless before it was ever shared.
+  void give_back(int fd) noexcept {
+    ::close(fd);
+    --held;
+  }
 };
 
 /// What discovery found. Track ids are index + 1.
@@ -83,16 +125,27 @@ struct source_set {
   /// NVML was not registered at discovery: the sampler looks again at
   /// each sample (device_sampler::look_for_nvml).
   bool nvml_unregistered = false;
+  descriptor_budget descriptors;
 
   ~source_set() { close_all(); }
 
+  /// Closes what is still the sampler's (close_if_still).
   void close_all() noexcept {
     for (std::size_t i = 0; i < file_count; ++i) {
-      if (files[i].fd >= 0) ::close(files[i].fd);
-      if (files[i].fd2 >= 0) ::close(files[i].fd2);
-      files[i].fd = files[i].fd2 = -1;
+      close_if_still(files[i].fd, files[i].identity);
+      close_if_still(files[i].fd2, files[i].identity2);
     }
     file_count = 0;
+    descriptors.held = 0;
+  }
+
+  /// Opens `root` + `path` to hold (open_sampled) within the budget; -1
+  /// when it cannot be opened or the budget is spent.
+  int open_held(const char* root, const char* path, file_identity& identity) noexcept {
+    char full[700];
+    if (!join(full, sizeof full, root, path)) return -1;
+    const int fd = open_sampled(full, &identity);
+    return fd >= 0 && descriptors.keep(fd) ? fd : -1;
   }
 
   /// A new track; 0 when the table is full.
@@ -113,9 +166,7 @@ struct source_set {
   bool add_file(file_kind kind, const char* root, const char* path, format::device_quantity q, std::uint32_t index,
                 const char* name, std::int64_t maximum = 0) noexcept {
     if (file_count == max_files || track_count == max_tracks) return false;
-    char full[512];
-    if (!join(full, sizeof full, root, path)) return false;
-    const int fd = open_sampled(full);
+    const int fd = open_held(root, path, files[file_count].identity);
     if (fd < 0) return false;
     files[file_count].kind = kind;
     files[file_count].fd = fd;
@@ -178,10 +229,9 @@ inline void find_cpus(source_set& s, const char* root) noexcept {
 /// /proc/stat: a busy-share track per CPU line, and other processes' load.
 /// `text` (of `capacity`) is room to read it.
 inline void find_proc_stat(source_set& s, const char* root, char* text, std::size_t capacity) noexcept {
-  char full[512];
-  const int fd = join(full, sizeof full, root, "/proc/stat") ? open_sampled(full) : -1;
-  if (fd < 0 || read_at_start(fd, text, capacity) <= 0 || s.file_count == max_files) {
-    if (fd >= 0) ::close(fd);
+  const int fd = s.file_count < max_files ? s.open_held(root, "/proc/stat", s.files[s.file_count].identity) : -1;
+  if (fd < 0 || read_at_start(fd, text, capacity) <= 0) {
+    if (fd >= 0) s.descriptors.give_back(fd);
     s.add_missing("/proc/stat", "not readable: no CPU busy shares, no other processes' load");
     return;
   }
@@ -247,10 +297,9 @@ inline void find_cgroup_cpu(source_set& s, const char* root) noexcept {
     s.add_missing("cgroup cpu.stat", "no cgroup v2 in /proc/self/cgroup");
     return;
   }
-  char full[700];
-  const int fd = join(full, sizeof full, root, path) ? open_sampled(full) : -1;
+  const int fd = s.open_held(root, path, s.files[s.file_count].identity);
   if (fd < 0 || read_at_start(fd, text, sizeof text) <= 0 || !parse_keyed(text, "nr_throttled ", value)) {
-    if (fd >= 0) ::close(fd);
+    if (fd >= 0) s.descriptors.give_back(fd);
     s.add_missing("cgroup cpu.stat", "no nr_throttled in the cgroup's cpu.stat (no CPU controller)");
     return;
   }
@@ -313,18 +362,20 @@ inline void find_devfreq(source_set& s, const char* root) noexcept {
 inline std::size_t add_ina3221_rails(source_set& s, const char* root, std::uint32_t hw) noexcept {
   std::size_t rails = 0;
   for (std::uint32_t channel = 1; channel <= 3 && s.file_count < max_files; ++channel) {
-    char path[160], label[40], volts[160], amps[160], full[512];
+    char path[160], label[40], volts[160], amps[160];
     std::snprintf(path, sizeof path, "/sys/class/hwmon/hwmon%u/in%u_label", hw, channel);
     std::snprintf(label, sizeof label, "rail %u.%u", hw, channel);
     read_name_once(root, path, label, sizeof label, label);
     std::snprintf(volts, sizeof volts, "/sys/class/hwmon/hwmon%u/in%u_input", hw, channel);
     std::snprintf(amps, sizeof amps, "/sys/class/hwmon/hwmon%u/curr%u_input", hw, channel);
-    const int current = join(full, sizeof full, root, amps) ? open_sampled(full) : -1;
+    file_identity identity;
+    const int current = s.open_held(root, amps, identity);
     if (current < 0) continue;
     if (!s.add_file(file_kind::power, root, volts, format::device_quantity::power_mw, hw * 4 + channel, label)) {
-      ::close(current);
+      s.descriptors.give_back(current);
       continue;
     }
+    s.files[s.file_count - 1].identity2 = identity;
     s.files[s.file_count - 1].fd2 = current;
     ++rails;
   }
@@ -380,6 +431,7 @@ inline bool find_nvml(source_set& s) noexcept {
 /// `capacity`) is room to read the largest file sampled, /proc/stat.
 inline void discover(source_set& s, const char* root, char* text, std::size_t capacity) noexcept {
   s.close_all();
+  s.descriptors = descriptor_budget::from_limit();
   s.track_count = s.missing_count = 0;
   s.others_track = s.cpus_in_stat = 0;
   s.nvml_unregistered = false;
@@ -392,6 +444,12 @@ inline void discover(source_set& s, const char* root, char* text, std::size_t ca
   find_devfreq(s, root);
   find_power(s, root);
   s.nvml_unregistered = !find_nvml(s);
+  if (s.descriptors.refused != 0) {
+    char why[112];
+    std::snprintf(why, sizeof why, "%zu file%s not sampled: %zu descriptors held at most (RLIMIT_NOFILE %ld)",
+                  s.descriptors.refused, s.descriptors.refused == 1 ? "" : "s", s.descriptors.most, s.descriptors.limit);
+    s.add_missing("descriptors", why);
+  }
 }
 
 }  // namespace telemetry

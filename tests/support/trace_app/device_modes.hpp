@@ -5,6 +5,8 @@
 
 #include <support/trace_app/common.hpp>
 
+#include <cerrno>
+#include <fcntl.h>
 #include <sched.h>
 
 namespace trace_app {
@@ -46,7 +48,43 @@ inline int device_steps_mode(double seconds, int cpu, bool sleep) {
   return 0;
 }
 
+/// "device-descriptors THREADS FILES": THREADS traced threads that each
+/// record a span and stay alive while the sampler takes several samples,
+/// then FILES descriptors opened at once (what an app that keeps many
+/// files open does). Prints "opened N" and exits 1 when an open failed.
+inline int device_descriptors_mode(int threads, int files) {
+  std::atomic<int> started{0};
+  std::atomic<bool> done{false};
+  std::vector<std::thread> workers;
+  for (int i = 0; i < threads; ++i)
+    workers.emplace_back([&] {
+      { EDGETRACE_SCOPE(app, "work"); }
+      started.fetch_add(1);
+      while (!done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    });
+  while (started.load() < threads) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // samples at EDGETRACE_SAMPLE_MS with every thread
+  std::vector<int> opened;
+  for (int i = 0; i < files; ++i) {
+    const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      std::printf("opened %d: %s\n", i, std::strerror(errno));
+      break;
+    }
+    opened.push_back(fd);
+  }
+  if (static_cast<int>(opened.size()) == files) std::printf("opened %d\n", files);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // more samples with the table full
+  for (int fd : opened) ::close(fd);
+  done.store(true);
+  for (std::thread& w : workers) w.join();
+  return static_cast<int>(opened.size()) == files ? 0 : 1;
+}
+
 inline const app_mode device_modes[] = {
+    {"device-descriptors", [](int argc, char** argv) {
+       return device_descriptors_mode(argc > 2 ? std::atoi(argv[2]) : 256, argc > 3 ? std::atoi(argv[3]) : 900);
+     }},
     {"device-steps", [](int argc, char** argv) {
        return device_steps_mode(argc > 2 ? std::atof(argv[2]) : 1.0, argc > 3 ? std::atoi(argv[3]) : -1,
                                 argc > 4 && std::strcmp(argv[4], "sleep") == 0);
