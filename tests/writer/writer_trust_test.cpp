@@ -132,6 +132,31 @@ TEST_CASE("writer trust: thread churn keeps memory within a few rings of the liv
   ::unlink(dump_path.c_str());
 }
 
+TEST_CASE("writer trust: a million distinct interned names: the app's memory stays bounded, one line says so") {
+  const int names = edgetrace_test::sanitized_build ? 200000 : 1000000;
+  const std::vector<std::string> argv = {app, "intern-many", std::to_string(names)};
+  const edgetrace_test::process_result untraced = run(argv);
+  REQUIRE(untraced.exit_code == 0);
+  const std::string dump_path = fresh("intern_many.etr");
+  const edgetrace_test::process_result traced = run(argv, {"EDGETRACE_OUTPUT=" + dump_path});
+  REQUIRE(traced.exit_code == 0);
+  MESSAGE(names << " names: peak RSS " << untraced.max_rss_kb << " kB untraced, " << traced.max_rss_kb << " kB traced");
+  // The table's 65,536 names, their definitions and the rings: before,
+  // 128 MB more for a million.
+  if (!edgetrace_test::sanitized_build) CHECK(traced.max_rss_kb - untraced.max_rss_kb <= 40 * 1024);
+  const std::string said = "edgetrace: 65536 distinct names interned";
+  CHECK(edgetrace_test::contains(traced.err, said));
+  CHECK(traced.err.find(said) == traced.err.rfind(said));  // once
+  CHECK(edgetrace_test::contains(traced.err, "(interned names past 65536)"));
+  const edgetrace_test::loaded_dump d = edgetrace_test::whole_dump(dump_path);
+  CHECK(d.complete);
+  CHECK(d.named("request-0").size() == 1);
+  CHECK(d.named("request-65535").size() == 1);
+  CHECK(d.named("request-65536").empty());
+  CHECK(d.named("(interned names past 65536)").size() == static_cast<std::size_t>(names - 65536));
+  ::unlink(dump_path.c_str());
+}
+
 // ------------------------------------------------------------ outputs that block
 
 namespace {

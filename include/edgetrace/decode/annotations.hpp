@@ -86,7 +86,9 @@ enum class span_order : std::uint8_t { read_events, walk_spans };
 /// queue. A chunk is decoded only while some chunk from there on holds an
 /// annotation on the asked side of the limit (each chunk's time range from
 /// pass 1). Memory: the queued annotations, about one flush period of them
-/// when the asker walks the dump in file order, and one chunk.
+/// when the asker walks the dump in file order, and one chunk; never more
+/// than max_queued_total over all threads (a dump of many threads that
+/// record arguments outside every span, or on threads no one asks for).
 class annotation_stream {
  public:
   annotation_stream(const dump_reader& r, span_order order)
@@ -122,6 +124,7 @@ class annotation_stream {
       if (!eligible) return false;
       out = *next;
       q.pop(backward_);
+      --queued_;
       return true;
     }
   }
@@ -134,6 +137,9 @@ class annotation_stream {
   /// Annotations one thread's queue holds (about 13 MB). In a writer's dump
   /// a queue holds about one flush period of the thread's annotations.
   static constexpr std::size_t max_queued = std::size_t{1} << 17;
+  /// Annotations all queues hold together (about 27 MB): past it the
+  /// longest queue loses its oldest half (counted as unclaimed).
+  static constexpr std::size_t max_queued_total = std::size_t{1} << 18;
 
  private:
   /// Decodes the next chunk in the stream's direction if one from there on
@@ -164,20 +170,41 @@ class annotation_stream {
   /// thread's annotations are out of time order (a damaged or forged dump:
   /// one far in the future holds back the rest): its oldest is dropped.
   void enqueue(const annotation& a) {
+    if (queued_ >= max_queued_total) trim_longest();
     thread_queue& q = queues_[a.thread];
+    ++queued_;
     if (q.any && (backward_ ? a.ns > q.last_ns : a.ns < q.last_ns)) {
       q.held.push_back(a);  // out of time order: recorded after the fact
       std::push_heap(q.held.begin(), q.held.end(), thread_queue::later{backward_});
       if (q.held.size() > max_queued) {
-        std::pop_heap(q.held.begin(), q.held.end(), thread_queue::later{backward_});
-        q.held.pop_back();
+        q.pop_held(backward_);
+        --queued_;
       }
       return;
     }
     q.any = true;
     q.last_ns = a.ns;
     q.in_order.push_back(a);
-    if (q.in_order.size() > max_queued) q.in_order.pop_front();
+    if (q.in_order.size() > max_queued) {
+      q.in_order.pop_front();
+      --queued_;
+    }
+  }
+
+  /// Drops the oldest half of the longest queue: O(threads), once per
+  /// max_queued_total / 2 annotations at most, when some thread's
+  /// annotations are never asked for.
+  void trim_longest() {
+    thread_queue* longest = nullptr;
+    for (auto& entry : queues_)
+      if (longest == nullptr || entry.second.size() > longest->size()) longest = &entry.second;
+    if (longest == nullptr) return;
+    const std::size_t before = longest->size();
+    std::size_t drop = (before + 1) / 2;
+    const std::size_t from_order = std::min(drop, longest->in_order.size());
+    longest->in_order.erase(longest->in_order.begin(), longest->in_order.begin() + static_cast<std::ptrdiff_t>(from_order));
+    for (drop -= from_order; drop > 0; --drop) longest->pop_held(backward_);
+    queued_ -= before - longest->size();
   }
 
   /// One thread's annotations read and not taken: those in time order (in
@@ -204,13 +231,15 @@ class annotation_stream {
     }
     void pop(bool backward) {
       const annotation* n = next(backward);
-      if (!held.empty() && n == &held.front()) {
-        std::pop_heap(held.begin(), held.end(), later{backward});
-        held.pop_back();
-      } else {
-        in_order.pop_front();
-      }
+      if (!held.empty() && n == &held.front()) pop_held(backward);
+      else in_order.pop_front();
     }
+    /// Drops the heap's first (the one that would be handed over first).
+    void pop_held(bool backward) {
+      std::pop_heap(held.begin(), held.end(), later{backward});
+      held.pop_back();
+    }
+    std::size_t size() const noexcept { return in_order.size() + held.size(); }
   };
 
   const dump_reader& reader_;
@@ -218,6 +247,7 @@ class annotation_stream {
   std::vector<std::int64_t> bound_;
   std::size_t next_ = 0;  // forward: the next chunk to decode; backward: one past it
   detail::by_thread<thread_queue> queues_;
+  std::size_t queued_ = 0;  ///< over all queues
   std::vector<unsigned char> buffer_;
   std::vector<annotation> chunk_;
 };
@@ -271,6 +301,7 @@ class span_annotations {
     std::int64_t& last_end = last_end_[thread].ns;
     last_end = std::max(last_end, end_ns);
     std::vector<annotation>& pending = pending_[thread];
+    const std::size_t pending_before = pending.size();
     // Pending holds what was read and not claimed, in reading order: the
     // newest read (nearest to this span) last. Forward the span takes the
     // tail at or after its begin; backward the tail at or before its end.
@@ -290,8 +321,23 @@ class span_annotations {
       // of its own (not in its children) would lose its earliest ones.
       pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(pending.size() / 2));
     }
+    pending_total_ = pending_total_ + pending.size() - pending_before;
+    if (pending_total_ > max_pending_total) trim_longest_pending();
     claimed_count_ += claimed_.size();
     for (const annotation& c : claimed_) fn(c);
+  }
+
+  /// The oldest half of the longest pending list, dropped (unclaimed):
+  /// O(threads), once per max_pending_total / 2 annotations at most.
+  void trim_longest_pending() {
+    std::vector<annotation>* longest = nullptr;
+    for (auto& entry : pending_)
+      if (longest == nullptr || entry.second.size() > longest->size()) longest = &entry.second;
+    if (longest == nullptr) return;
+    const std::size_t drop = (longest->size() + 1) / 2;
+    longest->erase(longest->begin(), longest->begin() + static_cast<std::ptrdiff_t>(drop));
+    longest->shrink_to_fit();
+    pending_total_ -= drop;
   }
 
   /// Annotations no span claimed (recorded outside every span, or on a
@@ -318,11 +364,15 @@ class span_annotations {
   /// Unclaimed annotations one thread may hold back for spans still to
   /// come (about 6 MB); past this the oldest half is dropped.
   static constexpr std::size_t max_pending = std::size_t{1} << 16;
+  /// Unclaimed annotations all threads hold back together (about 27 MB):
+  /// past it the thread holding most drops its oldest half.
+  static constexpr std::size_t max_pending_total = std::size_t{1} << 18;
 
  private:
   annotation_stream stream_;
   bool backward_;
   detail::by_thread<std::vector<annotation>> pending_;
+  std::size_t pending_total_ = 0;  ///< over all threads
   struct latest {
     std::int64_t ns = std::numeric_limits<std::int64_t>::min();
   };

@@ -11,6 +11,7 @@
 #include <map>
 #include <string>
 #include <type_traits>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -393,11 +394,15 @@ class dump_reader {
       }
     }
     const std::vector<const writer_info*> in_order = writers_in_order();
-    for (std::size_t i = 0; i < in_order.size(); ++i) {
+    // A writer without an end record whose pid a later writer has: its
+    // process called exec. One pass from the last writer back, with the pids
+    // met so far (linear in the writers, however many share a pid).
+    std::unordered_set<std::uint64_t> later_pids;
+    for (std::size_t i = in_order.size(); i-- > 0;) {
       const writer_info& w = *in_order[i];
-      if (w.has_end || !w.has_process) continue;
-      for (std::size_t j = i + 1; j < in_order.size(); ++j)
-        if (in_order[j]->has_process && in_order[j]->pid == w.pid) writers_[w.id].exec_follows = true;
+      if (!w.has_process) continue;
+      if (!w.has_end && later_pids.count(w.pid) != 0) writers_[w.id].exec_follows = true;
+      later_pids.insert(w.pid);
     }
     for (const writer_info* w : in_order) {
       if (!w->has_process) {

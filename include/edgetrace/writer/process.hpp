@@ -297,7 +297,7 @@ inline void restart_in_child() noexcept {
     capture().restart_locked(clock_ns(CLOCK_MONOTONIC));
   }
   rt->exit_key_ = exit_key;
-  for (std::string& name : names) rt->names_.intern(std::move(name));
+  rt->names_.adopt_all(std::move(names));
   char* path = rt->file_.path();
   const bool has_pid = std::strstr(config.output, "%p") != nullptr;
   const bool fits = has_pid ? expand_output_path(config.output, path, dump_file::path_capacity,

@@ -303,15 +303,22 @@ inline void publish_unloaded(unloaded_range range) noexcept {
 /// during exit can still read them) and ids by name.
 class name_table {
  public:
-  /// Id of `name`, added if new.
+  /// Distinct names a table keeps: about 8 MB with their ids and the
+  /// flusher's definitions. An app that interns a name per request, frame
+  /// or tensor address would otherwise grow for as long as it runs (about
+  /// 130 bytes a name: 128 MB for a million) and make every converter's
+  /// table as long. Past it, intern() hands out one shared id whose name
+  /// says so, and one stderr line says it once.
+  static constexpr std::size_t max_names = std::size_t{1} << 16;
+  static constexpr const char* overflow_name = "(interned names past 65536)";
+
+  /// Id of `name`, added if new (the overflow name's once the table is full).
   std::uint32_t intern(std::string name) EDGETRACE_DETAIL_EXCLUDES(mutex_) {
     mutex_lock lock(mutex_);
     auto found = ids_.find(name);
     if (found != ids_.end()) return found->second;
-    const auto id = static_cast<std::uint32_t>(names_.size() + 1);
-    auto inserted = ids_.emplace(std::move(name), id);
-    names_.push_back(&inserted.first->first);
-    return id;
+    if (names_.size() >= max_names) return overflow_id_locked();
+    return add_locked(std::move(name));
   }
   /// The name of `id`, or null. Stable: names are never freed.
   const char* name(std::uint32_t id) EDGETRACE_DETAIL_EXCLUDES(mutex_) {
@@ -331,12 +338,39 @@ class name_table {
     for (const std::string* name : names_) all.push_back(*name);
     return all;
   }
+  /// A forked child's table: the parent's names under the same ids
+  /// (copy_all), its overflow id included, said by the parent already.
+  void adopt_all(std::vector<std::string> names) EDGETRACE_DETAIL_EXCLUDES(mutex_) {
+    mutex_lock lock(mutex_);
+    for (std::string& name : names) {
+      const bool overflow = name == overflow_name;
+      const std::uint32_t id = add_locked(std::move(name));
+      if (overflow) overflow_id_ = id;
+    }
+  }
   /// fork() and quick_exit take it so that no child or exit path finds it
   /// held.
   mutex& table_mutex() noexcept EDGETRACE_DETAIL_RETURN_CAPABILITY(mutex_) { return mutex_; }
 
  private:
+  std::uint32_t add_locked(std::string name) EDGETRACE_DETAIL_REQUIRES(mutex_) {
+    const auto id = static_cast<std::uint32_t>(names_.size() + 1);
+    auto inserted = ids_.emplace(std::move(name), id);
+    names_.push_back(&inserted.first->first);
+    return id;
+  }
+  /// The shared id of every name past max_names (added, and said, once).
+  std::uint32_t overflow_id_locked() EDGETRACE_DETAIL_REQUIRES(mutex_) {
+    if (overflow_id_ != 0) return overflow_id_;
+    overflow_id_ = add_locked(overflow_name);
+    report("%zu distinct names interned (edgetrace::intern): later new names are recorded as \"%s\" "
+           "(intern a bounded set: layer or operator names, not request ids or addresses)",
+           max_names, overflow_name);
+    return overflow_id_;
+  }
+
   mutex mutex_;
+  std::uint32_t overflow_id_ EDGETRACE_DETAIL_GUARDED_BY(mutex_) = 0;
   std::unordered_map<std::string, std::uint32_t> ids_ EDGETRACE_DETAIL_GUARDED_BY(mutex_);
   std::vector<const std::string*> names_ EDGETRACE_DETAIL_GUARDED_BY(mutex_);  ///< id - 1 -> name
 };

@@ -32,6 +32,20 @@ inline int arg_loose_mode(int count) {
   return 0;
 }
 
+// "arg-loose-threads THREADS COUNT": THREADS threads each record COUNT
+// arguments outside every span, then one span "late" (so that a reader
+// in read order holds the arguments back for spans still to come).
+inline int arg_loose_threads_mode(int threads, int count) {
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([count] {
+      for (int i = 0; i < count; ++i) EDGETRACE_ARG(app, "loose", i);
+      EDGETRACE_SCOPE(app, "late");
+    });
+  for (std::thread& w : workers) w.join();
+  return 0;
+}
+
 // ---- modes for tests/decode/typed_args_test.cpp (format 1.5) ---------------------
 // "typed-args": phase "warm up", then span "typed" with one argument of
 // each kind (typed_arg_values below), then phase "measure" and COUNT spans
@@ -176,6 +190,9 @@ inline const app_mode annotation_modes[] = {
     {"float-dense", [](int argc, char** argv) { return float_dense_mode(argc > 2 ? std::atoi(argv[2]) : 10000); }},
     {"arg-dense", [](int argc, char** argv) { return arg_dense_mode(argc > 2 ? std::atoi(argv[2]) : 10000); }},
     {"arg-loose", [](int argc, char** argv) { return arg_loose_mode(argc > 2 ? std::atoi(argv[2]) : 10000); }},
+    {"arg-loose-threads", [](int argc, char** argv) {
+       return arg_loose_threads_mode(argc > 2 ? std::atoi(argv[2]) : 64, argc > 3 ? std::atoi(argv[3]) : 100000);
+     }},
     {"alloc-flood", alloc_flood_mode},
 };
 

@@ -270,7 +270,20 @@ inline int nice_after_exit_mode() {
   return 0;
 }
 
+/// "intern-many COUNT": COUNT distinct names interned at run time, each
+/// named by one span ("request-N": what an app that names spans by request
+/// id does).
+inline int intern_many_mode(int count) {
+  char name[32];
+  for (int i = 0; i < count; ++i) {
+    std::snprintf(name, sizeof name, "request-%d", i);
+    EDGETRACE_SCOPE_NAMED(app, edgetrace::intern(name));
+  }
+  return 0;
+}
+
 inline const app_mode trust_modes[] = {
+    {"intern-many", [](int argc, char** argv) { return intern_many_mode(argc > 2 ? std::atoi(argv[2]) : 1000000); }},
     {"nice-after-exit", [](int, char**) { return nice_after_exit_mode(); }},
     {"signal-spans", [](int argc, char** argv) { return signal_spans_mode(argc > 2 ? std::atof(argv[2]) : 1.0); }},
     {"churn", [](int argc, char** argv) { return churn_mode(argc > 2 ? std::atoi(argv[2]) : 20000); }},

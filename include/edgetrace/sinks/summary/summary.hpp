@@ -70,6 +70,11 @@ class summary_builder : private detail::summary_selection {
     out.phase = options_.phase;
     out.wait_rule = wait_rule();
     for (thread_usage& t : out.threads_usage) t.busy_ns = t.covered_ns - std::min(t.wait_ns, t.covered_ns);
+    // One row array at a time: a dump of a million distinct names holds a
+    // million rows (reserve, then free the builder's).
+    std::size_t kept = 0;
+    for (const summary_row& row : rows_) kept += row.host.count() != 0 ? 1 : 0;
+    out.rows.reserve(kept);
     for (summary_row& row : rows_) {
       if (row.host.count() == 0) continue;
       out.share_self_ns += row.self_ns - row.wait_self_ns;
@@ -77,7 +82,7 @@ class summary_builder : private detail::summary_selection {
       out.rows_waiting += row.waiting() ? 1 : 0;
       out.rows.push_back(std::move(row));
     }
-    rows_.clear();
+    std::vector<summary_row>().swap(rows_);
     for (summary_row& row : out.rows) {
       row.share = out.share_self_ns ? static_cast<double>(row.self_ns - row.wait_self_ns) / static_cast<double>(out.share_self_ns) : 0;
       if (out.per_count != 0) row.per_iteration_ns = (row.host.total() + out.per_count / 2) / out.per_count;
@@ -400,6 +405,10 @@ class summary_builder : private detail::summary_selection {
 
   void prepare_sites(const dump_reader& r) {
     sites_.clear();
+    std::size_t span_sites = 0;
+    for (const auto& w : r.writers()) span_sites += w.second.sites.size();
+    sites_.reserve(span_sites);
+    rows_.reserve(rows_.size() + span_sites);
     for (const auto& w : r.writers())
       for (const auto& entry : w.second.sites) {
         const site_info& s = entry.second;
