@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <support/files.hpp>
+#include <support/memory_cgroup.hpp>
 #include <support/process.hpp>
 #include <support/read_dump.hpp>
 #include <support/sanitizers.hpp>
@@ -155,6 +156,64 @@ TEST_CASE("writer trust: a million distinct interned names: the app's memory sta
   CHECK(d.named("request-65536").empty());
   CHECK(d.named("(interned names past 65536)").size() == static_cast<std::size_t>(names - 65536));
   ::unlink(dump_path.c_str());
+}
+
+// ------------------------------------------------------------ the rings within the process's memory
+
+TEST_CASE("writer trust: MemAvailable of 32 MiB (replayed): new threads' rings are smaller, one line, every span kept") {
+  const std::string base = tmp + "/rings-room-" + std::to_string(::getpid());
+  REQUIRE(std::system(("rm -rf '" + base + "'").c_str()) == 0);
+  edgetrace_test::write_text(base + "/short/proc/meminfo", "MemTotal:  1048576 kB\nMemAvailable:  32768 kB\n");
+  edgetrace_test::write_text(base + "/plenty/proc/meminfo", "MemTotal:  16777216 kB\nMemAvailable:  8388608 kB\n");
+  for (const char* room : {"short", "plenty"}) {
+    CAPTURE(room);
+    const std::string dump_path = fresh(std::string("rings-room-") + room + ".etr");
+    const edgetrace_test::process_result r =
+        run({app, "device-descriptors", "64", "0"},
+            {"EDGETRACE_OUTPUT=" + dump_path, "EDGETRACE_SYSFS_ROOT=" + base + "/" + room});
+    CAPTURE(r.err);
+    REQUIRE(r.exit_code == 0);
+    const bool short_room = std::string(room) == "short";
+    // A quarter of 32 MiB for rings, a sixteenth of that for one: 512 KiB
+    // at first, then less; 1 MiB each before.
+    CHECK(edgetrace_test::contains(r.err, "edgetrace: memory is short (the system has 32 MiB available (MemAvailable)): "
+                                          "new threads' rings get as little as ") == short_room);
+    CHECK(edgetrace_test::line_count(r.err) == (short_room ? 1 : 0));
+    const edgetrace_test::loaded_dump d = edgetrace_test::whole_dump(dump_path);
+    CHECK(d.complete);
+    CHECK(d.named("work").size() == 64);
+    ::unlink(dump_path.c_str());
+  }
+  REQUIRE(std::system(("rm -rf '" + base + "'").c_str()) == 0);
+}
+
+TEST_CASE("writer trust: 200, 1,000 and 2,000 live threads in a real 256 MiB memory cgroup: the app lives, every span kept" *
+          doctest::skip(edgetrace_test::writable_memory_cgroup().empty() || edgetrace_test::sanitized_build)) {
+  // Before: 1.25 MiB a thread (a 1 MiB ring pre-faulted, chunk buffers),
+  // and the kernel killed all three (exit 137); untraced they peak at 7,
+  // 34 and 68 MiB. Root and a v1 memory controller only (skipped
+  // otherwise); sanitizers reserve too much.
+  for (const int threads : {200, 1000, 2000}) {
+    CAPTURE(threads);
+    const std::string cg = edgetrace_test::writable_memory_cgroup() + "/edgetrace-rings-" + std::to_string(::getpid());
+    REQUIRE(::mkdir(cg.c_str(), 0755) == 0);
+    edgetrace_test::write_text(cg + "/memory.limit_in_bytes", std::to_string(256u << 20) + "\n");
+    const std::string dump_path = fresh("rings-cgroup.etr");
+    const edgetrace_test::process_result r =
+        run({"/bin/sh", "-c", "echo $$ > \"$0/cgroup.procs\" && exec \"$1\" device-descriptors \"$2\" 0", cg, app,
+             std::to_string(threads)},
+            {"EDGETRACE_OUTPUT=" + dump_path});
+    const std::string peak = edgetrace_test::read_file(cg + "/memory.max_usage_in_bytes");
+    ::rmdir(cg.c_str());
+    MESSAGE(threads << " threads: peak " << std::strtoull(peak.c_str(), nullptr, 10) / (1u << 20) << " MiB of 256");
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(edgetrace_test::contains(r.err, "memory is short (its memory cgroup allows 256 MiB"));
+    const edgetrace_test::loaded_dump d = edgetrace_test::whole_dump(dump_path);
+    CHECK(d.complete);
+    CHECK(d.named("work").size() == static_cast<std::size_t>(threads));
+    ::unlink(dump_path.c_str());
+  }
 }
 
 // ------------------------------------------------------------ outputs that block

@@ -172,6 +172,7 @@ class runtime final : public runtime_stream, private flusher_output {
     const std::uint64_t period_ns = std::uint64_t{config_.flush_ms} * 1000000u;
     std::uint64_t wait_ns = period_ns < 1000000u ? period_ns : 1000000u;  // first look soon
     std::uint64_t last_drain_ns = clock_ns(CLOCK_MONOTONIC);
+    size_rings_by_room(last_drain_ns);
     rings_.refill(control_.stopping_flag());  // here, not in start-up: page faults stay off the app's start
     start_sampler();
     load_.sample(last_drain_ns);  // the first look at the CPUs comes one sample_ns from here
@@ -227,13 +228,42 @@ class runtime final : public runtime_stream, private flusher_output {
       flush_output();
       if (EDGETRACE_DETAIL_UNLIKELY(control_.gave_up_count() != gave_up_seen_)) report_stall();
       if (config_.flight) serve_flight(false);
+      size_rings_by_room(now);
       rings_.refill(control_.stopping_flag());
       control_.cycle_done(serving);
     }
+    say_smaller_rings();
     if (config_.flight && !ended_) finish_flight();
     if (!ended_) end_stream();
     file_.close();
     control_.finished();
+  }
+
+  /// What the threads' new rings may map: a quarter of what the process may
+  /// still use (memory_room: its memory cgroup's levels, MemAvailable),
+  /// read at start and every second (a few dozen small reads). In a
+  /// container of 256 MiB, 200 threads of 1 MiB rings were OOM-killed;
+  /// now their rings shrink with the room (ring_pool::records_now).
+  void size_rings_by_room(std::uint64_t now_ns) EDGETRACE_DETAIL_REQUIRES(flusher_role) {
+    if (last_room_ns_ == 0 || now_ns - last_room_ns_ >= 1000000000u) {
+      last_room_ns_ = now_ns;
+      last_room_ = read_memory_room();
+      rings_.set_room_from_free(last_room_.free);
+    }
+    say_smaller_rings();
+  }
+
+  /// One line, the first time a ring was mapped smaller than asked.
+  void say_smaller_rings() EDGETRACE_DETAIL_REQUIRES(flusher_role) {
+    const std::uint64_t smallest = rings_.smallest_mapped();
+    if (smaller_rings_said_ || smallest >= rings_.records_asked()) return;
+    smaller_rings_said_ = true;
+    char where[160];
+    describe_room(read_memory_room(), where, sizeof where);  // as it is now
+    report("memory is short (%s): new threads' rings get as little as %llu KiB, not the %llu KiB of "
+           "EDGETRACE_BUFFER_KB; a thread that records faster than its ring drains drops records, counted in the dump",
+           where, static_cast<unsigned long long>(smallest * sizeof(record) / 1024),
+           static_cast<unsigned long long>(rings_.records_asked() * sizeof(record) / 1024));
   }
 
   /// The device sampler (telemetry/sampler.hpp): found once, on this

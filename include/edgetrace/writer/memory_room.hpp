@@ -6,7 +6,9 @@
 // than what is left under that limit does not fail: the kernel's OOM
 // killer ends the app, with no line from anyone. So before the flusher
 // faults a large mapping in, it reads what is left, and takes at most
-// half of it (the app needs the rest to grow).
+// half of it (the app needs the rest to grow). The threads' rings are
+// sized by it too (writer/rings.hpp, ring_pool::records_now), read again
+// every second.
 //
 // EDGETRACE_SYSFS_ROOT (telemetry/files.hpp) puts a folder in front
 // of /sys and /proc/meminfo, so tests (and anyone) can replay a board's
@@ -18,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -149,6 +152,17 @@ inline memory_room read_memory_room() noexcept {
     }
   }
   return room;
+}
+
+/// Where the room comes from, for a line: "its memory cgroup allows 256
+/// MiB and uses 200 MiB" or "the system has 64 MiB available (MemAvailable)".
+inline void describe_room(const memory_room& room, char* out, std::size_t capacity) noexcept {
+  if (room.from_cgroup)
+    std::snprintf(out, capacity, "its memory cgroup allows %llu MiB and uses %llu MiB",
+                  static_cast<unsigned long long>(room.limit >> 20), static_cast<unsigned long long>(room.used >> 20));
+  else
+    std::snprintf(out, capacity, "the system has %llu MiB available (MemAvailable)",
+                  static_cast<unsigned long long>(room.free >> 20));
 }
 
 /// How large a pre-faulted mapping of `wanted` bytes may be in `room`: at

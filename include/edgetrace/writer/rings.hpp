@@ -11,6 +11,7 @@
 #include <edgetrace/face/ring.hpp>
 #include <edgetrace/writer/encoding/ring_encoding.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -39,12 +40,23 @@ inline void destroy_ring(thread_ring* ring) noexcept {
   ring->~thread_ring();
 }
 
+/// The page-aligned head of a ring of `records` slots: the thread_ring,
+/// its ring_encoding and chunk buffers (encoding_of).
+inline std::size_t ring_header_bytes(std::uint64_t records) noexcept {
+  const std::size_t payload = ring_encoding::payload_for(static_cast<std::size_t>(records) * sizeof(record));
+  return (encoding_offset + ring_encoding::footprint(payload) + 4095) & ~std::size_t{4095};
+}
+
+/// What a ring of `records` slots maps: its head, then the slots.
+inline std::size_t ring_mapping_bytes(std::uint64_t records) noexcept {
+  return ring_header_bytes(records) + static_cast<std::size_t>(records) * sizeof(record);
+}
+
 /// Maps a ring of `records` slots: the thread_ring, its ring_encoding and
 /// chunk buffers (encoding_of), then the slots, page-aligned.
 inline thread_ring* map_ring(std::uint64_t records) noexcept {
   const std::size_t slots = static_cast<std::size_t>(records) * sizeof(record);
-  const std::size_t payload = ring_encoding::payload_for(slots);
-  const std::size_t header = (encoding_offset + ring_encoding::footprint(payload) + 4095) & ~std::size_t{4095};
+  const std::size_t header = ring_header_bytes(records);
   const std::size_t bytes = header + slots;
   // Every page is faulted in here, off the hot path: one page at a time,
   // not with MAP_POPULATE, which holds the process's memory map lock for
@@ -77,6 +89,43 @@ class ring_pool {
 
   explicit ring_pool(std::uint64_t records) noexcept : records_(records) {}
 
+  /// No room said: rings of the size asked for.
+  static constexpr std::uint64_t unlimited = ~std::uint64_t{0};
+  /// A new ring maps at most this share of the room (1/16): rings shrink
+  /// as the room does, and never take all of it.
+  static constexpr std::uint64_t room_share = 16;
+  /// The smallest ring (6 KiB of slots, 22 KiB mapped with its chunk
+  /// buffers): 2,000 threads in 44 MiB. A thread that records faster than
+  /// it drains drops, counted.
+  static constexpr std::uint64_t min_records = 256;
+
+  /// The bytes rings may still map (a quarter of what the process may
+  /// still use, memory_room: read when the runtime starts and by the
+  /// flusher every second), less what was mapped since.
+  void set_room(std::uint64_t bytes) noexcept { room_.store(bytes, std::memory_order_relaxed); }
+  /// set_room from what the process may still use (`free`, unlimited when
+  /// nothing says): a quarter of it. The app needs the rest to grow (a
+  /// flight ring takes half of what is left when it starts), and a thread
+  /// the app starts costs it memory too (2,000 threads: 68 MiB untraced).
+  void set_room_from_free(std::uint64_t free) noexcept { set_room(free == unlimited ? unlimited : free / 4); }
+  /// The slots a new ring gets now: the size asked for while a sixteenth
+  /// of the room holds it, else as many as fit in that sixteenth (at least
+  /// min_records, at most the size asked for).
+  std::uint64_t records_now() const noexcept { return records_for(room_.load(std::memory_order_relaxed)); }
+  std::uint64_t records_for(std::uint64_t room) const noexcept {
+    const std::uint64_t full = ring_mapping_bytes(records_);
+    if (room == unlimited || room / room_share >= full) return records_;
+    const std::uint64_t records =
+        static_cast<std::uint64_t>(static_cast<double>(records_) * static_cast<double>(room / room_share) /
+                                   static_cast<double>(full));
+    return records < min_records ? std::min(min_records, records_) : records;
+  }
+  /// The size asked for (EDGETRACE_BUFFER_KB), in slots.
+  std::uint64_t records_asked() const noexcept { return records_; }
+  /// The fewest slots a ring was mapped with (records_asked() while none
+  /// was smaller).
+  std::uint64_t smallest_mapped() const noexcept { return smallest_.load(std::memory_order_relaxed); }
+
   /// Takes a pre-faulted ring from the pool, or maps one if the pool ran
   /// dry. Lock-free and async-signal-safe (mmap is a system call).
   thread_ring* take() noexcept {
@@ -85,7 +134,7 @@ class ring_pool {
       // Acquire pairs with offer's release.
       if (thread_ring* ring = slot.exchange(nullptr, std::memory_order_acquire)) return ring;
     }
-    return map_ring(records_);
+    return map_within_room();
   }
 
   /// Maps spares into empty pool slots, unless exited threads' rings are
@@ -96,7 +145,7 @@ class ring_pool {
       if (stopping.load(std::memory_order_relaxed)) return;
       if (retiring_.load(std::memory_order_relaxed) != 0) return;
       if (slot.load(std::memory_order_relaxed) != nullptr) continue;
-      thread_ring* ring = map_ring(records_);
+      thread_ring* ring = map_within_room();
       if (ring == nullptr) return;
       if (!offer(ring)) {
         unmap_ring(ring);
@@ -162,7 +211,28 @@ class ring_pool {
   std::uint32_t retiring() const noexcept { return retiring_.load(std::memory_order_acquire); }
 
  private:
+  /// A ring of records_now() slots; its bytes leave the room.
+  thread_ring* map_within_room() noexcept {
+    // The bytes leave the room before the mapping: threads that start
+    // together each see the room the others left (taken after mapping,
+    // 2,000 threads all saw the first room and mapped full rings).
+    std::uint64_t room = room_.load(std::memory_order_relaxed), records = records_for(room);
+    while (room != unlimited) {
+      const std::uint64_t bytes = ring_mapping_bytes(records);
+      if (room_.compare_exchange_weak(room, room > bytes ? room - bytes : 0, std::memory_order_relaxed)) break;
+      records = records_for(room);
+    }
+    thread_ring* ring = map_ring(records);
+    if (ring == nullptr) return nullptr;
+    std::uint64_t smallest = smallest_.load(std::memory_order_relaxed);
+    while (records < smallest && !smallest_.compare_exchange_weak(smallest, records, std::memory_order_relaxed)) {
+    }
+    return ring;
+  }
+
   std::uint64_t records_;
+  std::atomic<std::uint64_t> room_{unlimited};
+  std::atomic<std::uint64_t> smallest_{records_};
   /// Attached rings, newest first. attach pushes with a CAS on the head;
   /// only the flusher unlinks, holding mutex_, which every other walker
   /// holds.

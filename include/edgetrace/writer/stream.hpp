@@ -21,6 +21,7 @@
 #include <edgetrace/writer/flight/handoffs.hpp>
 #include <edgetrace/writer/flight/store.hpp>
 #include <edgetrace/writer/flight/triggers.hpp>
+#include <edgetrace/writer/memory_room.hpp>
 #include <edgetrace/writer/output.hpp>
 #include <edgetrace/writer/registry.hpp>
 #include <edgetrace/writer/rings.hpp>
@@ -55,7 +56,13 @@ inline thread_local bool on_flusher_thread = false;
 class runtime_stream : public encoder_host {
  public:
   explicit runtime_stream(const settings& config) noexcept
-      : config_(config), rings_(config.ring_records), encoder_(*this) {}
+      : config_(config), rings_(config.ring_records), encoder_(*this) {
+    // Before any thread maps a ring: threads that start together with the
+    // app would map full rings before the flusher's first look (a few
+    // dozen small reads, once).
+    last_room_ = read_memory_room();
+    rings_.set_room_from_free(last_room_.free);
+  }
 
   // ---- set once during start-up, then read-only
   settings config_;
@@ -129,6 +136,11 @@ class runtime_stream : public encoder_host {
   std::uint64_t gave_up_seen_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
   bool stall_reported_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = false;
   std::uint64_t last_calibration_ns_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
+  /// The threads' rings sized by memory (size_rings_by_room): last read, and
+  /// whether smaller rings were said.
+  std::uint64_t last_room_ns_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
+  bool smaller_rings_said_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = false;
+  memory_room last_room_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role);
   int calibrations_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
   calibration_pair first_calibration_ = {};
   /// unloaded_epoch values this flusher has acted on: sites cached from

@@ -40,12 +40,7 @@ inline void runtime::start_flight() noexcept {
   const std::uint64_t bytes = fitting_bytes(config_.flight_bytes, room);
   if (bytes < config_.flight_bytes) {
     char where[160];
-    if (room.from_cgroup)
-      std::snprintf(where, sizeof where, "its memory cgroup allows %llu MiB and uses %llu MiB",
-                    static_cast<unsigned long long>(room.limit >> 20), static_cast<unsigned long long>(room.used >> 20));
-    else
-      std::snprintf(where, sizeof where, "the system has %llu MiB available (MemAvailable)",
-                    static_cast<unsigned long long>(room.free >> 20));
+    describe_room(room, where, sizeof where);
     if (bytes == 0) {
       char message[400];
       std::snprintf(message, sizeof message,
