@@ -24,6 +24,7 @@
 #include <support/process.hpp>
 #include <support/read_dump.hpp>
 #include <support/sanitizers.hpp>
+#include <support/spawn.hpp>
 #include <support/test_env.hpp>
 
 namespace flight_hostile_test {
@@ -446,6 +447,65 @@ TEST_CASE("hostile: EDGETRACE_FLIGHT_MB=512 in a real 256 MiB memory cgroup: the
   REQUIRE(file_exists(snapshot));
   CHECK(load_dump(snapshot).complete);
   ::unlink(snapshot.c_str());
+}
+
+/// The resident memory of process `pid` now, in KiB (VmRSS); -1 when unread.
+long resident_kb(pid_t pid) {
+  const std::string status = read_file("/proc/" + std::to_string(pid) + "/status");
+  const std::size_t at = status.find("VmRSS:");
+  return at == std::string::npos ? -1 : std::strtol(status.c_str() + at + 6, nullptr, 10);
+}
+
+TEST_CASE("hostile: the memory left falls under half the flight ring (replayed): the ring goes back, one line, the app runs on") {
+  const std::string base = tmp + "/sysfs-shrink-" + std::to_string(::getpid());
+  REQUIRE(std::system(("rm -rf '" + base + "'").c_str()) == 0);
+  write_text(base + "/proc/meminfo", "MemTotal:  4194304 kB\nMemAvailable:  1048576 kB\n");  // 1 GiB: 64 MiB fits
+  edgetrace_test::spawned s =
+      edgetrace_test::spawn({app, "grow-after", "1", "3000"},
+                            {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + tmp + "/shrink.etr", "EDGETRACE_FLIGHT_MB=64",
+                             "EDGETRACE_FLIGHT_AT_EXIT=1", "EDGETRACE_SYSFS_ROOT=" + base});
+  REQUIRE(s.pid > 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // the ring is faulted in (~30 ms here)
+  const long with_ring = resident_kb(s.pid);
+  write_text(base + "/proc/meminfo", "MemTotal:  4194304 kB\nMemAvailable:  16384 kB\n");  // 16 MiB left
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  const long after = resident_kb(s.pid);
+  std::string out;
+  const int code = edgetrace_test::wait_for(s, 60, &out);
+  const std::string err = read_file(s.err_path);
+  CAPTURE(err);
+  CHECK(code == 0);
+  CHECK(contains(out, "grew 1"));
+  CHECK(contains(err, "memory is short (the system has 16 MiB available (MemAvailable)): the flight ring's 64 MiB go "
+                      "back to the app and flight recording stops, so no snapshot will be written"));
+  CHECK_FALSE(file_exists(tmp + "/shrink.1.etr"));  // nothing recorded any more, nothing at exit
+  MESSAGE("resident: " << with_ring / 1024 << " MiB with the ring, " << after / 1024 << " MiB after");
+  if (!edgetrace_test::sanitized_build && with_ring > 0 && after > 0) CHECK(with_ring - after > 48 * 1024);
+  std::remove(s.err_path.c_str());
+  REQUIRE(std::system(("rm -rf '" + base + "'").c_str()) == 0);
+}
+
+TEST_CASE("hostile: an app that loads 160 MiB after its flight ring took 127 of a real 256 MiB cgroup lives" *
+          doctest::skip(writable_memory_cgroup().empty() || edgetrace_test::sanitized_build)) {
+  // Before: the ring was sized once, when it started; the app's later
+  // growth got it OOM-killed (exit 137, no line, no snapshot). Untraced it
+  // peaks at 161 MiB and exits 0.
+  const std::string cg = writable_memory_cgroup() + "/edgetrace-grow-" + std::to_string(::getpid());
+  REQUIRE(::mkdir(cg.c_str(), 0755) == 0);
+  write_text(cg + "/memory.limit_in_bytes", std::to_string(256u << 20) + "\n");
+  const bounded_result r =
+      run_bounded({"/bin/sh", "-c", "echo $$ > \"$0/cgroup.procs\" && exec \"$1\" grow-after 160 500", cg, app},
+                  {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + tmp + "/grow.etr", "EDGETRACE_FLIGHT_MB=512",
+                   "EDGETRACE_FLIGHT_AT_EXIT=1"},
+                  60);
+  const std::string peak = read_file(cg + "/memory.max_usage_in_bytes");
+  ::rmdir(cg.c_str());
+  MESSAGE("peak " << std::strtoull(peak.c_str(), nullptr, 10) / (1u << 20) << " MiB of 256");
+  CAPTURE(r.err);
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.err, "the flight ring gets 127 MiB instead"));
+  CHECK(contains(r.err, "the flight ring's 127 MiB go back to the app"));
 }
 
 }  // namespace flight_hostile_test

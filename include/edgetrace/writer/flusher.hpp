@@ -449,6 +449,8 @@ class runtime final : public runtime_stream, private flusher_output {
   void serve_flight(bool now) EDGETRACE_DETAIL_REQUIRES(flusher_role);
   /// Writes the pending snapshot (flusher).
   void write_snapshot() EDGETRACE_DETAIL_REQUIRES(flusher_role);
+  /// Gives the flight ring back when the process's memory runs short (flusher).
+  void watch_flight_room() EDGETRACE_DETAIL_REQUIRES(flusher_role);
   /// At exit, before the stream's end (flusher).
   void finish_flight() EDGETRACE_DETAIL_REQUIRES(flusher_role);
   /// edgetrace::snapshot() on any thread. Async-signal-safe.

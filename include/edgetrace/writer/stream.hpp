@@ -141,6 +141,8 @@ class runtime_stream : public encoder_host {
   std::uint64_t last_room_ns_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
   bool smaller_rings_said_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = false;
   memory_room last_room_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role);
+  /// When watch_flight_room last read the room.
+  std::uint64_t last_flight_room_ns_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
   int calibrations_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
   calibration_pair first_calibration_ = {};
   /// unloaded_epoch values this flusher has acted on: sites cached from

@@ -105,7 +105,32 @@ inline int map_stalls_mode(int argc, char** argv) {
 }
 
 /// The modes above, by name (trace_app.cpp looks them up).
+/// "grow-after MB WAIT_MS": spans for WAIT_MS (the flight ring is faulted
+/// in meanwhile), then MB MiB allocated and touched at once (a model
+/// loaded after start-up), held for 100 ms and freed. Prints "grew MB".
+inline int grow_after_mode(int megabytes, int wait_ms) {
+  const std::uint64_t until = now_ns() + static_cast<std::uint64_t>(wait_ms) * 1000000u;
+  while (now_ns() < until) {
+    EDGETRACE_SCOPE(app, "before");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const std::size_t bytes = static_cast<std::size_t>(megabytes) << 20;
+  auto* model = static_cast<unsigned char*>(std::malloc(bytes));
+  if (model == nullptr) return 2;
+  {
+    EDGETRACE_SCOPE(app, "load");
+    std::memset(model, 1, bytes);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::printf("grew %d %d\n", megabytes, model[bytes / 2]);
+  std::free(model);
+  return 0;
+}
+
 inline const app_mode flight_modes[] = {
+    {"grow-after", [](int argc, char** argv) {
+       return grow_after_mode(argc > 2 ? std::atoi(argv[2]) : 160, argc > 3 ? std::atoi(argv[3]) : 500);
+     }},
     {"flight-iterations", flight_iterations_mode},
     {"flight-paused", flight_paused_mode},
     {"map-stalls", map_stalls_mode},

@@ -154,6 +154,17 @@ class flight_recorder {
     return true;
   }
 
+  /// Gives the ring's memory back (MADV_DONTNEED: the mapping stays, so a
+  /// crash handler that reads it finds zeros, which the reader skips as bad
+  /// chunks, never a fault) and stops: take() keeps nothing more, write()
+  /// writes nothing. Flusher only, once the process's memory runs short.
+  void give_back_ring() noexcept {
+    ready_.store(false, std::memory_order_release);
+    ::madvise(ring_, capacity_, MADV_DONTNEED);
+    given_back_ = true;
+  }
+  bool given_back() const noexcept { return given_back_; }
+
   /// Snapshot numbers stop at `files` (EDGETRACE_FLIGHT_KEEP): with
   /// OUTPUT.1 .. OUTPUT.files all there, write() writes nothing (EEXIST).
   /// Before start().
@@ -564,6 +575,7 @@ class flight_recorder {
   std::atomic<bool> ready_{false};
   std::atomic<std::size_t> faulting_bytes_{0};
   std::atomic<std::size_t> faulted_bytes_{0};
+  bool given_back_ = false;  ///< give_back_ring (flusher only)
   std::uint32_t writer_id_ = 0;
   std::size_t capacity_ = 0;
   unsigned char* ring_ = nullptr;
