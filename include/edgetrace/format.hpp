@@ -21,7 +21,7 @@ namespace format {
 /// transfers and files that are not edgetrace dumps at all.
 inline constexpr unsigned char file_magic[8] = {0x89, 'E', 'T', 'R', '\r', '\n', 0x1A, '\n'};
 inline constexpr std::uint16_t version_major = 1;
-inline constexpr std::uint16_t version_minor = 14;
+inline constexpr std::uint16_t version_minor = 15;
 
 /// The process chunk's last byte (1.8): what a full ring did
 /// (EDGETRACE_ON_FULL). Absent before 1.8.

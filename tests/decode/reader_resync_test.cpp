@@ -364,4 +364,42 @@ TEST_CASE("40,000 writers of one pid without end records: exec is told apart in 
   ::unlink(path.c_str());
 }
 
+// Writers of one pid are one process (its images, across exec) only when
+// their identities (start ticks, boot id: format 1.15) match: two
+// containers' pid 1 sharing a dump, one killed -9, is no exec.
+TEST_CASE("two writers of one pid: exec when the identity matches, killed when it does not, exec by pid when none is said") {
+  struct shape {
+    const char* what;
+    std::int64_t first_ticks, second_ticks;
+    bool exec, reused;
+  };
+  for (const shape& c : {shape{"same process (its image replaced)", 500, 500, true, false},
+                         shape{"another pid namespace's pid 1", 500, 9000, false, true},
+                         shape{"no identity (a 1.14 writer): by pid", -1, -1, true, false}}) {
+    CAPTURE(c.what);
+    dump_builder d;
+    process_fields pf;
+    pf.pid = 1;
+    pf.overload = 0;
+    pf.start_ticks = c.first_ticks;
+    d.process(writer_a, pf);  // killed -9, or exec'd: no end record
+    pf.start_ticks = c.second_ticks;
+    d.process(writer_b, pf);
+    d.end(writer_b);
+    const std::string path = temp_path("resync_pid1.etr");
+    REQUIRE(write_file(path, d.build()));
+    er::dump_reader r;
+    REQUIRE(r.open(path));
+    REQUIRE(r.read_metadata());
+    const er::writer_info& first = r.writers().at(writer_a);
+    CHECK(first.has_identity == (c.first_ticks >= 0));
+    CHECK(first.exec_follows == c.exec);
+    CHECK(first.pid_reused_later == c.reused);
+    const std::string said = edgetrace_test::all_diagnostics(r);
+    CHECK(contains(said, c.exec ? "the process called exec: a later writer of this dump is the same process"
+                                : "process killed or crashed? a later writer has its pid but is another process"));
+    ::unlink(path.c_str());
+  }
+}
+
 }  // namespace reader_resync_test

@@ -279,6 +279,23 @@ TEST_CASE("top --follow marks a writer that stopped as stale, and ends when its 
   CHECK(contains(err, "its writer (process " + std::to_string(app.pid) + ") has ended without an end record"));
 }
 
+TEST_CASE("top --follow on a program that called exec and exited 0: the writer finished, not gone") {
+  // The old image writes no end record; its new image (a later writer,
+  // the same process by its identity: format 1.15) does. Before: "writer
+  // gone ... killed or crashed?" once the pid was gone.
+  const std::string path = fresh_file(temp_path("top_exec.etr"));
+  REQUIRE(edgetrace_test::run({edgetrace_test::app, "exec-self"}, {"EDGETRACE_OUTPUT=" + path}).exit_code == 0);
+  spawned top = spawn({EDGETRACE_TEST_CLI, "top", path, "--follow", "--interval", "0.2"});
+  REQUIRE(top.pid > 0);
+  std::string out;
+  const int code = wait_for(top, 30, &out);
+  const std::string err = read_file(top.err_path);
+  INFO(out << err);
+  CHECK(code == 0);
+  CHECK(contains(out, "writer finished"));
+  CHECK_FALSE(contains(out + err, "killed or crashed"));
+}
+
 TEST_CASE("top --follow waits for a chunk being written and reads a file truncated under it from its start") {
   // A dump without its end, then the rest: top waits for the cut chunk.
   dump_builder first = sample_dump();

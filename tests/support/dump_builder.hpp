@@ -179,6 +179,10 @@ struct process_fields {
   std::string name = "app";
   /// The overload policy byte (1.8): format::overload_wait or _drop; -1 leaves it out (an older writer).
   int overload = -1;
+  /// The process's identity (1.15, after the overload byte, which it
+  /// needs): start ticks, -1 leaves it out; the boot id's bytes.
+  std::int64_t start_ticks = -1;
+  unsigned char boot_id[16] = {0xB0, 0x07};
 };
 
 /// A dump under construction: the header, then a list of chunks that can be
@@ -214,6 +218,7 @@ class dump_builder {
     p.varint(f.pid).u8(static_cast<std::uint8_t>(f.source)).u8(f.clock_flags).varint(f.nominal_rate);
     p.varint(f.ring_capacity).varint(f.flush_period_us).str(f.name);
     if (f.overload >= 0) p.u8(static_cast<std::uint8_t>(f.overload));
+    if (f.overload >= 0 && f.start_ticks >= 0) p.varint(static_cast<std::uint64_t>(f.start_ticks)).raw(f.boot_id, 16);
     return chunk(fmt::chunk_type::process, writer, p);
   }
   /// (tick, monotonic ns) pairs; realtime = monotonic + 1.7e18.

@@ -163,7 +163,7 @@ struct fixture : held_ring {
     config.clock = dt::clock_monotonic;
     config.ring_records = 4096;
     config.flush_ms = 10;
-    encoder.write_process(777, config, "encoder_test");
+    encoder.write_process(777, edgetrace::detail::os::own_identity(), config, "encoder_test");
     encoder.write_calibration({1000, 1000, 5000000000ull});
     encoder.write_calibration({2000000000ull, 2000000000ull, 7000000000ull});
     ring.os_tid = 4242;

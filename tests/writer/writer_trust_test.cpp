@@ -397,12 +397,44 @@ TEST_CASE("writer trust: after exec the new image appends to the dump its proces
   CHECK_FALSE(writers[1]->exec_follows);
   CHECK(writers[1]->has_end);
   const auto info = run({cli, "info", dump_path});
-  CHECK(edgetrace_test::contains(info.out, "missing (the process called exec: a later writer has its pid)"));
+  CHECK(edgetrace_test::contains(info.out, "missing (the process called exec: a later writer is the same process)"));
 
   const auto again = run({app, "stagger", "next_run", "10"}, {"EDGETRACE_OUTPUT=" + dump_path});
   REQUIRE(again.exit_code == 0);
   CHECK(writer_count(dump_path) == 1);
   CHECK(edgetrace_test::whole_dump(dump_path).named("next_run").size() == 200);
+  ::unlink(dump_path.c_str());
+}
+
+// The exec rule decides by the process's identity (start ticks and boot
+// id in the process chunk, format 1.15), never by comparing the dump's time
+// with a clock.
+TEST_CASE("writer trust: a dump whose time is ahead of this machine's clock is another run's: the next run starts afresh") {
+  const std::string dump_path = fresh("exec_future.etr");
+  REQUIRE(run({app, "stagger", "first", "10"}, {"EDGETRACE_OUTPUT=" + dump_path}).exit_code == 0);
+  // A clock stepped back since, or a file server 1 h ahead.
+  timespec times[2];
+  ::clock_gettime(CLOCK_REALTIME, &times[0]);
+  times[0].tv_sec += 3600;
+  times[1] = times[0];
+  REQUIRE(::utimensat(AT_FDCWD, dump_path.c_str(), times, 0) == 0);
+  REQUIRE(run({app, "stagger", "second", "10"}, {"EDGETRACE_OUTPUT=" + dump_path}).exit_code == 0);
+  CHECK(writer_count(dump_path) == 1);  // before: 2, the first run's spans kept
+  const auto dump = edgetrace_test::whole_dump(dump_path);
+  CHECK(dump.named("first").empty());
+  CHECK(dump.named("second").size() == 200);
+  ::unlink(dump_path.c_str());
+}
+
+TEST_CASE("writer trust: a clock stepped forward between the writes and the exec: the new image still appends") {
+  const std::string dump_path = fresh("exec_clock_step.etr");
+  const auto r = run({app, "exec-self"}, {"EDGETRACE_OUTPUT=" + dump_path, "TRACE_APP_MTIME_BACK_S=3600"});
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto dump = edgetrace_test::load_dump(dump_path);
+  CHECK(dump.named("before_exec").size() == 100);  // before: 0, truncated by the new image
+  CHECK(dump.named("after_exec").size() == 100);
+  CHECK(writer_count(dump_path) == 2);
   ::unlink(dump_path.c_str());
 }
 

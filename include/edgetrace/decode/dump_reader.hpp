@@ -7,11 +7,12 @@
 // as (writer_info, thread_info, event, gpu_span, ...) is in model.hpp.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <type_traits>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -394,15 +395,30 @@ class dump_reader {
       }
     }
     const std::vector<const writer_info*> in_order = writers_in_order();
-    // A writer without an end record whose pid a later writer has: its
-    // process called exec. One pass from the last writer back, with the pids
-    // met so far (linear in the writers, however many share a pid).
-    std::unordered_set<std::uint64_t> later_pids;
+    // A writer without an end record that a later writer shares its process
+    // with (writer_info::same_process): it called exec; one that a later
+    // writer shares only its pid with was killed (another pid namespace, a
+    // reused pid). One pass from the last writer back, with the later
+    // writers' pids and identities in sets: linear in the writers (n log n),
+    // however many share a pid.
+    std::set<std::uint64_t> later_pids, later_pids_unidentified;
+    std::set<std::pair<std::uint64_t, std::string>> later_processes;
+    const auto identity_of = [](const writer_info& w) {
+      return std::make_pair(w.pid, std::to_string(w.start_ticks) + ":" +
+                                       std::string(w.boot_id.begin(), w.boot_id.end()));
+    };
     for (std::size_t i = in_order.size(); i-- > 0;) {
       const writer_info& w = *in_order[i];
       if (!w.has_process) continue;
-      if (!w.has_end && later_pids.count(w.pid) != 0) writers_[w.id].exec_follows = true;
+      if (!w.has_end && later_pids.count(w.pid) != 0) {
+        const bool exec = !w.has_identity || later_pids_unidentified.count(w.pid) != 0 ||
+                          later_processes.count(identity_of(w)) != 0;
+        writers_[w.id].exec_follows = exec;
+        writers_[w.id].pid_reused_later = !exec;
+      }
       later_pids.insert(w.pid);
+      if (w.has_identity) later_processes.insert(identity_of(w));
+      else later_pids_unidentified.insert(w.pid);
     }
     for (const writer_info* w : in_order) {
       if (!w->has_process) {
@@ -414,8 +430,11 @@ class dump_reader {
       if (!w->has_end)
         add_diagnostic(diagnostic::severity::damage, stats().file_size,
                        "incomplete: writer " + w->label() + " has no end record (" +
-                           (w->exec_follows ? "the process called exec: a later writer of this dump has its pid"
-                                            : "process killed or crashed?") +
+                           (w->exec_follows ? "the process called exec: a later writer of this dump is the same process"
+                            : w->pid_reused_later
+                                ? "process killed or crashed? a later writer has its pid but is another process: "
+                                  "another pid namespace, or the pid reused"
+                                : "process killed or crashed?") +
                            "); events after its last flush are missing");
     }
     annotations_.finish_times(writers_);

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -149,7 +150,12 @@ class dump_follower {
     std::uint8_t clock_source = 0;
     std::uint64_t nominal_rate = 0;
     std::uint64_t pid = 0;  ///< from its process chunk (0: not seen yet)
+    /// Its identity (1.15: start ticks, boot id), when its process chunk said it.
+    bool identified = false;
+    std::uint64_t start_ticks = 0;
+    std::array<unsigned char, 16> boot_id{};
     bool ended = false;
+    bool replaced = false;  ///< ended by its process's exec: a later writer is the same process
     writer_info device;  ///< its device tracks and their last two samples each, and its threads (devices())
   };
   detail::thread_table threads_;  ///< names the threads of the device's run-queue tracks
@@ -255,13 +261,27 @@ class dump_follower {
                               buffer_.data() + format::chunk_header_size + chunk_size_};
     switch (chunk_type_) {
       case format::chunk_type::process: {
-        std::uint64_t pid, rate;
-        std::uint8_t source, flags;
+        std::uint64_t pid, rate, ring, flush, ticks;
+        std::uint8_t source, flags, policy;
+        std::string name;
         if (in.varint(pid) && in.u8(source) && in.u8(flags) && in.varint(rate)) {
           w.clock_source = source;
           w.nominal_rate = rate;
           w.pid = pid;
           w.clock_current = false;
+          // 1.15: the identity. A new image of a process that called exec
+          // ends its earlier image's writer (which wrote no end record).
+          if (in.varint(ring) && in.varint(flush) && in.string(name) && in.u8(policy) && in.varint(ticks) &&
+              in.left() >= 16) {
+            w.start_ticks = ticks;
+            for (unsigned char& b : w.boot_id) in.u8(b);
+            w.identified = true;
+          }
+          for (auto& other : writers_)
+            if (&other.second != &w && !other.second.ended && other.second.pid == pid &&
+                (!other.second.identified || !w.identified ||
+                 (other.second.start_ticks == w.start_ticks && other.second.boot_id == w.boot_id)))
+              other.second.ended = other.second.replaced = true;
         }
         break;
       }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -307,13 +308,29 @@ struct writer_info {
   std::uint64_t flush_period_us = 0;
   std::string process_name;
   overload_policy overload = overload_policy::unknown;  ///< unknown before 1.8
+  /// The process's identity (1.15): its start time in clock ticks after
+  /// boot, which exec keeps, and the boot's id. Two writers of one pid are
+  /// one process only when both match (another pid namespace, a reused pid).
+  bool has_identity = false;
+  std::uint64_t start_ticks = 0;
+  std::array<unsigned char, 16> boot_id{};
+  /// Whether `o` is the same process (same pid; same identity when both
+  /// carry one).
+  bool same_process(const writer_info& o) const noexcept {
+    if (!has_process || !o.has_process || pid != o.pid) return false;
+    return !has_identity || !o.has_identity || (start_ticks == o.start_ticks && boot_id == o.boot_id);
+  }
 
   std::vector<calibration_pair> calibration;
   clock_model clock;
   bool has_end = false;
-  /// No end record, and a later writer of this file has the same pid: the
-  /// process replaced its image (exec), whose writer appended to this dump.
+  /// No end record, and a later writer of this file is the same process
+  /// (same_process): it replaced its image (exec), whose writer appended
+  /// to this dump.
   bool exec_follows = false;
+  /// No end record, and a later writer has the same pid but is another
+  /// process (another pid namespace: two containers' pid 1; a reused pid).
+  bool pid_reused_later = false;
   /// The flight recorder's snapshot chunk (1.6): present in a dump that
   /// holds one window of the run, with why and when it was written.
   snapshot_record snapshot;

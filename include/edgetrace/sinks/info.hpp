@@ -359,9 +359,11 @@ void writer_text(const writer_info& w, const gpu_moves& moves, std::string& text
     field("  ", "refused",
           format_text("%llu EDGETRACE_RECORD span(s) more than 1 s outside the trace (not recorded)", ull(rejected)));
   field("  ", "end record",
-        w.has_end          ? "yes (clean shutdown)"
-        : w.exec_follows ? "missing (the process called exec: a later writer has its pid)"
-                           : "missing (killed or crashed?)");
+        w.has_end              ? "yes (clean shutdown)"
+        : w.exec_follows       ? "missing (the process called exec: a later writer is the same process)"
+        : w.pid_reused_later   ? "missing (killed or crashed? a later writer has its pid but is another process: "
+                                 "another pid namespace, or the pid reused)"
+                               : "missing (killed or crashed?)");
   std::uint64_t helped = 0, written = 0;
   for (const auto& t : w.threads) {
     helped += t.second.stats_helped;

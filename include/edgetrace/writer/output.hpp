@@ -101,16 +101,80 @@ class dump_file {
   }
 
   /// Whether this process wrote the (unlocked) file before it called
-  /// exec(): it holds data, last changed after the process began (its fork,
-  /// which exec keeps), so by no run that ended before it (running the
-  /// same command twice still starts a fresh dump). A writer that exec'd
-  /// within its first ~12 ms, or a file system with coarse times (FAT: 2 s),
-  /// reads as older: the file is truncated, as before.
-  static bool written_before_exec(const struct stat& st) noexcept {
+  /// exec(): the file holds a process chunk of this process, by its pid and
+  /// identity (os::own_identity: start time in clock ticks and boot id,
+  /// which exec keeps and no other process shares, format 1.15). Clocks
+  /// play no part: a dump whose time is ahead of the local clock (a clock
+  /// stepped back, a file server ahead) is another run's, and a clock
+  /// stepped forward between the old image's writes and the exec changes
+  /// nothing. The chunk headers are walked from the start, reading only
+  /// process chunks (an exec'd image's is near the start in the usual
+  /// launcher case): at most max_walked chunks. A longer file, one that
+  /// does not walk (damage, a foreign file), or a process without /proc
+  /// falls back to the file's time: written after this process began.
+  static constexpr int max_walked = 16384;
+  bool written_before_exec(const struct stat& st) const noexcept {
     if (st.st_size == 0) return false;
+    const os::process_identity me = os::own_identity();
+    // The dump's descriptor is write-only: the walk reads through one of
+    // its own, on the same file (device and inode).
+    const int reading = me.known && S_ISREG(st.st_mode) ? ::open(path_, O_RDONLY | O_CLOEXEC | O_NOCTTY) : -1;
+    if (reading >= 0) {
+      struct stat same;
+      const int found = ::fstat(reading, &same) == 0 && same.st_dev == st.st_dev && same.st_ino == st.st_ino
+                            ? holds_process(reading, static_cast<std::uint64_t>(st.st_size),
+                                            static_cast<std::uint64_t>(::getpid()), me)
+                            : -1;
+      ::close(reading);
+      if (found >= 0) return found == 1;
+    }
     const std::uint64_t began_by = os::process_began_by_realtime_ns();
     const std::int64_t changed = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
     return began_by != 0 && changed > 0 && static_cast<std::uint64_t>(changed) > began_by + 2000000u;
+  }
+
+  /// 1 when a process chunk of `pid` with identity `me` is among the file's
+  /// chunks, 0 when the whole file walked and none is, -1 when the walk
+  /// could not tell (max_walked, a bad header, a read error).
+  static int holds_process(int fd, std::uint64_t size, std::uint64_t pid, const os::process_identity& me) noexcept {
+    std::uint64_t at = 0;
+    for (int walked = 0; at < size; ++walked) {
+      if (walked == max_walked) return -1;
+      unsigned char head[format::file_header_size];
+      if (size - at < format::chunk_header_size || ::pread(fd, head, format::chunk_header_size, static_cast<off_t>(at)) !=
+                                                       static_cast<ssize_t>(format::chunk_header_size))
+        return -1;
+      if (std::memcmp(head, format::file_magic, 8) == 0) {  // a stream's file header (the start, a restart)
+        at += format::file_header_size;
+        continue;
+      }
+      if (head[0] != format::chunk_sync0 || head[1] != format::chunk_sync1) return -1;
+      const std::uint32_t payload = format::get_u32(head + 4);
+      if (payload > format::max_chunk_payload) return -1;
+      if (static_cast<format::chunk_type>(head[2]) == format::chunk_type::process && payload <= 4096) {
+        unsigned char body[4096];
+        if (::pread(fd, body, payload, static_cast<off_t>(at + format::chunk_header_size)) != static_cast<ssize_t>(payload))
+          return -1;
+        if (is_process(body, body + payload, pid, me)) return 1;
+      }
+      at += format::chunk_header_size + payload + format::chunk_trailer_size;
+    }
+    return 0;
+  }
+
+  /// Whether a process chunk's payload names `pid` with identity `me`.
+  static bool is_process(const unsigned char* p, const unsigned char* end, std::uint64_t pid,
+                         const os::process_identity& me) noexcept {
+    std::uint64_t value = 0, name = 0, ticks = 0;
+    if (!format::get_varint(p, end, value) || value != pid) return false;
+    if (end - p < 2) return false;
+    p += 2;  // clock source, clock flags
+    for (int field = 0; field < 3; ++field)  // nominal rate, ring capacity, flush period
+      if (!format::get_varint(p, end, value)) return false;
+    if (!format::get_varint(p, end, name) || static_cast<std::uint64_t>(end - p) < name + 1) return false;
+    p += name + 1;  // the name, the overload policy
+    if (!format::get_varint(p, end, ticks) || end - p < 16) return false;
+    return ticks == me.start_ticks && std::memcmp(p, me.boot_id, 16) == 0;
   }
 
   /// Takes (or, with F_UNLCK, releases) a one-byte open-file-description

@@ -421,7 +421,7 @@ class runtime_stream : public encoder_host {
   void write_process_chunk() {
     char comm[64] = "process";
     os::process_name(comm, sizeof comm);
-    encoder_.write_process(static_cast<std::uint64_t>(owner_pid_), config_, comm);
+    encoder_.write_process(static_cast<std::uint64_t>(owner_pid_), os::own_identity(), config_, comm);
   }
 
   void write_calibration() EDGETRACE_DETAIL_REQUIRES(flusher_role) {

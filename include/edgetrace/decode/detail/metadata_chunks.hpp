@@ -69,6 +69,13 @@ inline void read_process(diagnostic_log& log, writer_info& w, payload_cursor& in
     w.overload = policy == format::overload_drop ? overload_policy::drop
                  : policy == format::overload_wait ? overload_policy::wait
                                                    : overload_policy::unknown;
+  std::uint64_t start_ticks;
+  w.has_identity = false;
+  if (in.varint(start_ticks) && in.left() >= w.boot_id.size()) {  // 1.15
+    for (unsigned char& b : w.boot_id) in.u8(b);
+    w.start_ticks = start_ticks;
+    w.has_identity = true;
+  }
 }
 
 /// A definition that contradicts an earlier one of the same writer: the

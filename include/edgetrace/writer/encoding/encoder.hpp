@@ -15,6 +15,7 @@
 #include <edgetrace/writer/clock.hpp>
 #include <edgetrace/writer/encoding/chunk_writer.hpp>
 #include <edgetrace/writer/encoding/ring_encoding.hpp>
+#include <edgetrace/writer/platform/linux.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -187,7 +188,8 @@ class chunk_encoder : public chunk_writer {
   }
 
   /// The process chunk.
-  void write_process(std::uint64_t pid, const settings& config, const char* comm) {
+  void write_process(std::uint64_t pid, const os::process_identity& identity, const settings& config,
+                     const char* comm) {
     std::vector<unsigned char>& b = scratch_;
     begin_chunk(b);
     put_varint(b, pid);
@@ -198,6 +200,10 @@ class chunk_encoder : public chunk_writer {
     put_varint(b, std::uint64_t{config.flush_ms} * 1000);
     put_string(b, comm);
     b.push_back(config.drop_when_full ? format::overload_drop : format::overload_wait);  // 1.8
+    if (identity.known) {  // 1.15: what exec keeps and no other process shares
+      put_varint(b, identity.start_ticks);
+      b.insert(b.end(), identity.boot_id, identity.boot_id + sizeof identity.boot_id);
+    }
     emit_chunk(b, format::chunk_type::process);
   }
 

@@ -126,6 +126,38 @@ inline std::uint64_t process_began_by_realtime_ns() noexcept {
   return started > 0 ? static_cast<std::uint64_t>(started) : 0;
 }
 
+/// What names this process across exec() and apart from every other
+/// process, even one of the same pid in another pid namespace or after the
+/// pid was reused: its start time in clock ticks after boot (/proc/self/stat
+/// field 22, which exec keeps) and the boot's id. `known` false when
+/// /proc is not there.
+struct process_identity {
+  std::uint64_t start_ticks = 0;
+  unsigned char boot_id[16] = {};
+  bool known = false;
+};
+
+inline process_identity own_identity() noexcept {
+  process_identity id;
+  char stat[1024], boot[64];
+  if (read_proc_file("/proc/self/stat", stat, sizeof stat) == 0) return id;
+  const char* p = std::strrchr(stat, ')');  // the name may hold spaces and parentheses
+  for (int field = 2; p != nullptr && field < 22; ++field) p = std::strchr(p + 1, ' ');
+  if (p == nullptr) return id;
+  id.start_ticks = std::strtoull(p + 1, nullptr, 10);
+  // "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx": 32 hex digits.
+  if (read_proc_file("/proc/sys/kernel/random/boot_id", boot, sizeof boot) == 0) return id;
+  int digits = 0;
+  for (const char* c = boot; *c != '\0' && *c != '\n' && digits < 32; ++c) {
+    const int v = *c >= '0' && *c <= '9' ? *c - '0' : *c >= 'a' && *c <= 'f' ? *c - 'a' + 10 : -1;
+    if (v < 0) continue;
+    id.boot_id[digits / 2] = static_cast<unsigned char>(id.boot_id[digits / 2] << 4 | v);
+    ++digits;
+  }
+  id.known = digits == 32;
+  return id;
+}
+
 /// Calls `f(tid)` for each thread of the process (/proc/self/task). Allocates
 /// nothing: the listing is read with getdents64 into a stack buffer, not
 /// opendir (which mallocs), since shutdown also runs from quick_exit(),
