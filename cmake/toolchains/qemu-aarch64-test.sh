@@ -100,6 +100,7 @@ case $name in
     exclude='*thread churn*'                                     # memory
     exclude="$exclude"',*signal handler*'                        # signals
     exclude="$exclude"',*after exec the new image appends*'      # exec
+    exclude="$exclude"',*the new image still appends*'           # exec
     ;;
   flight_test)
     exclude='*forked child writes*'                               # fork
