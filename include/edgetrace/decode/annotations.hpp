@@ -195,9 +195,7 @@ class annotation_stream {
   /// max_queued_total / 2 annotations at most, when some thread's
   /// annotations are never asked for.
   void trim_longest() {
-    thread_queue* longest = nullptr;
-    for (auto& entry : queues_)
-      if (longest == nullptr || entry.second.size() > longest->size()) longest = &entry.second;
+    thread_queue* longest = queues_.largest();
     if (longest == nullptr) return;
     const std::size_t before = longest->size();
     std::size_t drop = (before + 1) / 2;
@@ -330,9 +328,7 @@ class span_annotations {
   /// The oldest half of the longest pending list, dropped (unclaimed):
   /// O(threads), once per max_pending_total / 2 annotations at most.
   void trim_longest_pending() {
-    std::vector<annotation>* longest = nullptr;
-    for (auto& entry : pending_)
-      if (longest == nullptr || entry.second.size() > longest->size()) longest = &entry.second;
+    std::vector<annotation>* longest = pending_.largest();
     if (longest == nullptr) return;
     const std::size_t drop = (longest->size() + 1) / 2;
     longest->erase(longest->begin(), longest->begin() + static_cast<std::ptrdiff_t>(drop));

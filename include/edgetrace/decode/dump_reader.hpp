@@ -8,10 +8,12 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -402,11 +404,8 @@ class dump_reader {
     // writers' pids and identities in sets: linear in the writers (n log n),
     // however many share a pid.
     std::set<std::uint64_t> later_pids, later_pids_unidentified;
-    std::set<std::pair<std::uint64_t, std::string>> later_processes;
-    const auto identity_of = [](const writer_info& w) {
-      return std::make_pair(w.pid, std::to_string(w.start_ticks) + ":" +
-                                       std::string(w.boot_id.begin(), w.boot_id.end()));
-    };
+    std::set<std::tuple<std::uint64_t, std::uint64_t, std::array<unsigned char, 16>>> later_processes;
+    const auto identity_of = [](const writer_info& w) { return std::make_tuple(w.pid, w.start_ticks, w.boot_id); };
     for (std::size_t i = in_order.size(); i-- > 0;) {
       const writer_info& w = *in_order[i];
       if (!w.has_process) continue;

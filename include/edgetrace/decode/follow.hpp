@@ -6,7 +6,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -150,13 +149,10 @@ class dump_follower {
     std::uint8_t clock_source = 0;
     std::uint64_t nominal_rate = 0;
     std::uint64_t pid = 0;  ///< from its process chunk (0: not seen yet)
-    /// Its identity (1.15: start ticks, boot id), when its process chunk said it.
-    bool identified = false;
-    std::uint64_t start_ticks = 0;
-    std::array<unsigned char, 16> boot_id{};
     bool ended = false;
-    bool replaced = false;  ///< ended by its process's exec: a later writer is the same process
-    writer_info device;  ///< its device tracks and their last two samples each, and its threads (devices())
+    /// Its process record (pid, identity), device tracks and their last two
+    /// samples each, and its threads (devices()).
+    writer_info device;
   };
   detail::thread_table threads_;  ///< names the threads of the device's run-queue tracks
   std::chrono::steady_clock::time_point last_growth_ = std::chrono::steady_clock::now();
@@ -261,27 +257,20 @@ class dump_follower {
                               buffer_.data() + format::chunk_header_size + chunk_size_};
     switch (chunk_type_) {
       case format::chunk_type::process: {
-        std::uint64_t pid, rate, ring, flush, ticks;
-        std::uint8_t source, flags, policy;
-        std::string name;
-        if (in.varint(pid) && in.u8(source) && in.u8(flags) && in.varint(rate)) {
-          w.clock_source = source;
-          w.nominal_rate = rate;
-          w.pid = pid;
+        detail::diagnostic_log ignored;
+        w.device.has_process = false;
+        detail::read_process(ignored, w.device, in, 0);
+        if (w.device.has_process) {
+          w.clock_source = w.device.clock_source;
+          w.nominal_rate = w.device.nominal_tick_rate;
+          w.pid = w.device.pid;
           w.clock_current = false;
-          // 1.15: the identity. A new image of a process that called exec
-          // ends its earlier image's writer (which wrote no end record).
-          if (in.varint(ring) && in.varint(flush) && in.string(name) && in.u8(policy) && in.varint(ticks) &&
-              in.left() >= 16) {
-            w.start_ticks = ticks;
-            for (unsigned char& b : w.boot_id) in.u8(b);
-            w.identified = true;
-          }
+          // A new image of a process that called exec (the same process by
+          // its identity, 1.15) ends its earlier image's writer, which
+          // wrote no end record.
           for (auto& other : writers_)
-            if (&other.second != &w && !other.second.ended && other.second.pid == pid &&
-                (!other.second.identified || !w.identified ||
-                 (other.second.start_ticks == w.start_ticks && other.second.boot_id == w.boot_id)))
-              other.second.ended = other.second.replaced = true;
+            if (&other.second != &w && !other.second.ended && w.device.same_process(other.second.device))
+              other.second.ended = true;
         }
         break;
       }

@@ -3,9 +3,9 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
-#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>

@@ -172,7 +172,6 @@ class runtime final : public runtime_stream, private flusher_output {
     const std::uint64_t period_ns = std::uint64_t{config_.flush_ms} * 1000000u;
     std::uint64_t wait_ns = period_ns < 1000000u ? period_ns : 1000000u;  // first look soon
     std::uint64_t last_drain_ns = clock_ns(CLOCK_MONOTONIC);
-    size_rings_by_room(last_drain_ns);
     rings_.refill(control_.stopping_flag());  // here, not in start-up: page faults stay off the app's start
     start_sampler();
     load_.sample(last_drain_ns);  // the first look at the CPUs comes one sample_ns from here
@@ -241,14 +240,14 @@ class runtime final : public runtime_stream, private flusher_output {
 
   /// What the threads' new rings may map: a quarter of what the process may
   /// still use (memory_room: its memory cgroup's levels, MemAvailable),
-  /// read at start and every second (a few dozen small reads). In a
+  /// read when the runtime starts, then every second (a few dozen small
+  /// reads). In a
   /// container of 256 MiB, 200 threads of 1 MiB rings were OOM-killed;
-  /// now their rings shrink with the room (ring_pool::records_now).
+  /// now their rings shrink with the room (ring_pool::records_for).
   void size_rings_by_room(std::uint64_t now_ns) EDGETRACE_DETAIL_REQUIRES(flusher_role) {
-    if (last_room_ns_ == 0 || now_ns - last_room_ns_ >= 1000000000u) {
+    if (now_ns - last_room_ns_ >= 1000000000u) {
       last_room_ns_ = now_ns;
-      last_room_ = read_memory_room();
-      rings_.set_room_from_free(last_room_.free);
+      rings_.set_room_from_free(read_memory_room().free);
     }
     say_smaller_rings();
   }

@@ -7,7 +7,7 @@
 // killer ends the app, with no line from anyone. So before the flusher
 // faults a large mapping in, it reads what is left, and takes at most
 // half of it (the app needs the rest to grow). The threads' rings are
-// sized by it too (writer/rings.hpp, ring_pool::records_now), read again
+// sized by it too (writer/rings.hpp, ring_pool::records_for), read again
 // every second.
 //
 // EDGETRACE_SYSFS_ROOT (telemetry/files.hpp) puts a folder in front

@@ -108,10 +108,9 @@ class ring_pool {
   /// flight ring takes half of what is left when it starts), and a thread
   /// the app starts costs it memory too (2,000 threads: 68 MiB untraced).
   void set_room_from_free(std::uint64_t free) noexcept { set_room(free == unlimited ? unlimited : free / 4); }
-  /// The slots a new ring gets now: the size asked for while a sixteenth
-  /// of the room holds it, else as many as fit in that sixteenth (at least
-  /// min_records, at most the size asked for).
-  std::uint64_t records_now() const noexcept { return records_for(room_.load(std::memory_order_relaxed)); }
+  /// The slots a new ring gets in `room`: the size asked for while a
+  /// sixteenth of the room holds it, else as many as fit in that sixteenth
+  /// (at least min_records, at most the size asked for).
   std::uint64_t records_for(std::uint64_t room) const noexcept {
     const std::uint64_t full = ring_mapping_bytes(records_);
     if (room == unlimited || room / room_share >= full) return records_;
@@ -211,7 +210,7 @@ class ring_pool {
   std::uint32_t retiring() const noexcept { return retiring_.load(std::memory_order_acquire); }
 
  private:
-  /// A ring of records_now() slots; its bytes leave the room.
+  /// A ring of records_for(the room) slots; its bytes leave the room.
   thread_ring* map_within_room() noexcept {
     // The bytes leave the room before the mapping: threads that start
     // together each see the room the others left (taken after mapping,

@@ -59,9 +59,9 @@ class runtime_stream : public encoder_host {
       : config_(config), rings_(config.ring_records), encoder_(*this) {
     // Before any thread maps a ring: threads that start together with the
     // app would map full rings before the flusher's first look (a few
-    // dozen small reads, once).
-    last_room_ = read_memory_room();
-    rings_.set_room_from_free(last_room_.free);
+    // dozen small reads, once; the flusher reads again a second later).
+    rings_.set_room_from_free(read_memory_room().free);
+    last_room_ns_ = clock_ns(CLOCK_MONOTONIC);
   }
 
   // ---- set once during start-up, then read-only
@@ -136,11 +136,10 @@ class runtime_stream : public encoder_host {
   std::uint64_t gave_up_seen_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
   bool stall_reported_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = false;
   std::uint64_t last_calibration_ns_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
-  /// The threads' rings sized by memory (size_rings_by_room): last read, and
-  /// whether smaller rings were said.
+  /// The threads' rings sized by memory (size_rings_by_room): when the room
+  /// was last read, and whether smaller rings were said.
   std::uint64_t last_room_ns_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
   bool smaller_rings_said_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = false;
-  memory_room last_room_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role);
   /// When watch_flight_room last read the room.
   std::uint64_t last_flight_room_ns_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
   int calibrations_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;

@@ -27,6 +27,13 @@ class by_thread {
   }
   auto begin() noexcept { return values_.begin(); }
   auto end() noexcept { return values_.end(); }
+  /// The value of largest size() (null when none): O(threads).
+  T* largest() noexcept {
+    T* best = nullptr;
+    for (auto& entry : values_)
+      if (best == nullptr || entry.second.size() > best->size()) best = &entry.second;
+    return best;
+  }
 
  private:
   std::unordered_map<const thread_info*, T> values_;

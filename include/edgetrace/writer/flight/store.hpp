@@ -161,9 +161,7 @@ class flight_recorder {
   void give_back_ring() noexcept {
     ready_.store(false, std::memory_order_release);
     ::madvise(ring_, capacity_, MADV_DONTNEED);
-    given_back_ = true;
   }
-  bool given_back() const noexcept { return given_back_; }
 
   /// Snapshot numbers stop at `files` (EDGETRACE_FLIGHT_KEEP): with
   /// OUTPUT.1 .. OUTPUT.files all there, write() writes nothing (EEXIST).
@@ -575,7 +573,6 @@ class flight_recorder {
   std::atomic<bool> ready_{false};
   std::atomic<std::size_t> faulting_bytes_{0};
   std::atomic<std::size_t> faulted_bytes_{0};
-  bool given_back_ = false;  ///< give_back_ring (flusher only)
   std::uint32_t writer_id_ = 0;
   std::size_t capacity_ = 0;
   unsigned char* ring_ = nullptr;

@@ -104,18 +104,26 @@ inline void process_name(char* name, std::size_t size) noexcept {
   if (n > 0 && name[n - 1] == '\n') name[n - 1] = '\0';
 }
 
+/// The process's start, in clock ticks after boot (/proc/self/stat field
+/// 22, which exec keeps); false without /proc.
+inline bool process_start_ticks(std::uint64_t& ticks) noexcept {
+  char stat[1024];
+  if (read_proc_file("/proc/self/stat", stat, sizeof stat) == 0) return false;
+  const char* p = std::strrchr(stat, ')');  // the name may hold spaces and parentheses
+  // Fields after the name: 3 state ... 22 starttime, so 20 spaces on.
+  for (int field = 2; p != nullptr && field < 22; ++field) p = std::strchr(p + 1, ' ');
+  if (p == nullptr) return false;
+  ticks = std::strtoull(p + 1, nullptr, 10);
+  return true;
+}
+
 /// By when this process had begun (its fork: an exec keeps it), as
 /// CLOCK_REALTIME ns: /proc/self/stat's start time is in clock ticks since
 /// boot (10 ms), rounded down, so one tick is added. 0 if unknown.
 inline std::uint64_t process_began_by_realtime_ns() noexcept {
-  char stat[1024];
-  if (read_proc_file("/proc/self/stat", stat, sizeof stat) == 0) return 0;
-  const char* p = std::strrchr(stat, ')');  // the name may hold spaces and parentheses
-  // Fields after the name: 3 state ... 22 starttime, so 20 spaces on.
-  for (int field = 2; p != nullptr && field < 22; ++field) p = std::strchr(p + 1, ' ');
+  std::uint64_t start_ticks = 0;
   const long hz = ::sysconf(_SC_CLK_TCK);
-  if (p == nullptr || hz <= 0) return 0;
-  const unsigned long long start_ticks = std::strtoull(p + 1, nullptr, 10);
+  if (!process_start_ticks(start_ticks) || hz <= 0) return 0;
   timespec realtime{}, boottime{};
   if (::clock_gettime(CLOCK_REALTIME, &realtime) != 0 || ::clock_gettime(CLOCK_BOOTTIME, &boottime) != 0) return 0;
   const auto ns = [](const timespec& t) {
@@ -139,12 +147,8 @@ struct process_identity {
 
 inline process_identity own_identity() noexcept {
   process_identity id;
-  char stat[1024], boot[64];
-  if (read_proc_file("/proc/self/stat", stat, sizeof stat) == 0) return id;
-  const char* p = std::strrchr(stat, ')');  // the name may hold spaces and parentheses
-  for (int field = 2; p != nullptr && field < 22; ++field) p = std::strchr(p + 1, ' ');
-  if (p == nullptr) return id;
-  id.start_ticks = std::strtoull(p + 1, nullptr, 10);
+  char boot[64];
+  if (!process_start_ticks(id.start_ticks)) return id;
   // "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx": 32 hex digits.
   if (read_proc_file("/proc/sys/kernel/random/boot_id", boot, sizeof boot) == 0) return id;
   int digits = 0;
