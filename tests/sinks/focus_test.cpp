@@ -115,17 +115,35 @@ TEST_CASE("focus: a mark as the iteration (EDGETRACE_MARK frames): the time betw
   d.event_chunk(1, main).end(1);
   const std::string dump = saved_dump(d, "focus_marks.etr");
   const std::string out = scratch("focus_marks.json");
+  const auto counted = [&](const std::string& file) {
+    json_lite::value doc;
+    std::string error;
+    REQUIRE(json_lite::parse(read_file(file), doc, error));
+    std::map<std::string, int> count;
+    for (const auto& e : doc["traceEvents"].items)
+      if (e["ph"].str() != "M") ++count[e["ph"].str() + " " + e["name"].str()];
+    return count;
+  };
+  // By default the other iterations' marks stay out: a million iterations
+  // are a million marks a viewer has to load.
   const auto r = run_cli({"json", dump, "-o", out, "--focus", "slowest:2", "--per", "frame"});
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   CHECK(r.err.find("edgetrace: --focus: the 2 slowest of 40 iterations of \"frame\" (8.000 us or longer) and one "
-                   "either side of each, 6 in all, in full; the other 34 as their marks alone") != std::string::npos);
-  json_lite::value doc;
-  std::string error;
-  REQUIRE(json_lite::parse(read_file(out), doc, error));
-  std::map<std::string, int> count;
-  for (const auto& e : doc["traceEvents"].items)
-    if (e["ph"].str() != "M") ++count[e["ph"].str() + " " + e["name"].str()];
+                   "either side of each, 6 in all, in full; the other 34 left out, their marks too (--other-marks "
+                   "keep keeps them)") != std::string::npos);
+  std::map<std::string, int> count = counted(out);
   CHECK(count["X layer"] == 2 * 6);  // inside the six kept in full only
+  // The marks that bound the kept iterations: two runs of three (the
+  // slowest and one either side) take four marks each, or seven when they touch.
+  const int marks = count["i frame"] + count["I frame"] + count["R frame"];
+  CHECK(marks >= 7);
+  CHECK(marks <= 8);
+  // Asked for, every mark.
+  const auto kept = run_cli({"json", dump, "-o", out, "--focus", "slowest:2", "--per", "frame", "--other-marks", "keep"});
+  REQUIRE_MESSAGE(kept.exit_code == 0, kept.err);
+  CHECK(kept.err.find("the other 34 as their marks alone") != std::string::npos);
+  count = counted(out);
+  CHECK(count["X layer"] == 2 * 6);
   CHECK(count["i frame"] + count["I frame"] + count["R frame"] == iterations + 1);  // every mark
 }
 
@@ -143,6 +161,8 @@ TEST_CASE("focus: a bad --focus or --per is a usage error, a name that no span h
       {{"--focus", "slowest:x", "--per", "frame"}, "--focus needs slowest:N"},
       {{"--per", "frame"}, "--per NAME goes with --focus slowest:N"},
       {{"--focus", "slowest:2", "--per", "fram"}, "--focus: no span or mark named \"fram\""},
+      {{"--focus", "slowest:2", "--per", "frame", "--other-marks", "some"}, "--other-marks needs keep or drop"},
+      {{"--other-marks", "keep"}, "--other-marks goes with --focus slowest:N --per MARK"},
   };
   for (const bad& b : cases) {
     for (const char* command : {"json", "perfetto"}) {

@@ -23,12 +23,14 @@ namespace {
   "                     (e.g. 1.5s:2s; 2s: to the end; :500ms from the start):\n"       \
   "                     spans that overlap it, whole; instants and counters in it\n"    \
   "  --focus slowest:N --per NAME   the N slowest iterations (instances of span\n"      \
-  "                     NAME) and one either side of each in full; every other\n"       \
-  "                     iteration as its one NAME slice (said on stderr and in\n"       \
-  "                     the output's metadata)\n"
+  "                     NAME, or the time between marks NAME) and one either side\n"  \
+  "                     of each in full; every other iteration as its one NAME\n"     \
+  "                     slice, or left out with its marks (said on stderr and in\n"   \
+  "                     the output's metadata)\n"                                      \
+  "  --other-marks keep with --focus and a mark NAME: keep every iteration's marks\n"
 
 const command commands[] = {
-    {"json", "DUMP [-o OUT] [--split-mb N] [--min-dur T] [--filter REGEX] [--window FROM:TO] [--focus slowest:N --per NAME]",
+    {"json", "DUMP [-o OUT] [--split-mb N] [--min-dur T] [--filter REGEX] [--window FROM:TO] [--focus slowest:N --per NAME [--other-marks keep]]",
      "convert a dump to Chrome trace JSON (Perfetto UI, chrome://tracing, speedscope)",
      "Writes OUT (default: DUMP with .etr replaced by .json; '-' for stdout).\n"
      "Every intact chunk is converted; damage is reported as warnings on stderr\n"
@@ -49,7 +51,7 @@ const command commands[] = {
      "events (DevTools).\n",
      run_json},
     {"perfetto",
-     "DUMP [-o OUT] [--compress deflate|none] [--split-mb N] [--min-dur T] [--filter REGEX] [--window FROM:TO] [--focus slowest:N --per NAME]",
+     "DUMP [-o OUT] [--compress deflate|none] [--split-mb N] [--min-dur T] [--filter REGEX] [--window FROM:TO] [--focus slowest:N --per NAME [--other-marks keep]]",
      "convert a dump to a Perfetto protobuf trace (.pftrace): smaller, for big traces",
      "Writes OUT (default: DUMP with .etr replaced by .pftrace; '-' for stdout)\n"
      "in Perfetto's own format, which ui.perfetto.dev and trace_processor load\n"

@@ -301,12 +301,18 @@ int prepare_selection(const command& c, const parsed_options& p, et::dump_reader
   const std::string* focus = p.get("--focus");
   const std::string* per = p.get("--per");
   if (focus == nullptr)
-    return per == nullptr || per_alone ? exit_ok : usage_error(&c, "--per NAME goes with --focus slowest:N here");
+    return p.get("--other-marks") != nullptr ? usage_error(&c, "--other-marks goes with --focus slowest:N --per MARK")
+           : per == nullptr || per_alone     ? exit_ok
+                                             : usage_error(&c, "--per NAME goes with --focus slowest:N here");
   std::uint64_t n = 0;
   if (focus->rfind("slowest:", 0) != 0 || !parse_count(focus->substr(8), n) || n == 0)
     return usage_error(&c, "--focus needs slowest:N (N >= 1: the N slowest iterations in full), not '" + *focus + "'");
   if (per == nullptr || per->empty())
     return usage_error(&c, "--focus slowest:N needs --per NAME, the span or mark of one iteration (e.g. --per frame)");
+  if (const std::string* v = p.get("--other-marks")) {
+    if (*v != "keep" && *v != "drop") return usage_error(&c, "--other-marks needs keep or drop, not '" + *v + "'");
+    s.focus_other_marks = *v == "keep";
+  }
   et::focus_result found;
   std::string error;
   if (!et::focus_slowest(r, *per, static_cast<std::size_t>(n), s, found, error))
@@ -315,7 +321,9 @@ int prepare_selection(const command& c, const parsed_options& p, et::dump_reader
                  " iterations of \"" + *per + "\" (" + et::detail::format_duration(static_cast<std::uint64_t>(found.threshold_ns)) +
                  " or longer) and one either side of each, " + std::to_string(found.kept) + " in all, in full; the other " +
                  std::to_string(found.iterations - found.kept) +
-                 (found.marks ? " as their marks alone" : " as one slice each");
+                 (!found.marks                ? " as one slice each"
+                  : s.focus_other_marks ? " as their marks alone"
+                                        : " left out, their marks too (--other-marks keep keeps them)");
   std::fprintf(stderr, "edgetrace: --focus: %s\n", s.focus_note.c_str());
   return exit_ok;
 }
@@ -346,7 +354,7 @@ const std::vector<const char*> summary_valued = {"--by",       "--top",      "--
 
 bool parse_conversion(const command& c, const arguments& args, std::vector<const char*> valued, const char* extension,
                       conversion_arguments& a, int& rc) {
-  valued.insert(valued.end(), {"--output", "--min-dur", "--filter", "--window", "--focus", "--per"});
+  valued.insert(valued.end(), {"--output", "--min-dur", "--filter", "--window", "--focus", "--per", "--other-marks"});
   rc = parse_options(c, args, valued, a.options);
   if (rc != exit_ok) return false;
   const std::vector<std::string>& positional = a.options.positional;

@@ -47,6 +47,10 @@ struct event_selection {
   /// shows as one slice with its duration.
   std::string focus_name;
   std::vector<std::pair<std::int64_t, std::int64_t>> focus_iterations, focus_kept;
+  /// With mark iterations: keep the marks of the iterations not kept in
+  /// full too (a million iterations are a million marks); by default only
+  /// the marks that bound a kept iteration are written.
+  bool focus_other_marks = false;
   /// What the focus left out, in words (for the output's metadata).
   std::string focus_note;
 
@@ -99,8 +103,9 @@ struct focus_result {
 /// after each on its thread; every other instance kept as its one slice.
 /// With a mark `name` (and no span of that name), an iteration is the time
 /// between two consecutive marks of one thread, as `summary --per` counts
-/// it (not across a pause): the slowest and their neighbours in full, the
-/// others as their marks alone. Sets `s`'s focus fields from a forward pass
+/// it (not across a pause): the slowest and their neighbours in full with
+/// the marks that bound them, the others left out (their marks too, unless
+/// `s.focus_other_marks`). Sets `s`'s focus fields from a forward pass
 /// over `r`. False with `error` when the pass fails or no span or mark is
 /// named `name`.
 inline bool focus_slowest(dump_reader& r, const std::string& name, std::size_t n, event_selection& s,
@@ -207,8 +212,8 @@ class event_filter {
         static_cast<std::uint64_t>(e.end_ns - e.begin_ns) < s_.min_dur_ns)
       return false;
     if (s_.focused() &&
-        !((e.kind == event_kind::span || e.kind == event_kind::instant) && e.site != nullptr &&
-          e.site->name == s_.focus_name) &&
+        !(e.site != nullptr && e.site->name == s_.focus_name &&
+          (e.kind == event_kind::span || (e.kind == event_kind::instant && s_.focus_other_marks))) &&
         !in_focus(e.begin_ns, e.end_ns))
       return false;
     if (!s_.filter) return true;
