@@ -186,7 +186,7 @@ if ((do_aarch64)); then
   fi
   if [[ -z $host_cli ]]; then
     # No other build produced a CLI: build the host one.
-    cmake -S . -B build/edge-host -DCMAKE_BUILD_TYPE=Release -DEDGETRACE_BUILD_TESTS=OFF >/dev/null &&
+    cmake -S . -B build/edge-host -DCMAKE_BUILD_TYPE=Release -DEDGETRACE_BUILD_EXAMPLES=ON >/dev/null &&
       cmake --build build/edge-host -j "$jobs" --target edgetrace_cli pipeline >/dev/null
     host_cli=$root/build/edge-host/tools/edgetrace
     host_pipeline=$root/build/edge-host/examples/pipeline

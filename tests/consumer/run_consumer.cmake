@@ -37,11 +37,14 @@ set(configure_args -G "${GENERATOR}" -DCMAKE_CXX_COMPILER=${COMPILER} -DCMAKE_BU
 if(MODE STREQUAL "plain")
   set(BUILD_DIR ${WORK_DIR}/project)
   # Default options (no build type either, as a new user types it), plus
-  # EDGETRACE_BUILD_BENCH=ON to see that one skip too.
+  # EDGETRACE_BUILD_BENCH=ON to see that one skip too. The configure says
+  # in one line what it builds (tests and examples only when asked).
   run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${BUILD_DIR} -G "${GENERATOR}" -DCMAKE_CXX_COMPILER=${COMPILER}
       -DCMAKE_DISABLE_FIND_PACKAGE_doctest=TRUE -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=TRUE -DEDGETRACE_BUILD_BENCH=ON)
-  foreach(skipped "doctest not found, tests not built" "Google Benchmark not found, only the benchmarks that need none built"
-          "no CMAKE_BUILD_TYPE given: building Release")
+  foreach(skipped "Google Benchmark not found, only the benchmarks that need none built"
+          "no CMAKE_BUILD_TYPE given: building Release"
+          "edgetrace: building the headers, the runtime library (edgetrace::runtime), the converter (edgetrace)"
+          "; not the tests (-DEDGETRACE_BUILD_TESTS=ON), the examples (-DEDGETRACE_BUILD_EXAMPLES=ON)")
     string(FIND "${last_output}" "${skipped}" at)
     if(at EQUAL -1)
       message(FATAL_ERROR "configure did not say '${skipped}':\n${last_output}")
@@ -51,7 +54,13 @@ if(MODE STREQUAL "plain")
   if(NOT build_type MATCHES "=Release$")
     message(FATAL_ERROR "a configure without a build type did not build Release: ${build_type}")
   endif()
-  run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${BUILD_DIR} -DEDGETRACE_BUILD_TOOLS=OFF -DEDGETRACE_BUILD_EXAMPLES=OFF)
+  # Tests asked for without doctest: said in one line, and nothing fails.
+  run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${BUILD_DIR} -DEDGETRACE_BUILD_TESTS=ON)
+  string(FIND "${last_output}" "doctest not found, tests not built" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "configure with -DEDGETRACE_BUILD_TESTS=ON and no doctest did not say so:\n${last_output}")
+  endif()
+  run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${BUILD_DIR} -DEDGETRACE_BUILD_TESTS=OFF -DEDGETRACE_BUILD_TOOLS=OFF)
   run(${CMAKE_COMMAND} --build ${BUILD_DIR} --parallel 2)
   set(MODE find_package)
   set(without_cli ON)
