@@ -21,7 +21,7 @@ namespace format {
 /// transfers and files that are not edgetrace dumps at all.
 inline constexpr unsigned char file_magic[8] = {0x89, 'E', 'T', 'R', '\r', '\n', 0x1A, '\n'};
 inline constexpr std::uint16_t version_major = 1;
-inline constexpr std::uint16_t version_minor = 15;
+inline constexpr std::uint16_t version_minor = 16;
 
 /// The process chunk's last byte (1.8): what a full ring did
 /// (EDGETRACE_ON_FULL). Absent before 1.8.
@@ -195,6 +195,7 @@ enum class device_quantity : std::uint8_t {
   emc_hz = 15,              ///< level: memory-controller clock (devfreq cur_freq)
   power_mw = 16,            ///< level: a power rail (INA3221: mV × mA)
   others_busy_permille = 17,  ///< level: CPU used by other processes over the last interval, 1000 = one CPU
+  steal_permille = 18,        ///< level: CPU time the hypervisor took from this machine over the last interval, 1000 = one CPU (1.16)
 };
 
 /// Stream handles with a meaning of their own (the CUDA runtime's values).

@@ -51,11 +51,13 @@ inline std::string own_cgroup() {
 }
 
 /// The /proc/stat of a four-CPU board whose CPUs have been busy `busy`
-/// and idle `idle` jiffies each.
-inline std::string proc_stat(long busy, long idle) {
-  std::string text = "cpu  " + std::to_string(4 * busy) + " 0 0 " + std::to_string(4 * idle) + " 0 0 0 0 0 0\n";
+/// (user time), idle `idle` and stolen by a hypervisor `steal` jiffies each.
+inline std::string proc_stat(long busy, long idle, long steal = 0) {
+  const std::string rest = " 0 0 0 " + std::to_string(steal) + " 0 0\n";
+  std::string text = "cpu  " + std::to_string(4 * busy) + " 0 0 " + std::to_string(4 * idle) + " 0 0 0 " +
+                     std::to_string(4 * steal) + " 0 0\n";
   for (int cpu = 0; cpu < 4; ++cpu)
-    text += "cpu" + std::to_string(cpu) + " " + std::to_string(busy) + " 0 0 " + std::to_string(idle) + " 0 0 0 0 0 0\n";
+    text += "cpu" + std::to_string(cpu) + " " + std::to_string(busy) + " 0 0 " + std::to_string(idle) + rest;
   return text + "intr 0\nctxt 0\nbtime 0\n";
 }
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// The real thing on this machine, with the default sampling: an app whose 1 ms iterations run pinned to one CPU while another process spins on that CPU during the middle third. `summary --per step` names run-queue wait for the slowest iterations; the quiet thirds get no explanation. (ctest runs it alone: RUN_SERIAL.)
+// The real thing on this machine, with the default sampling: an app whose 1 ms iterations run pinned to one CPU while another process spins on that CPU during the middle third, alone or beside a background that keeps that CPU's run queue busy all along. `summary --per step` names run-queue wait for the slow iterations under the spinner; the other thirds get (almost) no explanation; no share is over 100 %. (ctest runs it alone: RUN_SERIAL.)
 #include <doctest/doctest.h>
 
 #include <support/files.hpp>
+#include <support/json_lite.hpp>
 #include <support/machine_load.hpp>
 #include <support/process.hpp>
 #include <support/read_dump.hpp>
@@ -51,49 +52,96 @@ pid_t spinner(int cpu) {
   return pid;
 }
 
+/// A child that keeps `cpu`'s run queue busy about half of the time
+/// (2 ms of spinning, 2 ms asleep) until killed.
+pid_t background(int cpu) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    sched_setaffinity(0, sizeof set, &set);
+    volatile std::uint64_t spin = 0;
+    for (;;) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+      while (std::chrono::steady_clock::now() < until) spin = spin + 1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  return pid;
+}
+
+/// One iteration of `summary --per step --format json`'s slowest list.
 struct listed {
-  long long number;
-  bool explained;
+  long long number = -1;
+  std::int64_t begin_ns = 0;
+  bool slower = false;
+  bool explained = false;  // the device's samples named something
+  bool run_queue = false;  // ... the run-queue wait among it
+  double share = 0;        // the run-queue share quoted (%)
   std::string text;
 };
 
-/// The "  iteration N  DURATION  thread ...: WHAT" lines of summary --per.
-std::vector<listed> explained_lines(const std::string& out) {
-  std::vector<listed> lines;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("  iteration ", 0) != 0) continue;
+/// The slowest iterations `summary --per step` lists (`slowest`: 0, the
+/// default list), from its JSON form.
+std::vector<listed> slowest_of(const std::string& dump, std::size_t slowest) {
+  std::vector<std::string> args{cli, "summary", dump, "--per", "step", "--format", "json"};
+  if (slowest != 0) args.insert(args.end(), {"--slowest", std::to_string(slowest)});
+  const process_result p = run(args);
+  REQUIRE(p.exit_code == 0);
+  json_lite::value doc;
+  std::string error;
+  REQUIRE_MESSAGE(json_lite::parse(p.out, doc, error), error);
+  std::vector<listed> out;
+  const json_lite::value& list = doc["slowest_iterations"][0]["slowest"];
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const json_lite::value& it = list[i];
     listed l;
-    l.number = std::atoll(line.c_str() + 12);
-    l.explained = !contains(line, "nothing beyond the run's spread");
-    l.text = line;
-    lines.push_back(l);
+    l.number = static_cast<long long>(it["number"].num(-1));
+    l.begin_ns = std::atoll(it["begin_ns"].text.c_str());
+    l.slower = it["slower"].boolean;
+    l.explained = it["device"].size() != 0;
+    for (std::size_t j = 0; j < it["device"].size(); ++j) {
+      const std::string d = it["device"][j].str();
+      l.text += d + "; ";
+      if (d.rfind("waited on the run queue ", 0) == 0) {
+        l.run_queue = true;
+        l.share = std::atof(d.c_str() + 24);
+      }
+    }
+    out.push_back(l);
   }
-  return lines;
+  return out;
 }
 
 /// What one traced run with a spinner in its middle third showed.
 struct preempted_run {
+  bool busy_background = false;
   std::vector<listed> top;  // summary --per step's default list
-  std::size_t quiet = 0, spun = 0, spun_explained = 0;
-  std::vector<std::string> quiet_lines;  // the quiet iterations it explained anyway
+  std::size_t quiet = 0, quiet_explained = 0, spun_slower = 0, spun_run_queue = 0;
+  std::vector<std::string> quiet_lines;  // the quiet iterations it explained
+  double largest_share = 0;              // of every run-queue share quoted (%)
   double others_cpu_s = 0;               // CPU other processes used meanwhile
-  std::size_t steps = 0;                 // iterations the app ran (about 3000)
+  std::size_t steps = 0;                 // iterations the app ran (about 3000, 1300 beside the background)
 
-  /// Whether it showed everything the case asserts.
+  /// Whether it showed everything the case asserts: on a quiet machine no
+  /// quiet iteration explained; beside the background at most 5 %.
   bool held() const {
     bool all_run_queue = top.size() == 10;
-    for (const listed& l : top) all_run_queue = all_run_queue && contains(l.text, "waited on the run queue");
-    return all_run_queue && steps > 1000 && quiet > 1000 && quiet_lines.empty() && spun > 100 &&
-           spun_explained * 10 >= spun * 9;
+    for (const listed& l : top) all_run_queue = all_run_queue && l.run_queue;
+    const bool quiet_held = busy_background ? quiet_explained * 20 <= quiet : quiet_explained == 0;
+    return all_run_queue && steps > 1000 && quiet > 500 && quiet_held && spun_slower > 30 &&
+           spun_run_queue * 10 >= spun_slower * 9 && largest_share <= 100;
   }
 };
 
-preempted_run run_preempted() {
+preempted_run run_preempted(bool busy_background) {
   preempted_run result;
+  result.busy_background = busy_background;
   const int cpu = some_cpu();
   const std::string dump = fresh("preempted.etr");
   const outside_load before = outside_load::now();
+  const pid_t behind = busy_background ? background(cpu) : 0;
   spawned run_app = spawn({app, "device-steps", "3.0", std::to_string(cpu)}, {"EDGETRACE_OUTPUT=" + dump});
   REQUIRE(run_app.pid > 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
@@ -105,39 +153,34 @@ preempted_run run_preempted() {
   ::waitpid(spin, nullptr, 0);
   const auto spin_end = static_cast<std::int64_t>(monotonic_ns());
   std::string out;
-  REQUIRE(wait_for(run_app, 60, &out) == 0);
+  const int app_exit = wait_for(run_app, 60, &out);
+  if (behind > 0) {
+    ::kill(behind, SIGKILL);
+    ::waitpid(behind, nullptr, 0);
+  }
+  REQUIRE(app_exit == 0);
   result.others_cpu_s = outside_load::now().since(before);
 
-  // Iteration n is the n-th step by begin.
-  const loaded_dump d = whole_dump(dump);
-  std::vector<std::int64_t> begins;
-  for (const loaded_event& e : d.named("step")) begins.push_back(e.begin_ns);
-  std::sort(begins.begin(), begins.end());
-  // A busy machine also takes iterations away (1 ms steps on a CPU shared
-  // with other processes): fewer than 3000 is no failure here; held() judges.
-  REQUIRE(begins.size() > 10);
-  result.steps = begins.size();
-
-  const process_result slowest = run({cli, "summary", dump, "--per", "step"});
-  REQUIRE(slowest.exit_code == 0);
-  result.top = explained_lines(slowest.out);
-
+  result.top = slowest_of(dump, 0);
   // Every iteration, split into the quiet thirds (more than two sampling
-  // periods from the spinner) and those under it.
-  const process_result all =
-      run({cli, "summary", dump, "--per", "step", "--slowest", std::to_string(begins.size())});
-  REQUIRE(all.exit_code == 0);
+  // periods from the spinner) and those under it. A busy machine also
+  // takes iterations away (1 ms steps on a CPU shared with other
+  // processes): fewer than 3000 is no failure here; held() judges.
+  const std::vector<listed> all = slowest_of(dump, 100000);
+  REQUIRE(all.size() > 10);
+  result.steps = all.size();
   const std::int64_t margin = 250000000;
-  for (const listed& l : explained_lines(all.out)) {
-    REQUIRE(l.number >= 0);
-    REQUIRE(static_cast<std::size_t>(l.number) < begins.size());
-    const std::int64_t begin = begins[static_cast<std::size_t>(l.number)];
-    if (begin < spin_begin - margin || begin > spin_end + margin) {
+  for (const listed& l : all) {
+    result.largest_share = std::max(result.largest_share, l.share);
+    if (l.begin_ns < spin_begin - margin || l.begin_ns > spin_end + margin) {
       ++result.quiet;
-      if (l.explained) result.quiet_lines.push_back(l.text);
-    } else if (begin > spin_begin + margin && begin < spin_end - margin) {
-      ++result.spun;
-      result.spun_explained += l.explained ? 1 : 0;
+      if (l.explained) {
+        ++result.quiet_explained;
+        result.quiet_lines.push_back("iteration " + std::to_string(l.number) + ": " + l.text);
+      }
+    } else if (l.begin_ns > spin_begin + margin && l.begin_ns < spin_end - margin && l.slower) {
+      ++result.spun_slower;
+      result.spun_run_queue += l.run_queue ? 1 : 0;
     }
   }
   return result;
@@ -160,13 +203,19 @@ preempted_run run_preempted() {
 /// saw 4.2 s, with a second suite running beside it).
 constexpr double busy_cpu_s = 0.3;
 
-TEST_CASE("another process on the app's CPU shows as run-queue wait; the quiet thirds get no explanation" *
-          doctest::skip(edgetrace_test::emulated())) {
-  preempted_run r = run_preempted();
+/// Runs the case (once more when it did not hold), skipping it, saying
+/// so, when the machine was busy both times.
+void check_preempted(bool busy_background) {
+  preempted_run r = run_preempted(busy_background);
   if (!r.held()) {
+    std::string top;
+    for (const listed& l : r.top)
+      if (!l.run_queue) top += " " + std::to_string(l.number) + (l.slower ? "" : " (not slower)") + " [" + l.text + "]";
     MESSAGE("other processes used " << r.others_cpu_s << " s of CPU during the run, which did not show everything ("
-                                    << r.quiet_lines.size() << " quiet iterations explained); running it once more");
-    r = run_preempted();
+                                    << r.quiet_explained << " quiet iterations explained, " << r.spun_run_queue << " of "
+                                    << r.spun_slower << " slow ones under the spinner by the run queue; of the slowest, "
+                                    << "not by the run queue:" << top << "); running it once more");
+    r = run_preempted(busy_background);
   }
   // Still not, and the machine was busy again: the quiet thirds were not
   // quiet, so nothing here can be proven (a suite beside a build, two
@@ -179,20 +228,34 @@ TEST_CASE("another process on the app's CPU shows as run-queue wait; the quiet t
     return;
   }
   CAPTURE(r.others_cpu_s);
-
+  CAPTURE(r.steps);
   CHECK(r.steps > 1000);
   // The default list: the slowest (p99 and above), each explained by the run queue.
   REQUIRE(r.top.size() == 10);
   for (const listed& l : r.top) {
+    CAPTURE(l.number);
     CAPTURE(l.text);
-    CHECK(contains(l.text, "waited on the run queue"));
+    CHECK(l.run_queue);
   }
-  // None of the quiet thirds is explained, most of those under the spinner are.
+  // The quiet thirds: none explained (at most 5 % beside the background);
+  // of the slow iterations under the spinner, 90 % by the run queue.
   for (const std::string& line : r.quiet_lines) MESSAGE(line);
-  CHECK(r.quiet > 1000);
-  CHECK(r.quiet_lines.empty());
-  CHECK(r.spun > 100);
-  CHECK(r.spun_explained * 10 >= r.spun * 9);
+  CHECK(r.quiet > 500);
+  if (busy_background) CHECK(r.quiet_explained * 20 <= r.quiet);
+  else CHECK(r.quiet_explained == 0);
+  CHECK(r.spun_slower > 30);
+  CHECK(r.spun_run_queue * 10 >= r.spun_slower * 9);
+  CHECK(r.largest_share <= 100);
+}
+
+TEST_CASE("another process on the app's CPU shows as run-queue wait; the quiet thirds get no explanation" *
+          doctest::skip(edgetrace_test::emulated())) {
+  check_preempted(false);
+}
+
+TEST_CASE("beside a background that keeps the run queue busy, the spinner's slow iterations are still the run queue's" *
+          doctest::skip(edgetrace_test::emulated())) {
+  check_preempted(true);
 }
 
 }  // namespace preemption_test

@@ -189,6 +189,24 @@ TEST_CASE("other processes' load waits for 10 jiffies per CPU: a stray jiffy in 
   if (!emulated()) CHECK(d.last(others) > 1000);
 }
 
+TEST_CASE("a hypervisor's steal is a track of its own, and not other processes' load") {
+  const std::string root = board("board_steal");
+  decoded d;
+  const auto sampler = first_sample(root, d);  // /proc/stat: 100 busy, 900 idle jiffies per CPU, no steal
+  // 20 jiffies per CPU since: 10 stolen, 10 idle, none busy.
+  put_file(root, "/proc/stat", proc_stat(100, 910, 10));
+  sample(*sampler, d, 2);
+  const er::device_track* steal = d.track(Q::steal_permille, "hypervisor");
+  REQUIRE(steal != nullptr);
+  CHECK(steal->source == "/proc/stat");
+  REQUIRE(d.values_of(steal, 2) == 1);
+  CHECK(d.last(steal) == 2000);  // 4 CPUs half stolen: two CPUs' worth
+  // The steal is not other processes' CPU: at most this process's own
+  // jiffies (none here, or a few) less, so 0.
+  CHECK(d.last(d.track(Q::others_busy_permille)) == 0);
+  CHECK(er::device_track_label(d.writer, *steal) == "hypervisor CPU stolen (%)");
+}
+
 TEST_CASE("changes show at the next sample; garbage, empty, huge and negative values are ignored and counted") {
   const std::string root = board("board_garbage");
   decoded d;

@@ -51,6 +51,7 @@ inline device_display display_of(format::device_quantity q) noexcept {
     case Q::emc_hz: return {"EMC clock", "MHz", 1e6, 1, false};
     case Q::power_mw: return {"power", "W", 1e3, 1, false};
     case Q::others_busy_permille: return {"CPU used", "%", 10, 1, false};
+    case Q::steal_permille: return {"CPU stolen", "%", 10, 1, false};
   }
   return {"unknown quantity", "", 1, 1, false};
 }

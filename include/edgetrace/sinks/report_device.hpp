@@ -89,7 +89,7 @@ inline int plot_rank(format::device_quantity q) noexcept {
     case Q::thread_wait_ns_total: return 0;
     case Q::thread_cpu_ns_total: return 1;
     case Q::thread_involuntary_total: return 2;
-    case Q::others_busy_permille: return 3;
+    case Q::others_busy_permille: case Q::steal_permille: return 3;
     case Q::cpu_khz: return 4;
     case Q::cpu_busy_permille: return 5;
     case Q::throttle_total: case Q::cgroup_throttled_total: case Q::cgroup_throttled_us_total: return 6;
@@ -147,7 +147,7 @@ inline bool report_device_html(dump_reader& r, const std::string& per, std::size
     }
     html += "<div class=\"plots\">" + detail::line_plot_svg("iteration \"" + per + "\" (ms)", latency, t0, t1) + "</div>\n";
     slow_iterations_result slow;
-    explain_slow_iterations(r, windows, per, slowest, slow);
+    if (!explain_slow_iterations(r, windows, per, slowest, slow, error)) return false;
     html += "<pre id=\"slowest\">" + html_escape(slow_iterations_text(slow)) + "</pre>\n";
   }
   for (const auto& entry : all) {

@@ -239,6 +239,9 @@ inline std::string device_line(const writer_info& w) {
     const double v = last(&s);
     switch (s.track->quantity) {
       case format::device_quantity::others_busy_permille: add(detail::format_text("others %.0f%% of a CPU", v)); break;
+      case format::device_quantity::steal_permille:
+        if (v > 0) add(detail::format_text("hypervisor took %.0f%% of a CPU", v));
+        break;
       case format::device_quantity::mem_available_kb: add(detail::format_text("MemAvailable %.0f MB", v)); break;
       case format::device_quantity::gpu_hz: add(detail::format_text("GPU %.0f MHz", v)); break;
       case format::device_quantity::gpu_load_permille: add(detail::format_text("GPU load %.0f%%", v)); break;

@@ -345,8 +345,10 @@ class device_sampler {
   }
 
   /// /proc/stat (in text_), with the process's own CPU time: each CPU's
-  /// busy share since the last sample, and the load of other processes
-  /// (all CPUs' busy time less the process's, 1000 = one CPU).
+  /// busy share since the last sample, the load of other processes (all
+  /// CPUs' busy time less the process's and the steal, 1000 = one CPU),
+  /// and the steal: time a hypervisor ran something else on this
+  /// machine's CPUs (a VM's stall the app cannot see otherwise).
   void read_proc_stat(payload& out) noexcept {
     for (const char* line = text_; line != nullptr && *line != '\0';) {
       if (std::strncmp(line, "cpu", 3) == 0) {
@@ -364,8 +366,9 @@ class device_sampler {
           ++ignored_;
         } else {
           const std::int64_t busy = total - field[3] - field[4];  // less idle and iowait
-          if (cpu < 0) {
-            others_share(busy, total, out);  // the "cpu" line: all CPUs
+          if (cpu < 0) {  // the "cpu" line: all CPUs
+            others_share(busy - field[7], total, out);
+            steal_share(field[7], total, out);
           } else {
             const auto at = static_cast<std::size_t>(cpu);
             const std::int64_t d_busy = busy - prev_busy_[at], d_total = total - prev_total_[at];
@@ -401,6 +404,20 @@ class device_sampler {
     others_busy_ = busy;
     others_total_ = total;
     others_own_ = own_jiffies_;
+  }
+
+  /// The steal since the last share written, 1000 = one CPU; written, like
+  /// others_share, once the interval holds others_min_jiffies per CPU.
+  void steal_share(std::int64_t steal, std::int64_t total, payload& out) noexcept {
+    if (sources_.steal_track == 0 || sources_.cpus_in_stat == 0) return;
+    const std::int64_t d_steal = steal - steal_, d_total = total - steal_total_;
+    if (steal_total_ != 0 && d_steal >= 0 && d_steal <= d_total) {
+      const std::int64_t per_cpu = d_total / sources_.cpus_in_stat;
+      if (per_cpu < others_min_jiffies) return;  // the interval grows
+      put(out, sources_.steal_track, d_steal * 1000 / per_cpu);
+    }
+    steal_ = steal;
+    steal_total_ = total;
   }
 
   /// Reads /proc/self/task/TID/`file` into text_: open, read, close. False
@@ -455,6 +472,8 @@ class device_sampler {
   std::int64_t own_jiffies_ = -1;
   /// The "others" share's last interval start (others_share).
   std::int64_t others_busy_ = 0, others_total_ = 0, others_own_ = 0;
+  /// The steal share's last interval start (steal_share).
+  std::int64_t steal_ = 0, steal_total_ = 0;
   /// Jiffies per CPU an "others" share needs at least: 1 jiffy in it is 10 %.
   static constexpr std::int64_t others_min_jiffies = 10;
   std::int64_t prev_busy_[max_cpus] = {}, prev_total_[max_cpus] = {};  ///< each CPU's line at the last look

@@ -118,9 +118,11 @@ struct source_set {
   std::size_t file_count = 0;
   missing_source missing[max_missing];
   std::size_t missing_count = 0;
-  /// /proc/stat's track per CPU (0: none) and the "others" track.
+  /// /proc/stat's track per CPU (0: none), the "others" track and the
+  /// hypervisor's steal.
   std::uint32_t cpu_busy_track[max_cpus] = {};
   std::uint32_t others_track = 0;
+  std::uint32_t steal_track = 0;
   std::uint32_t cpus_in_stat = 0;
   /// NVML was not registered at discovery: the sampler looks again at
   /// each sample (device_sampler::look_for_nvml).
@@ -226,7 +228,8 @@ inline void find_cpus(source_set& s, const char* root) noexcept {
   if (throttles == 0) s.add_missing("thermal_throttle", "no /sys/devices/system/cpu/cpu*/thermal_throttle (x86 only)");
 }
 
-/// /proc/stat: a busy-share track per CPU line, and other processes' load.
+/// /proc/stat: a busy-share track per CPU line, other processes' load, and
+/// the time a hypervisor took (steal).
 /// `text` (of `capacity`) is room to read it.
 inline void find_proc_stat(source_set& s, const char* root, char* text, std::size_t capacity) noexcept {
   const int fd = s.file_count < max_files ? s.open_held(root, "/proc/stat", s.files[s.file_count].identity) : -1;
@@ -245,6 +248,7 @@ inline void find_proc_stat(source_set& s, const char* root, char* text, std::siz
     ++s.cpus_in_stat;
   }
   s.others_track = s.add_track(format::device_quantity::others_busy_permille, 0, "other processes", "/proc/stat");
+  s.steal_track = s.add_track(format::device_quantity::steal_permille, 0, "hypervisor", "/proc/stat");
   s.files[s.file_count].kind = file_kind::proc_stat;
   s.files[s.file_count].fd = fd;
   s.files[s.file_count].track = s.others_track;
@@ -433,7 +437,7 @@ inline void discover(source_set& s, const char* root, char* text, std::size_t ca
   s.close_all();
   s.descriptors = descriptor_budget::from_limit();
   s.track_count = s.missing_count = 0;
-  s.others_track = s.cpus_in_stat = 0;
+  s.others_track = s.steal_track = s.cpus_in_stat = 0;
   s.nvml_unregistered = false;
   std::memset(s.cpu_busy_track, 0, sizeof s.cpu_busy_track);
   find_cpus(s, root);

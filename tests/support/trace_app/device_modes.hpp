@@ -48,6 +48,46 @@ inline int device_steps_mode(double seconds, int cpu, bool sleep) {
   return 0;
 }
 
+/// "device-layers SECONDS PLANTED": spans "frame" for SECONDS on a thread
+/// named "frames", each holding ten layers ("layer_0" ... "layer_9", about
+/// 100 us of the thread's CPU time each; "layer_2" to "layer_7" inside a
+/// "backbone" span). In frame number PLANTED (from 0), "layer_4" takes 20
+/// times as long. Prints "frames N".
+inline int device_layers_mode(double seconds, long long planted) {
+  EDGETRACE_THREAD_NAME("frames");
+  const std::uint64_t deadline = now_ns() + static_cast<std::uint64_t>(seconds * 1e9);
+  volatile std::uint64_t sink = 0;
+  long long frames = 0;
+  const auto work = [&](int layer) {
+    const std::uint64_t until = thread_cpu_ns() + (frames == planted && layer == 4 ? 2000000u : 100000u);
+    while (thread_cpu_ns() < until) sink = sink + 1;
+  };
+#define TRACE_APP_LAYER(N)                 \
+  do {                                     \
+    EDGETRACE_SCOPE(app, "layer_" #N);     \
+    work(N);                               \
+  } while (0)
+  for (; now_ns() < deadline; ++frames) {
+    EDGETRACE_SCOPE(app, "frame");
+    TRACE_APP_LAYER(0);
+    TRACE_APP_LAYER(1);
+    {
+      EDGETRACE_SCOPE(app, "backbone");
+      TRACE_APP_LAYER(2);
+      TRACE_APP_LAYER(3);
+      TRACE_APP_LAYER(4);
+      TRACE_APP_LAYER(5);
+      TRACE_APP_LAYER(6);
+      TRACE_APP_LAYER(7);
+    }
+    TRACE_APP_LAYER(8);
+    TRACE_APP_LAYER(9);
+  }
+#undef TRACE_APP_LAYER
+  std::printf("frames %lld\n", frames);
+  return 0;
+}
+
 /// "device-descriptors THREADS FILES": THREADS traced threads that each
 /// record a span and stay alive while the sampler takes several samples,
 /// then FILES descriptors opened at once (what an app that keeps many
@@ -84,6 +124,9 @@ inline int device_descriptors_mode(int threads, int files) {
 inline const app_mode device_modes[] = {
     {"device-descriptors", [](int argc, char** argv) {
        return device_descriptors_mode(argc > 2 ? std::atoi(argv[2]) : 256, argc > 3 ? std::atoi(argv[3]) : 900);
+     }},
+    {"device-layers", [](int argc, char** argv) {
+       return device_layers_mode(argc > 2 ? std::atof(argv[2]) : 1.0, argc > 3 ? std::atoll(argv[3]) : -1);
      }},
     {"device-steps", [](int argc, char** argv) {
        return device_steps_mode(argc > 2 ? std::atof(argv[2]) : 1.0, argc > 3 ? std::atoi(argv[3]) : -1,

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: MIT
+// The slow-iteration drill-down on built dumps whose device samples say exactly what happened: a hypervisor's steal during the slow frames is named against the usual frames, a share the samples overstate stays at 100 %, a switch rate below the usual is not quoted as evidence.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <support/analysis_workload.hpp>
+#include <support/dump_builder.hpp>
+#include <support/files.hpp>
+#include <support/json_lite.hpp>
+
+namespace slow_iterations_test {
+
+using namespace edgetrace_test;
+namespace fmt = edgetrace::format;
+
+namespace {
+
+/// `u8 tag, varint size, body`, as device chunks hold their records.
+payload record(std::uint8_t tag, const payload& body) {
+  payload r;
+  r.u8(tag).varint(body.size()).raw(body.data());
+  return r;
+}
+
+struct track {
+  std::uint64_t id;
+  fmt::device_quantity quantity;
+  std::uint64_t thread_id;
+  const char* name;
+};
+
+/// 200 frames of 1 ms on thread 1 ("frame" spans), frames 100 to 119 of
+/// 3 ms; device samples every 10 ms of `tracks`, whose value at a sample
+/// `value(track, ns, slow)` gives (slow: the sample lies within the slow
+/// frames).
+template <class Value>
+std::string frames_dump(const std::string& name, const std::vector<track>& tracks, Value&& value) {
+  dump_builder d;
+  d.process(1, process_fields{});
+  d.calibration(1, {{0, 0}, {1000000000, 1000000000}});
+  definitions defs;
+  defs.category(1, "c").site(1, fmt::site_kind::span, 1, "frame");
+  d.defs(1, defs).thread(1, 1, 10, "main");
+  events main(1, 0);
+  std::uint64_t t = 1000000, slow_begin = 0, slow_end = 0;
+  for (int i = 0; i < 200; ++i) {
+    const bool slow = i >= 100 && i < 120;
+    if (i == 100) slow_begin = t;
+    const std::uint64_t length = slow ? 3000000 : 1000000;
+    main.span(1, t, t + length);
+    t += length;
+    if (i == 119) slow_end = t;
+  }
+  d.event_chunk(1, main);
+  payload defined;
+  for (const track& k : tracks) {
+    payload b;
+    b.varint(k.id).u8(static_cast<std::uint8_t>(k.quantity)).varint(0).varint(k.thread_id).varint(0).str(k.name).str("test");
+    defined.raw(record(static_cast<std::uint8_t>(fmt::device_track_record::track), b).data());
+  }
+  payload sampler;
+  sampler.varint(10000).varint(1).varint(1);
+  defined.raw(record(static_cast<std::uint8_t>(fmt::device_track_record::sampler), sampler).data());
+  d.chunk(fmt::chunk_type::device_tracks, 1, defined);
+  payload samples;
+  for (std::uint64_t ns = 0; ns <= t + 10000000; ns += 10000000) {
+    payload b;
+    b.varint(ns);
+    for (const track& k : tracks) b.varint(k.id).varint(fmt::zigzag(value(k, ns, ns >= slow_begin && ns <= slow_end)));
+    samples.raw(record(static_cast<std::uint8_t>(fmt::device_sample_record::values), b).data());
+  }
+  d.chunk(fmt::chunk_type::device_samples, 1, samples).end(1);
+  return saved_dump(d, name);
+}
+
+/// summary --per frame --slowest 30 --format json: the slowest list.
+json_lite::value slowest(const std::string& dump) {
+  const auto r = run_cli({"summary", dump, "--per", "frame", "--slowest", "30", "--format", "json"});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  json_lite::value doc;
+  std::string error;
+  REQUIRE_MESSAGE(json_lite::parse(r.out, doc, error), error);
+  return doc["slowest_iterations"][0];
+}
+
+}  // namespace
+
+TEST_CASE("slow iterations: a hypervisor's steal during the slow frames is named, against the usual frames") {
+  const std::string dump = frames_dump("steal.etr", {{1, fmt::device_quantity::steal_permille, 0, "hypervisor"}},
+                                       [](const track&, std::uint64_t, bool slow) { return slow ? 500 : 0; });
+  const json_lite::value s = slowest(dump);
+  CHECK_FALSE(s["device"]["too_few"].boolean);
+  REQUIRE(s["slowest"].size() == 30);
+  int named = 0;
+  for (std::size_t i = 0; i < s["slowest"].size(); ++i) {
+    const json_lite::value& it = s["slowest"][i];
+    if (!it["slower"].boolean) {
+      CHECK(it["device"].size() == 0);  // the usual frames are not explained
+      continue;
+    }
+    REQUIRE(it["device"].size() == 1);
+    CHECK(it["device"][0].str() == "the hypervisor took 50% of a CPU from this machine (steal; usually 0%)");
+    ++named;
+  }
+  CHECK(named == 20);
+}
+
+TEST_CASE("slow iterations: a run-queue share the samples overstate stays at 100 %; fewer switches than usual are no evidence") {
+  // The thread's wait grows 1.5 times as fast as time during the slow
+  // frames (a sample read late makes that), and its involuntary switches
+  // slow down there.
+  const std::string dump =
+      frames_dump("overstated.etr",
+                  {{1, fmt::device_quantity::thread_wait_ns_total, 1, "main"},
+                   {2, fmt::device_quantity::thread_involuntary_total, 1, "main"}},
+                  [](const track& k, std::uint64_t ns, bool) {
+                    // Totals: wait 10 % of the time before 101 ms, then 150 %
+                    // for the slow stretch, then 10 % again; switches 1000/s,
+                    // then 10/s.
+                    const std::uint64_t a = 101000000, b = 171000000;
+                    const auto in = [&](std::uint64_t lo, std::uint64_t hi) { return ns < lo ? 0 : (ns > hi ? hi : ns) - lo; };
+                    if (k.id == 1) return static_cast<std::int64_t>(in(0, a) / 10 + in(a, b) * 3 / 2 + in(b, ~0ull) / 10);
+                    return static_cast<std::int64_t>(in(0, a) / 1000000 + in(a, b) / 100000000 + in(b, ~0ull) / 1000000);
+                  });
+  const json_lite::value s = slowest(dump);
+  int named = 0;
+  for (std::size_t i = 0; i < s["slowest"].size(); ++i) {
+    const json_lite::value& it = s["slowest"][i];
+    for (std::size_t j = 0; j < it["device"].size(); ++j) {
+      const std::string line = it["device"][j].str();
+      CAPTURE(line);
+      CHECK(line.rfind("waited on the run queue 100% of the ", 0) == 0);
+      CHECK(line.find("(usually 10%)") != std::string::npos);
+      CHECK(line.find("involuntary switches") == std::string::npos);
+      ++named;
+    }
+  }
+  CHECK(named >= 15);
+}
+
+}  // namespace slow_iterations_test
