@@ -32,12 +32,22 @@ struct track {
   const char* name;
 };
 
-/// 200 frames of 1 ms on thread 1 ("frame" spans), frames 100 to 119 of
-/// 3 ms; device samples every 10 ms of `tracks`, whose value at a sample
-/// `value(track, ns, slow)` gives (slow: the sample lies within the slow
-/// frames).
+/// The run a dump holds: `frames` "frame" spans of `frame_ns` on thread 1,
+/// those that `slow(i)` picks three times as long; device samples every
+/// `period_ns`.
+struct run_shape {
+  int frames = 200;
+  std::uint64_t frame_ns = 1000000;
+  std::uint64_t period_ns = 10000000;
+  bool (*slow)(int) = [](int i) { return i >= 100 && i < 120; };
+};
+
+/// A dump of `shape` with `tracks`, whose value at a sample
+/// `value(track, ns, slow)` gives (slow: the sample lies within a slow frame
+/// or a period of one).
 template <class Value>
-std::string frames_dump(const std::string& name, const std::vector<track>& tracks, Value&& value) {
+std::string frames_dump(const std::string& name, const std::vector<track>& tracks, Value&& value,
+                        const run_shape& shape = {}) {
   dump_builder d;
   d.process(1, process_fields{});
   d.calibration(1, {{0, 0}, {1000000000, 1000000000}});
@@ -45,14 +55,13 @@ std::string frames_dump(const std::string& name, const std::vector<track>& track
   defs.category(1, "c").site(1, fmt::site_kind::span, 1, "frame");
   d.defs(1, defs).thread(1, 1, 10, "main");
   events main(1, 0);
-  std::uint64_t t = 1000000, slow_begin = 0, slow_end = 0;
-  for (int i = 0; i < 200; ++i) {
-    const bool slow = i >= 100 && i < 120;
-    if (i == 100) slow_begin = t;
-    const std::uint64_t length = slow ? 3000000 : 1000000;
+  std::uint64_t t = 1000000;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> slow_frames;
+  for (int i = 0; i < shape.frames; ++i) {
+    const std::uint64_t length = shape.slow(i) ? 3 * shape.frame_ns : shape.frame_ns;
     main.span(1, t, t + length);
+    if (shape.slow(i)) slow_frames.emplace_back(t, t + length);
     t += length;
-    if (i == 119) slow_end = t;
   }
   d.event_chunk(1, main);
   payload defined;
@@ -62,14 +71,16 @@ std::string frames_dump(const std::string& name, const std::vector<track>& track
     defined.raw(record(static_cast<std::uint8_t>(fmt::device_track_record::track), b).data());
   }
   payload sampler;
-  sampler.varint(10000).varint(1).varint(1);
+  sampler.varint(shape.period_ns / 1000).varint(1).varint(1);
   defined.raw(record(static_cast<std::uint8_t>(fmt::device_track_record::sampler), sampler).data());
   d.chunk(fmt::chunk_type::device_tracks, 1, defined);
   payload samples;
-  for (std::uint64_t ns = 0; ns <= t + 10000000; ns += 10000000) {
+  for (std::uint64_t ns = 0; ns <= t + shape.period_ns; ns += shape.period_ns) {
     payload b;
     b.varint(ns);
-    for (const track& k : tracks) b.varint(k.id).varint(fmt::zigzag(value(k, ns, ns >= slow_begin && ns <= slow_end)));
+    bool slow = false;
+    for (const auto& f : slow_frames) slow = slow || (ns + shape.period_ns > f.first && ns < f.second + shape.period_ns);
+    for (const track& k : tracks) b.varint(k.id).varint(fmt::zigzag(value(k, ns, slow)));
     samples.raw(record(static_cast<std::uint8_t>(fmt::device_sample_record::values), b).data());
   }
   d.chunk(fmt::chunk_type::device_samples, 1, samples).end(1);
@@ -139,6 +150,42 @@ TEST_CASE("slow iterations: a run-queue share the samples overstate stays at 100
     }
   }
   CHECK(named >= 15);
+}
+
+TEST_CASE("slow iterations: a board that warms during the run is compared with the frames around it") {
+  // Two minutes of 100 ms frames sampled every second: 40 C for the first
+  // minute, 60 C for the second. Ten slow frames at 10 s ran at 50 C: warm
+  // for their minute; ten at 90 s at 60 C: as warm as theirs.
+  run_shape shape;
+  shape.frames = 1200;
+  shape.frame_ns = 100000000;
+  shape.period_ns = 1000000000;
+  shape.slow = [](int i) { return (i >= 100 && i < 110) || (i >= 900 && i < 910); };
+  const std::string dump = frames_dump(
+      "warming.etr", {{1, fmt::device_quantity::temperature_mc, 0, "CPU-therm"}},
+      [](const track&, std::uint64_t ns, bool slow) -> std::int64_t {
+        if (ns < 60000000000u) return slow ? 50000 : 40000;
+        return 60000;
+      },
+      shape);
+  const json_lite::value s = slowest(dump);
+  int early = 0, late = 0;
+  for (std::size_t i = 0; i < s["slowest"].size(); ++i) {
+    const json_lite::value& it = s["slowest"][i];
+    if (!it["slower"].boolean) continue;
+    const bool first_minute = it["begin_ns"].num() < 60e9;
+    CAPTURE(it["begin_ns"].num());
+    if (first_minute) {
+      REQUIRE(it["device"].size() == 1);
+      CHECK(it["device"][0].str() == "CPU-therm at 50.0 C (usually 40.0 C)");
+      ++early;
+    } else {
+      CHECK(it["device"].size() == 0);
+      ++late;
+    }
+  }
+  CHECK(early == 10);
+  CHECK(late == 10);
 }
 
 }  // namespace slow_iterations_test

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -222,6 +223,7 @@ struct metric_spread {
   double median = std::numeric_limits<double>::quiet_NaN();
   double limit = 0;  ///< |value - median| past this, in the bad direction
 };
+using metric_spreads = std::array<metric_spread, m_count>;
 
 inline metric_spread spread_of(std::vector<double> values, double floor, bool relative_floor) {
   metric_spread s;
@@ -248,21 +250,30 @@ inline std::string thread_text(const thread_info* t) {
 /// usual ones (`usual_ns`: their median duration), quoting a value only
 /// where it lies beyond the usual in the direction that slows work.
 inline std::vector<std::string> differences(const device_lookup& d, const iteration_measure& m,
-                                            const metric_spread (&s)[m_count], const double (&floors)[m_count],
-                                            std::int64_t duration_ns, std::int64_t usual_ns) {
+                                            const metric_spreads& local, const metric_spreads& run_wide,
+                                            const double (&floors)[m_count], std::int64_t duration_ns,
+                                            std::int64_t usual_ns) {
   std::vector<std::string> out;
-  const auto past = [&](slow_metric k, bool higher_is_bad) {
-    if (std::isnan(m.value[k]) || std::isnan(s[k].median)) return -1.0;
-    return higher_is_bad ? m.value[k] - s[k].median : s[k].median - m.value[k];
-  };
-  const auto beyond = [&](slow_metric k, bool higher_is_bad) { return past(k, higher_is_bad) > s[k].limit; };
-  const auto& tracks = d.writer().device.tracks;
-  // Run-queue wait: beyond the spread, or past the floor with the waiting
-  // it implies (share x duration) covering half of the time beyond the usual.
+  static constexpr bool higher_is_bad[m_count] = {true, true, false, true, true, true, true, false, false, true};
   const double excess = static_cast<double>(duration_ns - usual_ns);
-  const bool wait_covers = past(m_wait, true) > floors[m_wait] &&
-                           m.value[m_wait] * static_cast<double>(duration_ns) >= excess / 2;
-  if (beyond(m_wait, true) || wait_covers) {
+  // Beyond a baseline's spread; the run-queue wait also past the floor
+  // with the waiting it implies (share x duration) covering half of the
+  // time beyond the usual.
+  const auto flagged = [&](const metric_spreads& s, std::size_t k) {
+    if (std::isnan(m.value[k]) || std::isnan(s[k].median)) return false;
+    const double past = higher_is_bad[k] ? m.value[k] - s[k].median : s[k].median - m.value[k];
+    if (past > s[k].limit) return true;
+    return k == m_wait && past > floors[k] && m.value[k] * static_cast<double>(duration_ns) >= excess / 2;
+  };
+  // Against the usual iterations around it; where those do not flag a
+  // quantity and the whole run's do (a stretch longer than the
+  // neighbourhood), against the run's. The text quotes the one that did.
+  metric_spreads s = local;
+  for (std::size_t k = 0; k < m_count; ++k)
+    if (!flagged(local, k) && flagged(run_wide, k)) s[k] = run_wide[k];
+  const auto beyond = [&](slow_metric k, bool) { return flagged(s, k); };
+  const auto& tracks = d.writer().device.tracks;
+  if (beyond(m_wait, true)) {
     std::string line = format_text("waited on the run queue %.0f%% of the %s around it (usually %.0f%%)",
                                    100 * m.value[m_wait],
                                    format_duration(static_cast<std::uint64_t>(m.span_ns)).c_str(), 100 * s[m_wait].median);
@@ -435,15 +446,40 @@ inline bool explain_slow_iterations(dump_reader& r, const iteration_windows& win
   // throttling event a second, 50 faults a second, 10 % of the GPU clock, 10 % of free memory, a tenth
   // of a CPU stolen.
   const double floors[detail::m_count] = {0.05, 50, 0.10, 3000, 200, 1, 50, 0.10, 0.10, 100};
-  detail::metric_spread spreads[detail::m_count];
-  for (std::size_t k = 0; k < detail::m_count; ++k) {
-    std::vector<double> values;
-    for (std::size_t i = 0; i < all.size(); ++i)
-      if (length(all[i]) <= out.median_ns) values.push_back(measures[i].value[k]);
-    spreads[k] = detail::spread_of(std::move(values), floors[k], k == detail::m_memory);
-  }
+  // The usual iterations (no longer than the median) the device's state
+  // was measured for, by begin: the baseline, within 30 s of an iteration
+  // (a board that warms over minutes is compared with its own minute), or
+  // the whole run's where fewer than 20 are that close.
+  std::vector<std::size_t> usual;
   for (std::size_t i = 0; i < all.size(); ++i)
-    out.usual_measured += length(all[i]) <= out.median_ns && lookup_of(all[i].first) != lookups.end() ? 1 : 0;
+    if (length(all[i]) <= out.median_ns && lookup_of(all[i].first) != lookups.end()) usual.push_back(i);
+  std::sort(usual.begin(), usual.end(), [&](std::size_t a, std::size_t b) { return all[a].second.first < all[b].second.first; });
+  out.usual_measured = usual.size();
+  const auto spreads_over = [&](std::size_t from, std::size_t to) {
+    detail::metric_spreads spreads;
+    for (std::size_t k = 0; k < detail::m_count; ++k) {
+      std::vector<double> values;
+      for (std::size_t j = from; j < to; ++j) values.push_back(measures[usual[j]].value[k]);
+      spreads[k] = detail::spread_of(std::move(values), floors[k], k == detail::m_memory);
+    }
+    return spreads;
+  };
+  const detail::metric_spreads run_wide = spreads_over(0, usual.size());
+  constexpr std::int64_t bucket_ns = 10000000000, around_ns = 30000000000;
+  std::map<std::int64_t, detail::metric_spreads> local;  // by 10 s bucket of the run
+  const std::int64_t origin = out.first_ns;
+  const auto baseline_at = [&](std::int64_t ns) -> const detail::metric_spreads& {
+    const std::int64_t bucket = ns >= origin ? (ns - origin) / bucket_ns : -1;
+    const auto known = local.find(bucket);
+    if (known != local.end()) return known->second;
+    const std::int64_t from_ns = origin + bucket * bucket_ns - around_ns, to_ns = origin + (bucket + 1) * bucket_ns + around_ns;
+    const auto begin_of = [&](std::size_t i, std::int64_t t) { return all[i].second.first < t; };
+    const auto from = std::lower_bound(usual.begin(), usual.end(), from_ns, begin_of) - usual.begin();
+    const auto to = std::lower_bound(usual.begin(), usual.end(), to_ns, begin_of) - usual.begin();
+    if (to - from < 20 || (from == 0 && static_cast<std::size_t>(to) == usual.size()))
+      return local.emplace(bucket, run_wide).first->second;
+    return local.emplace(bucket, spreads_over(static_cast<std::size_t>(from), static_cast<std::size_t>(to))).first->second;
+  };
   // Fewer than 5 usual iterations or 10 samples give no spread to judge by.
   out.too_few = out.has_device && (out.usual_measured < 5 || out.samples < 10);
   std::vector<std::int64_t> numbers(listed);
@@ -469,7 +505,8 @@ inline bool explain_slow_iterations(dump_reader& r, const iteration_windows& win
     const auto found = lookup_of(s.thread);
     if (found != lookups.end()) {
       if (!out.too_few)
-        s.differences = detail::differences(found->second, measures[i], spreads, floors, s.end_ns - s.begin_ns, out.median_ns);
+        s.differences = detail::differences(found->second, measures[i], baseline_at(s.begin_ns), run_wide, floors,
+                                            s.end_ns - s.begin_ns, out.median_ns);
       const std::int64_t gap = found->second.unsampled(s.begin_ns, s.end_ns);
       if (found->second.period_ns() > 0 && gap > 3 * found->second.period_ns()) s.unsampled_ns = gap;
     }
@@ -537,7 +574,7 @@ inline std::string slow_iterations_text(const slow_iterations_result& s) {
     text += detail::format_text("; only %llu device samples and %llu usual iterations measured: too few to judge the device",
                                 static_cast<unsigned long long>(s.samples), static_cast<unsigned long long>(s.usual_measured));
   else
-    text += detail::format_text("; what the device's samples (every %s) say differed from the usual iterations",
+    text += detail::format_text("; what the device's samples (every %s) say differed from the usual iterations (within 30 s, or the run's)",
                                 detail::format_duration(s.period_us * 1000).c_str());
   text += ":\n";
   for (const slow_iteration& it : s.slowest) {
