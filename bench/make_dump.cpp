@@ -4,7 +4,11 @@
 // spans (two sites, nested) as fast as it can, or paced at RATE spans per
 // second (0: unpaced); with `args`, every span carries an integer argument
 // (the reader's memory with arguments); with `frame=N`, every N of them are
-// inside one more span, "frame" (an iteration for --per frame). Run with
+// inside one more span, "frame" (an iteration for --per frame); with
+// `frame=N,flows`, each frame is also the one step of a flow "request" of
+// its own id (the converter's memory with many flows), and with
+// `frame=N,flows2` the frame's first "step" span is the flow's second step.
+// Run with
 // EDGETRACE_OUTPUT set; prints the achieved rate.
 #include <edgetrace/edgetrace.hpp>
 
@@ -22,8 +26,11 @@ int main(int argc, char** argv) {
   const double rate = argc > 2 ? std::atof(argv[2]) : 0;
   const bool args = argc > 3 && std::string(argv[3]) == "args";
   const long long frame = argc > 3 && std::string(argv[3]).rfind("frame=", 0) == 0 ? std::atoll(argv[3] + 6) : 0;
+  const std::string option = argc > 3 ? argv[3] : "";
+  const bool flows2 = frame > 0 && option.size() > 7 && option.compare(option.size() - 7, 7, ",flows2") == 0;
+  const bool flows = flows2 || (frame > 0 && option.size() > 6 && option.compare(option.size() - 6, 6, ",flows") == 0);
   if (!edgetrace::tracing_active() || spans <= 0 || rate < 0 || (argc > 3 && !args && frame < 2)) {
-    std::fprintf(stderr, "usage: EDGETRACE_OUTPUT=big.etr make_dump SPANS [SPANS_PER_SECOND [args|frame=N]]\n");
+    std::fprintf(stderr, "usage: EDGETRACE_OUTPUT=big.etr make_dump SPANS [SPANS_PER_SECOND [args|frame=N[,flows|,flows2]]]\n");
     return 2;
   }
   const auto frame_name = edgetrace::intern("frame");
@@ -33,6 +40,7 @@ int main(int argc, char** argv) {
   volatile long long work = 0;
   // Spans [from, to): pairs of a "step" and a "layer" inside it.
   const auto steps = [&](long long from, long long to) {
+    const long long frame_begin = from;
     for (long long i = from; i < to; i += 2) {
       if (rate > 0) {
         // Pace: spans i and i+1 are due at start + i / rate.
@@ -44,6 +52,7 @@ int main(int argc, char** argv) {
       }
       EDGETRACE_SCOPE(gen, "step");
       if (args) EDGETRACE_ARG(gen, "i", i);
+      if (flows2 && i == frame_begin) EDGETRACE_FLOW(gen, "request", frame_begin);
       {
         EDGETRACE_SCOPE_NAMED(gen, layer);
         if (args) EDGETRACE_ARG(gen, "bytes", i & 0xFFFF);
@@ -54,6 +63,7 @@ int main(int argc, char** argv) {
   if (frame == 0) steps(0, spans);
   for (long long f = 0; frame > 0 && f < spans; f += frame) {
     EDGETRACE_SCOPE_NAMED(gen, frame_name);
+    if (flows) EDGETRACE_FLOW(gen, "request", f);
     steps(f, std::min(spans, f + frame));
   }
   const double seconds = std::chrono::duration<double>(clock::now() - start).count();

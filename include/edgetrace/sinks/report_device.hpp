@@ -26,28 +26,37 @@ inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 namespace detail {
 
+/// A plot's size and margins (SVG units).
+struct plot_geometry {
+  static constexpr double width = 760, height = 78, left = 64, right = 8, top = 16, bottom = 14;
+  static constexpr double plot_w = width - left - right, plot_h = height - top - bottom;
+  /// The pixel column of time `ns` on an axis from t0 to t1.
+  static std::size_t column(std::int64_t ns, std::int64_t t0, std::int64_t t1) {
+    const double span = t1 > t0 ? static_cast<double>(t1) - static_cast<double>(t0) : 1;
+    const double x = plot_w * std::min(std::max((static_cast<double>(ns) - static_cast<double>(t0)) / span, 0.0), 1.0);
+    return static_cast<std::size_t>(x);
+  }
+};
+
 /// One line plot: `points` (ns, value) over [t0, t1], labelled, with its
 /// range and the axis's ends.
 inline std::string line_plot_svg(const std::string& label, const std::vector<device_series::point>& points,
                                  std::int64_t t0, std::int64_t t1) {
-  constexpr double width = 760, height = 78, left = 64, right = 8, top = 16, bottom = 14;
-  const double plot_w = width - left - right, plot_h = height - top - bottom;
+  using g = plot_geometry;
+  constexpr double width = g::width, height = g::height, left = g::left, right = g::right, top = g::top;
+  const double plot_w = g::plot_w, plot_h = g::plot_h;
   double low = 0, high = 0;
   for (const device_series::point& p : points) {
     low = std::min(low, p.value);
     high = std::max(high, p.value);
   }
   if (high <= low) high = low + 1;
-  const double span = t1 > t0 ? static_cast<double>(t1) - static_cast<double>(t0) : 1;
-  const auto x_of = [&](std::int64_t ns) {
-    return left + plot_w * std::min(std::max((static_cast<double>(ns) - static_cast<double>(t0)) / span, 0.0), 1.0);
-  };
   const auto y_of = [&](double v) { return top + plot_h * (1 - (v - low) / (high - low)); };
   // Each pixel column keeps its lowest and highest value, in time order.
   std::vector<std::pair<double, double>> drawn;
   std::vector<double> lo(static_cast<std::size_t>(plot_w) + 1, std::numeric_limits<double>::quiet_NaN()), hi = lo;
   for (const device_series::point& p : points) {
-    const auto column = static_cast<std::size_t>(x_of(p.ns) - left);
+    const std::size_t column = g::column(p.ns, t0, t1);
     if (std::isnan(lo[column]) || p.value < lo[column]) lo[column] = p.value;
     if (std::isnan(hi[column]) || p.value > hi[column]) hi[column] = p.value;
   }
@@ -137,15 +146,31 @@ inline bool report_device_html(dump_reader& r, const std::string& per, std::size
   if (!per.empty()) {
     iteration_windows windows;
     if (!windows.collect(r, per, [](const thread_info*, std::int64_t, std::int64_t) { return true; }, error)) return false;
-    std::vector<device_series::point> latency;
-    for (const auto& entry : windows.all())
-      latency.push_back({entry.second.first, static_cast<double>(entry.second.second - entry.second.first) / 1e6});
-    std::sort(latency.begin(), latency.end(), [](const auto& a, const auto& b) { return a.ns < b.ns; });
-    if (!latency.empty()) {
-      t0 = std::min(t0, latency.front().ns);
-      t1 = std::max(t1, latency.back().ns);
+    {
+      // Each pixel column keeps its shortest and longest iteration only (the
+      // plot draws no more): memory by the plot's width, not the run's.
+      windows.for_each([&](const thread_info*, const iteration_windows::window& w) {
+        t0 = std::min(t0, w.first);
+        t1 = std::max(t1, w.first);
+      });
+      std::vector<device_series::point> lo(static_cast<std::size_t>(detail::plot_geometry::plot_w) + 1,
+                                           device_series::point{0, std::numeric_limits<double>::quiet_NaN()});
+      std::vector<device_series::point> hi = lo;
+      windows.for_each([&](const thread_info*, const iteration_windows::window& w) {
+        const double ms = static_cast<double>(w.second - w.first) / 1e6;
+        const std::size_t c = detail::plot_geometry::column(w.first, t0, t1);
+        if (std::isnan(lo[c].value) || ms < lo[c].value) lo[c] = {w.first, ms};
+        if (std::isnan(hi[c].value) || ms > hi[c].value) hi[c] = {w.first, ms};
+      });
+      std::vector<device_series::point> latency;
+      for (std::size_t c = 0; c < lo.size(); ++c)
+        if (!std::isnan(lo[c].value)) {
+          latency.push_back(lo[c]);
+          if (hi[c].ns != lo[c].ns || hi[c].value != lo[c].value) latency.push_back(hi[c]);
+        }
+      std::sort(latency.begin(), latency.end(), [](const auto& a, const auto& b) { return a.ns < b.ns; });
+      html += "<div class=\"plots\">" + detail::line_plot_svg("iteration \"" + per + "\" (ms)", latency, t0, t1) + "</div>\n";
     }
-    html += "<div class=\"plots\">" + detail::line_plot_svg("iteration \"" + per + "\" (ms)", latency, t0, t1) + "</div>\n";
     slow_iterations_result slow;
     if (!explain_slow_iterations(r, windows, per, slowest, slow, error)) return false;
     html += "<pre id=\"slowest\">" + html_escape(slow_iterations_text(slow)) + "</pre>\n";

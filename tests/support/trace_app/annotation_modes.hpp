@@ -20,6 +20,18 @@ inline int arg_dense_mode(int count) {
   return 0;
 }
 
+// "flow-frames COUNT": COUNT "frame" spans, each with a "layer" inside and
+// each the one step of a flow "request" of its own id (a request id per
+// frame: the converter's memory with a million flows and iterations).
+inline int flow_frames_mode(int count) {
+  for (int i = 0; i < count; ++i) {
+    EDGETRACE_SCOPE(app, "frame");
+    EDGETRACE_FLOW(app, "request", i);
+    EDGETRACE_SCOPE(app, "layer");
+  }
+  return 0;
+}
+
 // "arg-loose COUNT": COUNT arguments recorded outside every span, with an
 // empty span "between" after every 16th (what no span can claim).
 inline int arg_loose_mode(int count) {
@@ -190,6 +202,7 @@ inline const app_mode annotation_modes[] = {
     {"float-dense", [](int argc, char** argv) { return float_dense_mode(argc > 2 ? std::atoi(argv[2]) : 10000); }},
     {"arg-dense", [](int argc, char** argv) { return arg_dense_mode(argc > 2 ? std::atoi(argv[2]) : 10000); }},
     {"arg-loose", [](int argc, char** argv) { return arg_loose_mode(argc > 2 ? std::atoi(argv[2]) : 10000); }},
+    {"flow-frames", [](int argc, char** argv) { return flow_frames_mode(argc > 2 ? std::atoi(argv[2]) : 10000); }},
     {"arg-loose-threads", [](int argc, char** argv) {
        return arg_loose_threads_mode(argc > 2 ? std::atoi(argv[2]) : 64, argc > 3 ? std::atoi(argv[3]) : 100000);
      }},

@@ -31,7 +31,12 @@ struct flow_binding {
 /// flow steps, then call finish(), which writes them with their flow fields.
 class json_annotations {
  public:
-  explicit json_annotations(const dump_reader& r) : spans_(r, span_order::read_events), memory_(r) {}
+  /// Reads the dump's flow steps once first (flow_prefilter): a span that
+  /// is a flow's only step is written as it comes, not held.
+  explicit json_annotations(const dump_reader& r) : spans_(r, span_order::read_events), memory_(r) {
+    prefilter_.read(r);  // a chunk that no longer reads: every flow is held, as before
+    flows_.use(&prefilter_);
+  }
 
   /// Claims span `e`'s arguments (returned) and, when `kept`, its flow steps.
   const std::vector<const annotation*>& on_span(const event& e, bool kept) {
@@ -180,6 +185,7 @@ class json_annotations {
 
   span_annotations spans_;
   memory_timelines memory_;
+  flow_prefilter prefilter_;
   flow_collector flows_;
   std::size_t steps_before_ = 0;
   std::vector<held_span> held_;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <map>
 #include <string>
@@ -49,7 +50,8 @@ class iteration_windows {
     bool span_named = false, mark_named = false;
     if (!named(r, name, span_named, mark_named, error)) return false;
     marks_ = !span_named;  // a span of that name wins: it says exactly what belongs to it
-    std::map<const thread_info*, std::vector<window>> found;
+    // Deques: a million iterations grow without a doubled copy.
+    std::map<const thread_info*, std::deque<window>> found;
     const bool ok = r.read_events([&](const event& e) {
       if (e.site == nullptr || e.site->name != name) return;
       if (marks_ ? (e.kind == event_kind::instant && e.site->kind == format::site_kind::mark) : e.kind == event_kind::span)
@@ -60,25 +62,39 @@ class iteration_windows {
       return false;
     }
     for (auto& entry : found) {
-      std::vector<window>& list = entry.second;
+      std::deque<window>& list = entry.second;
       std::sort(list.begin(), list.end());
       if (marks_) {
         for (std::size_t i = 1; i < list.size(); ++i) {
           const window w{list[i - 1].first, list[i].first};
           if (crosses_pause(*entry.first->writer, w.first, w.second)) ++cut_at_pause_;
           else if (keep(entry.first, w.first, w.second)) {
-            add(mark_windows_, w);
+            mark_windows_.push_back(w);
+            counted(w);
             mark_threads_.push_back(entry.first);
           }
         }
       } else {
-        std::vector<window>& outer = span_windows_[entry.first];
+        // The outermost instances kept, in place (memory: 16 bytes an
+        // iteration, not twice that).
+        std::size_t kept = 0;
         for (const window& w : list) {
-          if (!outer.empty() && w.second <= outer.back().second) continue;  // nested in the previous instance
-          if (keep(entry.first, w.first, w.second)) add(outer, w);
+          if (kept != 0 && w.second <= list[kept - 1].second) continue;  // nested in the previous instance
+          if (keep(entry.first, w.first, w.second)) {
+            list[kept++] = w;
+            counted(w);
+          }
+        }
+        list.resize(kept);
+        if (kept != 0) {
+          list.shrink_to_fit();
+          span_windows_[entry.first] = std::move(list);
+        } else {
+          list.clear();
         }
       }
     }
+    found.clear();
     for (std::size_t i = 0; i < mark_threads_.size(); ++i) mark_owned_.emplace_back(mark_windows_[i], mark_threads_[i]);
     mark_threads_.clear();
     // Windows of several threads may overlap: look up in their union.
@@ -114,7 +130,7 @@ class iteration_windows {
     }
     const auto found = span_windows_.find(thread);
     if (found == span_windows_.end()) return false;
-    const std::vector<window>& list = found->second;
+    const std::deque<window>& list = found->second;
     auto it = std::upper_bound(list.begin(), list.end(), window{begin, std::numeric_limits<std::int64_t>::max()});
     if (it == list.begin()) return false;
     --it;
@@ -128,7 +144,7 @@ class iteration_windows {
   /// before its end (where iterations of several threads overlap, the
   /// latest begun wins). Cost: one binary search.
   std::int64_t number_of(const thread_info* thread, std::int64_t begin, std::int64_t end) const {
-    const auto at = [&](const std::vector<window>& list) {
+    const auto at = [&](const auto& list) {
       auto it = std::upper_bound(list.begin(), list.end(), window{begin, std::numeric_limits<std::int64_t>::max()});
       return it == list.begin() ? list.size() : static_cast<std::size_t>(it - list.begin()) - 1;
     };
@@ -140,17 +156,18 @@ class iteration_windows {
     if (found == span_windows_.end()) return -1;
     const std::size_t i = at(found->second);
     if (i == found->second.size() || begin < found->second[i].first || end > found->second[i].second) return -1;
-    return span_numbers_.at(thread)[i];
+    // One thread's iterations are numbered in their order (nothing kept).
+    return span_windows_.size() == 1 ? static_cast<std::int64_t>(i) : span_numbers_.at(thread)[i];
   }
 
-  /// Every iteration kept with the thread it is on (the thread of its span,
-  /// or of the marks around it), in no particular order.
-  std::vector<std::pair<const thread_info*, window>> all() const {
-    std::vector<std::pair<const thread_info*, window>> out;
+  /// Calls `fn(thread, window)` for every iteration kept with the thread it
+  /// is on (the thread of its span, or of the marks around it), in no
+  /// particular order. Memory: nothing.
+  template <class Fn>
+  void for_each(Fn&& fn) const {
     for (const auto& entry : span_windows_)
-      for (const window& w : entry.second) out.emplace_back(entry.first, w);
-    for (std::size_t i = 0; i < mark_owned_.size(); ++i) out.emplace_back(mark_owned_[i].second, mark_owned_[i].first);
-    return out;
+      for (const window& w : entry.second) fn(entry.first, w);
+    for (const auto& owned : mark_owned_) fn(owned.second, owned.first);
   }
 
   bool from_marks() const noexcept { return marks_; }
@@ -160,8 +177,10 @@ class iteration_windows {
   std::uint64_t cut_at_pause() const noexcept { return cut_at_pause_; }
 
  private:
-  /// Numbers the span iterations of every thread in order of begin.
+  /// Numbers the span iterations of every thread in order of begin (with
+  /// one thread, their order is their number: nothing kept).
   void number_span_windows() {
+    if (span_windows_.size() < 2) return;
     std::vector<std::pair<window, std::pair<const thread_info*, std::size_t>>> all;
     for (const auto& entry : span_windows_)
       for (std::size_t i = 0; i < entry.second.size(); ++i) all.push_back({entry.second[i], {entry.first, i}});
@@ -175,15 +194,14 @@ class iteration_windows {
       span_numbers_[all[n].second.first][all[n].second.second] = static_cast<std::int64_t>(n);
   }
 
-  void add(std::vector<window>& list, const window& w) {
-    list.push_back(w);
+  void counted(const window& w) {
     ++count_;
     total_ns_ += static_cast<std::uint64_t>(w.second - w.first);
     latency_.add(static_cast<std::uint64_t>(w.second - w.first));
   }
 
   bool marks_ = false;
-  std::map<const thread_info*, std::vector<window>> span_windows_;  ///< outermost instances, by begin
+  std::map<const thread_info*, std::deque<window>> span_windows_;  ///< outermost instances, by begin
   std::map<const thread_info*, std::vector<std::int64_t>> span_numbers_;  ///< their numbers (number_of)
   std::vector<window> mark_windows_;                                 ///< every thread's, by begin
   std::vector<const thread_info*> mark_threads_;                     ///< while collecting: the thread of each

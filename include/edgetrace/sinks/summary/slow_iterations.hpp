@@ -4,7 +4,7 @@
 // The usual iterations are those no longer than the median; an iteration
 // more than a fifth longer than the median is slower than usual. Layers: each span name's self time in an
 // iteration (all its spans there), against its median and spread over the
-// iterations (over every stride-th one past 4 M iteration-name cells).
+// iterations (over every stride-th one past 2 M iteration-name cells).
 // Device: each quantity is measured for every iteration from the samples
 // around it (totals: their increase between the last sample before the
 // iteration and the first after; levels: the worst value sampled within a
@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <map>
 #include <string>
@@ -312,10 +313,10 @@ inline std::vector<std::string> differences(const device_lookup& d, const iterat
 
 /// Each layer's (span name's) self time per iteration: exact for the
 /// iterations asked about, and over every stride-th iteration for the
-/// usual time (at most `max_cells` iteration-name cells: 16 MB).
+/// usual time (at most `max_cells` iteration-name cells: 8 MB).
 class layer_times {
  public:
-  static constexpr std::uint64_t max_cells = std::uint64_t{1} << 22;
+  static constexpr std::uint64_t max_cells = std::uint64_t{1} << 21;
 
   /// Reads `r` backwards once (walk_spans: self times). `wanted`: the
   /// numbers of the iterations whose layers are asked about.
@@ -406,28 +407,46 @@ class layer_times {
 /// `error` set when that fails.
 inline bool explain_slow_iterations(dump_reader& r, const iteration_windows& windows, const std::string& name,
                                     std::size_t slowest, slow_iterations_result& out, std::string& error) {
-  auto all = windows.all();
+  using window = iteration_windows::window;
   out = slow_iterations_result{};
   out.name = name;
   out.dump = r.path();
   out.first_ns = r.first_ns();
-  out.iterations = all.size();
-  if (all.empty()) return true;
-  const auto length = [](const auto& entry) { return entry.second.second - entry.second.first; };
-  std::sort(all.begin(), all.end(), [&](const auto& a, const auto& b) {
-    return length(a) != length(b) ? length(a) > length(b) : a.second.first < b.second.first;
-  });
-  out.median_ns = length(all[all.size() / 2]);
+  out.iterations = windows.count();
+  if (out.iterations == 0) return true;
+  // Memory: 8 bytes an iteration here (durations), besides the windows;
+  // the listed ones and a sample of the usual ones are kept.
+  std::vector<std::int64_t> durations;
+  durations.reserve(static_cast<std::size_t>(out.iterations));
+  windows.for_each([&](const thread_info*, const window& w) { durations.push_back(w.second - w.first); });
+  const std::size_t n = durations.size();
+  const auto nth_longest = [&](std::size_t k) {  // k-th longest, from 0
+    std::nth_element(durations.begin(), durations.begin() + static_cast<std::ptrdiff_t>(k), durations.end(),
+                     std::greater<std::int64_t>());
+    return durations[k];
+  };
+  out.median_ns = nth_longest(n / 2);
   out.slower_ns = out.median_ns + out.median_ns / 5;
   std::size_t listed = slowest;
   if (listed == 0) {
-    const std::size_t at_p99 = all.size() - static_cast<std::size_t>(std::floor(0.99 * static_cast<double>(all.size() - 1)));
+    const std::size_t at_p99 = n - static_cast<std::size_t>(std::floor(0.99 * static_cast<double>(n - 1)));
     listed = std::min<std::size_t>(at_p99, 10);
     out.left_out = at_p99 - listed;
   }
-  listed = std::min(listed, all.size());
-  // The device's samples, per writer; each metric's spread over the usual
-  // iterations (no longer than the median).
+  listed = std::min(listed, n);
+  // The listed: the longest first, of equal ones the earliest.
+  const std::int64_t shortest_listed = nth_longest(listed - 1);
+  std::vector<std::pair<const thread_info*, window>> top;
+  windows.for_each([&](const thread_info* t, const window& w) {
+    if (w.second - w.first >= shortest_listed) top.emplace_back(t, w);
+  });
+  std::vector<std::int64_t>().swap(durations);
+  std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) {
+    const std::int64_t da = a.second.second - a.second.first, db = b.second.second - b.second.first;
+    return da != db ? da > db : a.second.first < b.second.first;
+  });
+  top.resize(listed);
+  // The device's samples, per writer.
   std::map<const writer_info*, detail::device_lookup> lookups;
   for (const writer_info* w : r.writers_in_order())
     if (!w->device.samples.empty()) {
@@ -437,29 +456,39 @@ inline bool explain_slow_iterations(dump_reader& r, const iteration_windows& win
       out.samples += added.first->second.sample_count();
     }
   const auto lookup_of = [&](const thread_info* t) { return t != nullptr ? lookups.find(t->writer) : lookups.end(); };
-  std::vector<detail::iteration_measure> measures(all.size());
-  for (std::size_t i = 0; i < all.size() && out.has_device; ++i) {
-    const auto found = lookup_of(all[i].first);
-    if (found != lookups.end()) measures[i] = detail::measure_iteration(found->second, all[i].first, all[i].second.first, all[i].second.second);
-  }
   // Floors: 5 % of the time waiting, 50 switches a second, 10 % of a clock, 3 C, a fifth of a CPU, one
   // throttling event a second, 50 faults a second, 10 % of the GPU clock, 10 % of free memory, a tenth
   // of a CPU stolen.
   const double floors[detail::m_count] = {0.05, 50, 0.10, 3000, 200, 1, 50, 0.10, 0.10, 100};
   // The usual iterations (no longer than the median) the device's state
-  // was measured for, by begin: the baseline, within 30 s of an iteration
+  // was measured for are the baseline: those within 30 s of an iteration
   // (a board that warms over minutes is compared with its own minute), or
-  // the whole run's where fewer than 20 are that close.
-  std::vector<std::size_t> usual;
-  for (std::size_t i = 0; i < all.size(); ++i)
-    if (length(all[i]) <= out.median_ns && lookup_of(all[i].first) != lookups.end()) usual.push_back(i);
-  std::sort(usual.begin(), usual.end(), [&](std::size_t a, std::size_t b) { return all[a].second.first < all[b].second.first; });
-  out.usual_measured = usual.size();
+  // the whole run's where fewer than 20 are that close. Measured over at
+  // most 65,536 of them (every k-th): a median needs no more.
+  const auto usual_measured = [&](const thread_info* t, const window& w) {
+    return w.second - w.first <= out.median_ns && lookup_of(t) != lookups.end();
+  };
+  windows.for_each([&](const thread_info* t, const window& w) { out.usual_measured += usual_measured(t, w) ? 1 : 0; });
+  const std::uint64_t stride = std::max<std::uint64_t>(1, (out.usual_measured + 65535) / 65536);
+  struct usual_sample {
+    std::int64_t begin_ns;
+    float value[detail::m_count];
+  };
+  std::vector<usual_sample> usual;
+  std::uint64_t seen = 0;
+  windows.for_each([&](const thread_info* t, const window& w) {
+    if (!usual_measured(t, w) || seen++ % stride != 0) return;
+    const detail::iteration_measure m = detail::measure_iteration(lookup_of(t)->second, t, w.first, w.second);
+    usual_sample u{w.first, {}};
+    for (std::size_t k = 0; k < detail::m_count; ++k) u.value[k] = static_cast<float>(m.value[k]);
+    usual.push_back(u);
+  });
+  std::sort(usual.begin(), usual.end(), [](const usual_sample& a, const usual_sample& b) { return a.begin_ns < b.begin_ns; });
   const auto spreads_over = [&](std::size_t from, std::size_t to) {
     detail::metric_spreads spreads;
     for (std::size_t k = 0; k < detail::m_count; ++k) {
       std::vector<double> values;
-      for (std::size_t j = from; j < to; ++j) values.push_back(measures[usual[j]].value[k]);
+      for (std::size_t j = from; j < to; ++j) values.push_back(usual[j].value[k]);
       spreads[k] = detail::spread_of(std::move(values), floors[k], k == detail::m_memory);
     }
     return spreads;
@@ -473,7 +502,7 @@ inline bool explain_slow_iterations(dump_reader& r, const iteration_windows& win
     const auto known = local.find(bucket);
     if (known != local.end()) return known->second;
     const std::int64_t from_ns = origin + bucket * bucket_ns - around_ns, to_ns = origin + (bucket + 1) * bucket_ns + around_ns;
-    const auto begin_of = [&](std::size_t i, std::int64_t t) { return all[i].second.first < t; };
+    const auto begin_of = [](const usual_sample& u, std::int64_t t) { return u.begin_ns < t; };
     const auto from = std::lower_bound(usual.begin(), usual.end(), from_ns, begin_of) - usual.begin();
     const auto to = std::lower_bound(usual.begin(), usual.end(), to_ns, begin_of) - usual.begin();
     if (to - from < 20 || (from == 0 && static_cast<std::size_t>(to) == usual.size()))
@@ -483,7 +512,7 @@ inline bool explain_slow_iterations(dump_reader& r, const iteration_windows& win
   // Fewer than 5 usual iterations or 10 samples give no spread to judge by.
   out.too_few = out.has_device && (out.usual_measured < 5 || out.samples < 10);
   std::vector<std::int64_t> numbers(listed);
-  for (std::size_t i = 0; i < listed; ++i) numbers[i] = windows.number_of(all[i].first, all[i].second.first, all[i].second.second);
+  for (std::size_t i = 0; i < listed; ++i) numbers[i] = windows.number_of(top[i].first, top[i].second.first, top[i].second.second);
   detail::layer_times layers;
   if (!layers.read(r, windows, numbers)) {
     error = r.error();
@@ -492,9 +521,9 @@ inline bool explain_slow_iterations(dump_reader& r, const iteration_windows& win
   out.layer_stride = layers.stride();
   for (std::size_t i = 0; i < listed; ++i) {
     slow_iteration s;
-    s.thread = all[i].first;
-    s.begin_ns = all[i].second.first;
-    s.end_ns = all[i].second.second;
+    s.thread = top[i].first;
+    s.begin_ns = top[i].second.first;
+    s.end_ns = top[i].second.second;
     s.number = numbers[i];
     s.slower = s.end_ns - s.begin_ns > out.slower_ns;
     if (!s.slower) {
@@ -505,8 +534,8 @@ inline bool explain_slow_iterations(dump_reader& r, const iteration_windows& win
     const auto found = lookup_of(s.thread);
     if (found != lookups.end()) {
       if (!out.too_few)
-        s.differences = detail::differences(found->second, measures[i], baseline_at(s.begin_ns), run_wide, floors,
-                                            s.end_ns - s.begin_ns, out.median_ns);
+        s.differences = detail::differences(found->second, detail::measure_iteration(found->second, s.thread, s.begin_ns, s.end_ns),
+                                            baseline_at(s.begin_ns), run_wide, floors, s.end_ns - s.begin_ns, out.median_ns);
       const std::int64_t gap = found->second.unsampled(s.begin_ns, s.end_ns);
       if (found->second.period_ns() > 0 && gap > 3 * found->second.period_ns()) s.unsampled_ns = gap;
     }

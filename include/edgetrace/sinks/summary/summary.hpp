@@ -47,6 +47,8 @@ class summary_builder : private detail::summary_selection {
     if (r.has_events()) result_.wall_ns += static_cast<std::uint64_t>(r.last_ns() - r.first_ns());
     prepare_sites(r);
     dump_pass pass(r, cutoff);
+    if (!pass.prefilter.read(r)) return fail(error, "an annotations chunk no longer reads (the file changed?)");
+    pass.flows.use(&pass.prefilter);
     prepare_threads(r, pass);
     const bool ok = walk_spans(
         r, [&](const span_record& s) { add_span(pass, s); }, [&](const event& e) { add_mark(pass, e); });
@@ -184,6 +186,7 @@ class summary_builder : private detail::summary_selection {
     // Annotations (1.3): arguments and flow steps go to their span (every
     // span claims, filtered or not); memory peaks per span.
     span_annotations notes;
+    flow_prefilter prefilter;  ///< single-step flows are counted, not kept
     flow_collector flows;
     const memory_timelines memory;
     const writer_info* memory_writer = nullptr;
@@ -452,23 +455,32 @@ class summary_builder : private detail::summary_selection {
   /// Per flow name, one end-to-end latency per id: first step's begin to
   /// last step's end. A flow counts when its first step passes the warm-up
   /// and phase filters.
+  /// The iteration row of flow `name`, made when new.
+  iteration_row& flow_row(const std::string& name) {
+    for (iteration_row& it : result_.iterations)
+      if (it.from_flow && it.name == name) return it;
+    iteration_row it;
+    it.name = name;
+    it.from_marks = false;
+    it.from_flow = true;
+    result_.iterations.push_back(std::move(it));
+    return result_.iterations.back();
+  }
+
   void add_flows(flow_collector& flows, std::int64_t cutoff) {
+    // Rows in name order; one step has no latency from one step to
+    // another: not a sample.
+    std::set<std::string> names;
+    for (const auto& single : flows.singles()) names.insert(single.first);
+    for (const auto& flow : flows.sorted()) names.insert(flow.first.name);
+    for (const std::string& name : names) flow_row(name);
+    for (const auto& single : flows.singles()) flow_row(single.first).single_step += single.second;
     for (auto& flow : flows.sorted()) {
       const std::vector<flow_step>& steps = flow.second;
       std::int64_t end = steps.front().end_ns;
       for (const flow_step& step : steps) end = std::max(end, step.end_ns);
-      std::size_t index = result_.iterations.size();
-      for (std::size_t i = 0; i < result_.iterations.size(); ++i)
-        if (result_.iterations[i].from_flow && result_.iterations[i].name == flow.first.name) index = i;
-      if (index == result_.iterations.size()) {
-        iteration_row it;
-        it.name = flow.first.name;
-        it.from_marks = false;
-        it.from_flow = true;
-        result_.iterations.push_back(std::move(it));
-      }
-      iteration_row& it = result_.iterations[index];
-      if (steps.size() == 1) {  // one step has no latency from one step to another: not a sample
+      iteration_row& it = flow_row(flow.first.name);
+      if (steps.size() == 1) {
         ++it.single_step;
         continue;
       }
