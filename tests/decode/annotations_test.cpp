@@ -333,6 +333,18 @@ TEST_CASE("annotations: a dense loop of arguments costs at most 4 bytes per argu
   ::unlink(path.c_str());
 }
 
+/// Runs `command`, says its peak memory, and checks that it succeeded under
+/// `bound_kb`; returns what it printed.
+process_result within_memory(const std::vector<std::string>& command, long bound_kb) {
+  std::string line;
+  for (std::size_t i = 1; i < command.size(); ++i) line += command[i] + " ";
+  const auto r = run(command);
+  MESSAGE(line << ": " << r.max_rss_kb / 1024 << " MiB");
+  CHECK_MESSAGE(r.exit_code == 0, line << r.err);
+  CHECK_MESSAGE(r.max_rss_kb < bound_kb, line << r.max_rss_kb << " KiB");
+  return r;
+}
+
 // Arguments are read where they are used, never all kept: the reader's
 // memory does not grow with them (147 MB per million before).
 // Native runs only: the bound is the reader's code, the same on every
@@ -371,14 +383,7 @@ TEST_CASE("annotations: every command reads 8 M spans with 16 M arguments, or 4 
       {cli, "diff", path, path},
       {cli, "merge", path, path, "-o", out + ".etr"},
   };
-  for (const auto& command : commands) {
-    std::string line;
-    for (std::size_t i = 1; i < command.size(); ++i) line += command[i] + " ";
-    const auto r = run(command);
-    MESSAGE(line << ": " << r.max_rss_kb / 1024 << " MiB");
-    CHECK_MESSAGE(r.exit_code == 0, line << r.err);
-    CHECK_MESSAGE(r.max_rss_kb < 64 * 1000, line << r.max_rss_kb << " KiB");
-  }
+  for (const auto& command : commands) within_memory(command, 64 * 1000);
   // 4 M arguments outside every span: none is kept waiting for a span.
   const std::string loose = fresh("arg-loose.etr");
   REQUIRE(run({app, "arg-loose", loose_arguments}, {"EDGETRACE_OUTPUT=" + loose}).exit_code == 0);
@@ -421,12 +426,7 @@ TEST_CASE("annotations: 600,000 single-step flows and iterations: every command 
       {cli, "csv", path, "--per", "frame", "-o", out + ".csv"},
   };
   for (const auto& command : commands) {
-    std::string line;
-    for (std::size_t i = 1; i < command.size(); ++i) line += command[i] + " ";
-    const auto r = run(command);
-    MESSAGE(line << ": " << r.max_rss_kb / 1024 << " MiB");
-    CHECK_MESSAGE(r.exit_code == 0, line << r.err);
-    CHECK_MESSAGE(r.max_rss_kb < 64 * 1000, line << r.max_rss_kb << " KiB");
+    const auto r = within_memory(command, 64 * 1000);
     if (command.size() == 3 && command[1] == "summary")
       CHECK_MESSAGE(contains(r.out, "\"request\": 600000 flow id(s) with a single recorded step"), r.out);
   }
@@ -451,10 +451,7 @@ TEST_CASE("annotations: 64 threads of loose arguments are held back within one b
   const std::vector<std::vector<std::string>> commands = {
       {cli, "info", path}, {cli, "json", path, "-o", "/dev/null"}, {cli, "perfetto", path, "-o", out}, {cli, "summary", path}};
   for (const auto& command : commands) {
-    const auto r = run(command);
-    MESSAGE(command[1] << ": " << r.max_rss_kb / 1024 << " MiB");
-    CHECK_MESSAGE(r.exit_code == 0, command[1] << r.err);
-    CHECK_MESSAGE(r.max_rss_kb < 128 * 1000, command[1] << " " << r.max_rss_kb << " KiB");  // before: 1.24 GB
+    const auto r = within_memory(command, 128 * 1000);  // before: 1.24 GB
     if (command[1] == "info") CHECK_MESSAGE(contains(r.out, "6400000 arguments"), r.out);
   }
   std::remove(out.c_str());

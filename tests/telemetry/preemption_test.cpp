@@ -38,23 +38,9 @@ int some_cpu() {
   return 0;
 }
 
-/// A child spinning on `cpu` until killed.
-pid_t spinner(int cpu) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    sched_setaffinity(0, sizeof set, &set);
-    volatile std::uint64_t spin = 0;
-    for (;;) spin = spin + 1;
-  }
-  return pid;
-}
-
-/// A child that keeps `cpu`'s run queue busy about half of the time
-/// (2 ms of spinning, 2 ms asleep) until killed.
-pid_t background(int cpu) {
+/// A child pinned to `cpu` until killed: spinning all the time (`rest_ms`
+/// 0), or `rest_ms` asleep after every 2 ms of spinning.
+pid_t pinned_child(int cpu, int rest_ms) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     cpu_set_t set;
@@ -64,12 +50,18 @@ pid_t background(int cpu) {
     volatile std::uint64_t spin = 0;
     for (;;) {
       const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
-      while (std::chrono::steady_clock::now() < until) spin = spin + 1;
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      while (rest_ms == 0 || std::chrono::steady_clock::now() < until) spin = spin + 1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(rest_ms));
     }
   }
   return pid;
 }
+
+/// A child spinning on `cpu` until killed.
+pid_t spinner(int cpu) { return pinned_child(cpu, 0); }
+
+/// A child that keeps `cpu`'s run queue busy about half of the time.
+pid_t background(int cpu) { return pinned_child(cpu, 2); }
 
 /// One iteration of `summary --per step --format json`'s slowest list.
 struct listed {
