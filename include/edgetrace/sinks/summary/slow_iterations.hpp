@@ -71,7 +71,7 @@ struct slow_iterations_result {
   std::uint64_t samples = 0;         ///< device samples of the writers the iterations ran in
   std::uint64_t usual_measured = 0;  ///< usual iterations the device's state was measured for
   bool too_few = false;              ///< too few of either to judge the device's state
-  std::uint64_t layer_stride = 1;    ///< usual layer times from every stride-th iteration
+  std::uint64_t layer_stride = 1;    ///< usual layer times from every stride-th iteration (0: not judged)
   std::uint64_t left_out = 0;   ///< iterations at or above p99 not listed (the default shows 10)
   std::vector<slow_iteration> slowest;
 };
@@ -330,6 +330,7 @@ class layer_times {
         ids_[&site.second] = added.first->second;
       }
     const std::uint64_t n = windows.count(), l = names_.size();
+    if (l > max_cells) stride_ = 0;  // more span names than cells: layers not judged
     if (n == 0 || l == 0 || l > max_cells) return true;
     stride_ = std::max<std::uint64_t>(1, (n * l + max_cells - 1) / max_cells);
     rows_ = (n + stride_ - 1) / stride_;
@@ -351,6 +352,7 @@ class layer_times {
         [](const event&) {});
   }
 
+  /// Usual times from every stride-th iteration; 0: layers not judged.
   std::uint64_t stride() const noexcept { return stride_; }
 
   /// The layers of iteration `number` beyond their usual self time (past
@@ -572,7 +574,8 @@ inline std::string window_option(const slow_iterations_result& s, const slow_ite
 inline std::string iteration_findings(const slow_iterations_result& s, const slow_iteration& it) {
   if (!it.slower) return "not slower than usual";
   std::string text;
-  if (it.layers.empty()) text = "no layer beyond its usual time";
+  if (s.layer_stride == 0) text = "layers not judged (more than 2 M span names)";
+  else if (it.layers.empty()) text = "no layer beyond its usual time";
   for (std::size_t i = 0; i < it.layers.size(); ++i)
     text += (i == 0 ? "" : ", ") + format_text("%s %s (usually %s)", it.layers[i].name.c_str(),
                                                format_duration(it.layers[i].ns).c_str(),
