@@ -70,6 +70,8 @@ struct listed {
   bool slower = false;
   bool explained = false;  // the device's samples named something
   bool run_queue = false;  // ... the run-queue wait among it
+  bool at_edge = false;    // began within the margin of the spinner's start or end
+  double from_spinner_ms = 0;  // when it began, from the spinner's start
   double share = 0;        // the run-queue share quoted (%)
   std::string text;
 };
@@ -116,15 +118,30 @@ struct preempted_run {
   double others_cpu_s = 0;               // CPU other processes used meanwhile
   std::size_t steps = 0;                 // iterations the app ran (about 3000, 1300 beside the background)
 
-  /// Whether it showed everything the case asserts: on a quiet machine no
-  /// quiet iteration explained; beside the background at most 5 %.
+  /// Whether it showed everything the case asserts.
   bool held() const {
-    bool all_run_queue = top.size() == 10;
-    for (const listed& l : top) all_run_queue = all_run_queue && l.run_queue;
-    const bool quiet_held = busy_background ? quiet_explained * 20 <= quiet : quiet_explained == 0;
-    return all_run_queue && steps > 1000 && quiet > 500 && quiet_held && spun_slower > 30 &&
+    return top_held() && steps > 1000 && quiet > 500 && quiet_held() && spun_slower > 30 &&
            spun_run_queue * 10 >= spun_slower * 9 && largest_share <= 100;
   }
+  /// The default list: the 10 slowest, each named by the run queue. Beside
+  /// the background, one that began within the margin of the spinner's
+  /// start or end is left out of that, as it is of the quiet and the spun:
+  /// its samples may straddle the change, and against the background's
+  /// waits the share they give may not stand out (it did not, once, in a
+  /// clean-clone run). The spinner's first slice makes the longest waits,
+  /// so many of the slowest are there: at least 8 of the 10 must still be
+  /// named by the run queue.
+  bool top_held() const {
+    std::size_t named = 0;
+    bool inside_named = top.size() == 10;
+    for (const listed& l : top) {
+      named += l.run_queue ? 1 : 0;
+      inside_named = inside_named && ((busy_background && l.at_edge) || l.run_queue);
+    }
+    return inside_named && named >= 8;
+  }
+  /// On a quiet machine no quiet iteration explained; beside the background at most 5 %.
+  bool quiet_held() const { return busy_background ? quiet_explained * 20 <= quiet : quiet_explained == 0; }
 };
 
 preempted_run run_preempted(bool busy_background) {
@@ -153,7 +170,14 @@ preempted_run run_preempted(bool busy_background) {
   REQUIRE(app_exit == 0);
   result.others_cpu_s = outside_load::now().since(before);
 
+  // Iterations within this of the spinner's start or end are neither
+  // quiet nor under it: their samples may straddle the change.
+  const std::int64_t margin = 250000000;
   result.top = slowest_of(dump, 0);
+  for (listed& l : result.top) {
+    l.at_edge = std::abs(l.begin_ns - spin_begin) < margin || std::abs(l.begin_ns - spin_end) < margin;
+    l.from_spinner_ms = static_cast<double>(l.begin_ns - spin_begin) / 1e6;
+  }
   // Every iteration, split into the quiet thirds (more than two sampling
   // periods from the spinner) and those under it. A busy machine also
   // takes iterations away (1 ms steps on a CPU shared with other
@@ -161,7 +185,6 @@ preempted_run run_preempted(bool busy_background) {
   const std::vector<listed> all = slowest_of(dump, 100000);
   REQUIRE(all.size() > 10);
   result.steps = all.size();
-  const std::int64_t margin = 250000000;
   for (const listed& l : all) {
     result.largest_share = std::max(result.largest_share, l.share);
     if (l.begin_ns < spin_begin - margin || l.begin_ns > spin_end + margin) {
@@ -202,7 +225,9 @@ void check_preempted(bool busy_background) {
   if (!r.held()) {
     std::string top;
     for (const listed& l : r.top)
-      if (!l.run_queue) top += " " + std::to_string(l.number) + (l.slower ? "" : " (not slower)") + " [" + l.text + "]";
+      if (!l.run_queue)
+        top += " " + std::to_string(l.number) + " (" + std::to_string(static_cast<long long>(l.from_spinner_ms)) +
+               " ms from the spinner's start" + (l.slower ? "" : ", not slower") + ") [" + l.text + "]";
     MESSAGE("other processes used " << r.others_cpu_s << " s of CPU during the run, which did not show everything ("
                                     << r.quiet_explained << " quiet iterations explained, " << r.spun_run_queue << " of "
                                     << r.spun_slower << " slow ones under the spinner by the run queue; of the slowest, "
@@ -226,15 +251,16 @@ void check_preempted(bool busy_background) {
   REQUIRE(r.top.size() == 10);
   for (const listed& l : r.top) {
     CAPTURE(l.number);
+    CAPTURE(l.at_edge);
     CAPTURE(l.text);
-    CHECK(l.run_queue);
+    if (!r.busy_background || !l.at_edge) CHECK(l.run_queue);
   }
+  CHECK(r.top_held());
   // The quiet thirds: none explained (at most 5 % beside the background);
   // of the slow iterations under the spinner, 90 % by the run queue.
   for (const std::string& line : r.quiet_lines) MESSAGE(line);
   CHECK(r.quiet > 500);
-  if (busy_background) CHECK(r.quiet_explained * 20 <= r.quiet);
-  else CHECK(r.quiet_explained == 0);
+  CHECK(r.quiet_held());
   CHECK(r.spun_slower > 30);
   CHECK(r.spun_run_queue * 10 >= r.spun_slower * 9);
   CHECK(r.largest_share <= 100);
