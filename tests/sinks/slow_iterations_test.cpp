@@ -188,4 +188,51 @@ TEST_CASE("slow iterations: a board that warms during the run is compared with t
   CHECK(late == 10);
 }
 
+TEST_CASE("slow iterations: a layer 20 times slower in one frame is named first for it, not the span around it") {
+  // 100 frames of ten 100 us layers; layers 2 to 7 inside "backbone";
+  // in frame 40, layer_4 takes 2 ms. No device samples.
+  namespace fmt = edgetrace::format;
+  dump_builder d;
+  d.process(1, process_fields{});
+  d.calibration(1, {{0, 0}, {1000000000, 1000000000}});
+  definitions defs;
+  defs.category(1, "c").site(1, fmt::site_kind::span, 1, "frame").site(2, fmt::site_kind::span, 1, "backbone");
+  for (int l = 0; l < 10; ++l) defs.site(static_cast<std::uint64_t>(10 + l), fmt::site_kind::span, 1, "layer_" + std::to_string(l));
+  d.defs(1, defs).thread(1, 1, 10, "main");
+  events main(1, 0);
+  std::uint64_t t = 1000;
+  for (int f = 0; f < 100; ++f) {
+    const std::uint64_t frame_begin = t;
+    std::uint64_t backbone_begin = 0;
+    for (int l = 0; l < 10; ++l) {
+      if (l == 2) backbone_begin = t;
+      const std::uint64_t length = f == 40 && l == 4 ? 2000000 : 100000 + static_cast<std::uint64_t>((f * 7 + l) % 5) * 100;
+      main.span(static_cast<std::uint64_t>(10 + l), t, t + length);  // in end order: children first
+      t += length;
+      if (l == 7) main.span(2, backbone_begin, t);
+    }
+    main.span(1, frame_begin, t);
+    t += 1000;
+  }
+  d.event_chunk(1, main).end(1);
+  const std::string dump = saved_dump(d, "planted_layer.etr");
+  const auto r = run_cli({"summary", dump, "--per", "frame", "--slowest", "1", "--format", "json"});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  json_lite::value doc;
+  std::string error;
+  REQUIRE_MESSAGE(json_lite::parse(r.out, doc, error), error);
+  const json_lite::value& frame = doc["slowest_iterations"][0]["slowest"][0];
+  CHECK(frame["number"].num() == 40);
+  CHECK(frame["slower"].boolean);
+  REQUIRE(frame["layers"].size() == 1);  // the others are as usual; backbone's self time too
+  CHECK(frame["layers"][0]["name"].str() == "layer_4");
+  CHECK(frame["layers"][0]["ns"].num() == 2000000);
+  CHECK(frame["layers"][0]["usual_ns"].num() >= 100000);
+  CHECK(frame["layers"][0]["usual_ns"].num() <= 100400);
+  CHECK(frame["device"].size() == 0);
+  const auto text = run_cli({"summary", dump, "--per", "frame", "--slowest", "1"});
+  CHECK(text.out.find(": layer_4 2.000 ms (usually 100.") != std::string::npos);
+  CHECK(text.out.find("; the device was not sampled") != std::string::npos);
+}
+
 }  // namespace slow_iterations_test
