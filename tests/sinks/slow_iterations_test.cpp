@@ -25,6 +25,16 @@ payload record(std::uint8_t tag, const payload& body) {
   return r;
 }
 
+/// A dump of one writer (ticks are ns) whose `defs` define the sites, and
+/// whose thread 1 is "main".
+dump_builder main_thread_dump(const definitions& defs) {
+  dump_builder d;
+  d.process(1, process_fields{});
+  d.calibration(1, {{0, 0}, {1000000000, 1000000000}});
+  d.defs(1, defs).thread(1, 1, 10, "main");
+  return d;
+}
+
 struct track {
   std::uint64_t id;
   fmt::device_quantity quantity;
@@ -48,12 +58,9 @@ struct run_shape {
 template <class Value>
 std::string frames_dump(const std::string& name, const std::vector<track>& tracks, Value&& value,
                         const run_shape& shape = {}) {
-  dump_builder d;
-  d.process(1, process_fields{});
-  d.calibration(1, {{0, 0}, {1000000000, 1000000000}});
   definitions defs;
   defs.category(1, "c").site(1, fmt::site_kind::span, 1, "frame");
-  d.defs(1, defs).thread(1, 1, 10, "main");
+  dump_builder d = main_thread_dump(defs);
   events main(1, 0);
   std::uint64_t t = 1000000;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> slow_frames;
@@ -191,14 +198,10 @@ TEST_CASE("slow iterations: a board that warms during the run is compared with t
 TEST_CASE("slow iterations: a layer 20 times slower in one frame is named first for it, not the span around it") {
   // 100 frames of ten 100 us layers; layers 2 to 7 inside "backbone";
   // in frame 40, layer_4 takes 2 ms. No device samples.
-  namespace fmt = edgetrace::format;
-  dump_builder d;
-  d.process(1, process_fields{});
-  d.calibration(1, {{0, 0}, {1000000000, 1000000000}});
   definitions defs;
   defs.category(1, "c").site(1, fmt::site_kind::span, 1, "frame").site(2, fmt::site_kind::span, 1, "backbone");
   for (int l = 0; l < 10; ++l) defs.site(static_cast<std::uint64_t>(10 + l), fmt::site_kind::span, 1, "layer_" + std::to_string(l));
-  d.defs(1, defs).thread(1, 1, 10, "main");
+  dump_builder d = main_thread_dump(defs);
   events main(1, 0);
   std::uint64_t t = 1000;
   for (int f = 0; f < 100; ++f) {

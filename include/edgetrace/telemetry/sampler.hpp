@@ -367,8 +367,7 @@ class device_sampler {
         } else {
           const std::int64_t busy = total - field[3] - field[4];  // less idle and iowait
           if (cpu < 0) {  // the "cpu" line: all CPUs
-            others_share(busy - field[7], total, out);
-            steal_share(field[7], total, out);
+            all_cpus_shares(busy, field[7], total, out);
           } else {
             const auto at = static_cast<std::size_t>(cpu);
             const std::int64_t d_busy = busy - prev_busy_[at], d_total = total - prev_total_[at];
@@ -384,40 +383,44 @@ class device_sampler {
     }
   }
 
-  /// The load of other processes since the last share written: all CPUs'
-  /// busy jiffies less the process's own, 1000 = one CPU. Written only
-  /// once the interval holds others_min_jiffies per CPU: both counts move
-  /// in whole jiffies, so over a short interval (the last sample before
-  /// exit, or a fast EDGETRACE_SAMPLE_MS) one stray jiffy would read as
-  /// half a CPU or more. Until then the interval grows.
-  void others_share(std::int64_t busy, std::int64_t total, payload& out) noexcept {
-    if (own_jiffies_ < 0 || sources_.cpus_in_stat == 0) return;
-    const std::int64_t d_busy = busy - others_busy_, d_total = total - others_total_;
-    // From the second look on, unless a counter went back (then the
-    // interval starts again here).
-    if (others_total_ != 0 && d_busy >= 0 && d_busy <= d_total) {
+  /// Where an interval of the "cpu" line began: a count, the line's total,
+  /// and the process's own jiffies then.
+  struct cpu_interval {
+    std::int64_t count = 0, total = 0, own = 0;
+  };
+
+  /// The share of all CPUs `count` grew by since `from` began, less the
+  /// process's own jiffies `own` grew by (0 when not subtracted), 1000 =
+  /// one CPU, into `permille`. False while the interval holds fewer than
+  /// others_min_jiffies per CPU: both counts move in whole jiffies, so over
+  /// a short interval (the last sample before exit, or a fast
+  /// EDGETRACE_SAMPLE_MS) one stray jiffy would read as half a CPU or more;
+  /// until then the interval grows. A count that went back starts it again
+  /// here (also false).
+  bool share_since(cpu_interval& from, std::int64_t count, std::int64_t total, std::int64_t own,
+                   std::int64_t& permille) const noexcept {
+    const std::int64_t d_count = count - from.count, d_total = total - from.total;
+    bool ready = false;
+    if (from.total != 0 && d_count >= 0 && d_count <= d_total) {
       const std::int64_t per_cpu = d_total / sources_.cpus_in_stat;
-      if (per_cpu < others_min_jiffies) return;  // the interval grows
-      const std::int64_t others = d_busy - (own_jiffies_ - others_own_);
-      put(out, sources_.others_track, others > 0 ? others * 1000 / per_cpu : 0);
+      if (per_cpu < others_min_jiffies) return false;  // the interval grows
+      const std::int64_t share = d_count - (own - from.own);
+      permille = share > 0 ? share * 1000 / per_cpu : 0;
+      ready = true;
     }
-    others_busy_ = busy;
-    others_total_ = total;
-    others_own_ = own_jiffies_;
+    from = cpu_interval{count, total, own};
+    return ready;
   }
 
-  /// The steal since the last share written, 1000 = one CPU; written, like
-  /// others_share, once the interval holds others_min_jiffies per CPU.
-  void steal_share(std::int64_t steal, std::int64_t total, payload& out) noexcept {
-    if (sources_.steal_track == 0 || sources_.cpus_in_stat == 0) return;
-    const std::int64_t d_steal = steal - steal_, d_total = total - steal_total_;
-    if (steal_total_ != 0 && d_steal >= 0 && d_steal <= d_total) {
-      const std::int64_t per_cpu = d_total / sources_.cpus_in_stat;
-      if (per_cpu < others_min_jiffies) return;  // the interval grows
-      put(out, sources_.steal_track, d_steal * 1000 / per_cpu);
-    }
-    steal_ = steal;
-    steal_total_ = total;
+  /// The load of other processes (all CPUs' busy jiffies less the process's
+  /// own and the steal) and the steal itself: time a hypervisor ran
+  /// something else on this machine's CPUs. 1000 = one CPU.
+  void all_cpus_shares(std::int64_t busy, std::int64_t steal, std::int64_t total, payload& out) noexcept {
+    if (sources_.cpus_in_stat == 0) return;
+    std::int64_t permille = 0;
+    if (own_jiffies_ >= 0 && share_since(others_, busy - steal, total, own_jiffies_, permille))
+      put(out, sources_.others_track, permille);
+    if (sources_.steal_track != 0 && share_since(steal_, steal, total, 0, permille)) put(out, sources_.steal_track, permille);
   }
 
   /// Reads /proc/self/task/TID/`file` into text_: open, read, close. False
@@ -470,10 +473,8 @@ class device_sampler {
   std::uint64_t longest_ns_ = 0;  ///< the longest sample, from its tick to its last read (note_read_time)
   std::uint32_t files_last_ = 0;
   std::int64_t own_jiffies_ = -1;
-  /// The "others" share's last interval start (others_share).
-  std::int64_t others_busy_ = 0, others_total_ = 0, others_own_ = 0;
-  /// The steal share's last interval start (steal_share).
-  std::int64_t steal_ = 0, steal_total_ = 0;
+  /// Where the "others" and the steal shares' intervals began (share_since).
+  cpu_interval others_, steal_;
   /// Jiffies per CPU an "others" share needs at least: 1 jiffy in it is 10 %.
   static constexpr std::int64_t others_min_jiffies = 10;
   std::int64_t prev_busy_[max_cpus] = {}, prev_total_[max_cpus] = {};  ///< each CPU's line at the last look

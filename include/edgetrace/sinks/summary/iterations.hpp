@@ -86,12 +86,8 @@ class iteration_windows {
           }
         }
         list.resize(kept);
-        if (kept != 0) {
-          list.shrink_to_fit();
-          span_windows_[entry.first] = std::move(list);
-        } else {
-          list.clear();
-        }
+        list.shrink_to_fit();
+        if (kept != 0) span_windows_[entry.first] = std::move(list);
       }
     }
     found.clear();

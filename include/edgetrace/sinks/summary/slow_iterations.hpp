@@ -272,40 +272,40 @@ inline std::vector<std::string> differences(const device_lookup& d, const iterat
   metric_spreads s = local;
   for (std::size_t k = 0; k < m_count; ++k)
     if (!flagged(local, k) && flagged(run_wide, k)) s[k] = run_wide[k];
-  const auto beyond = [&](slow_metric k, bool) { return flagged(s, k); };
+  const auto beyond = [&](slow_metric k) { return flagged(s, k); };
   const auto& tracks = d.writer().device.tracks;
-  if (beyond(m_wait, true)) {
+  if (beyond(m_wait)) {
     std::string line = format_text("waited on the run queue %.0f%% of the %s around it (usually %.0f%%)",
                                    100 * m.value[m_wait],
                                    format_duration(static_cast<std::uint64_t>(m.span_ns)).c_str(), 100 * s[m_wait].median);
-    if (beyond(m_switches, true))
+    if (beyond(m_switches))
       line += format_text(", %.0f involuntary switches a second (usually %.0f)", m.value[m_switches], s[m_switches].median);
     out.push_back(line);
   }  // switches alone, without the wait, cost microseconds: not named
-  if (beyond(m_clock, false)) {
+  if (beyond(m_clock)) {
     const device_track& t = tracks[m.track[m_clock]];
     out.push_back(format_text("%s at %.0f MHz (%.0f%% of its maximum; usually %.0f%%)", t.name.c_str(),
                               m.value[m_clock] * static_cast<double>(t.maximum) / 1000.0, 100 * m.value[m_clock],
                               100 * s[m_clock].median));
   }
-  if (beyond(m_temperature, true))
+  if (beyond(m_temperature))
     out.push_back(format_text("%s at %.1f C (usually %.1f C)", tracks[m.track[m_temperature]].name.c_str(),
                               m.value[m_temperature] / 1000.0, s[m_temperature].median / 1000.0));
-  if (beyond(m_others, true))
+  if (beyond(m_others))
     out.push_back(format_text("other processes used %.0f%% of a CPU (usually %.0f%%)", m.value[m_others] / 10.0,
                               s[m_others].median / 10.0));
-  if (beyond(m_throttle, true))
+  if (beyond(m_throttle))
     out.push_back(format_text("%.1f throttling events a second (thermal or CPU quota; usually %.1f)", m.value[m_throttle],
                               s[m_throttle].median));
-  if (beyond(m_faults, true))
+  if (beyond(m_faults))
     out.push_back(format_text("%.0f major page faults a second (usually %.0f)", m.value[m_faults], s[m_faults].median));
-  if (beyond(m_gpu_clock, false))
+  if (beyond(m_gpu_clock))
     out.push_back(format_text("GPU clock at %.0f%% of its maximum (usually %.0f%%)", 100 * m.value[m_gpu_clock],
                               100 * s[m_gpu_clock].median));
-  if (beyond(m_steal, true))
+  if (beyond(m_steal))
     out.push_back(format_text("the hypervisor took %.0f%% of a CPU from this machine (steal; usually %.0f%%)",
                               m.value[m_steal] / 10.0, s[m_steal].median / 10.0));
-  if (beyond(m_memory, false))
+  if (beyond(m_memory))
     out.push_back(format_text("MemAvailable %.0f MB (usually %.0f MB)", m.value[m_memory] / 1024.0,
                               s[m_memory].median / 1024.0));
   return out;

@@ -452,9 +452,6 @@ class summary_builder : private detail::summary_selection {
   }
 
 
-  /// Per flow name, one end-to-end latency per id: first step's begin to
-  /// last step's end. A flow counts when its first step passes the warm-up
-  /// and phase filters.
   /// The iteration row of flow `name`, made when new.
   iteration_row& flow_row(const std::string& name) {
     for (iteration_row& it : result_.iterations)
@@ -467,6 +464,9 @@ class summary_builder : private detail::summary_selection {
     return result_.iterations.back();
   }
 
+  /// Per flow name, one end-to-end latency per id: first step's begin to
+  /// last step's end. A flow counts when its first step passes the warm-up
+  /// and phase filters.
   void add_flows(flow_collector& flows, std::int64_t cutoff) {
     // Rows in name order; one step has no latency from one step to
     // another: not a sample.
