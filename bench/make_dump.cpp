@@ -7,7 +7,9 @@
 // inside one more span, "frame" (an iteration for --per frame); with
 // `frame=N,flows`, each frame is also the one step of a flow "request" of
 // its own id (the converter's memory with many flows), and with
-// `frame=N,flows2` the frame's first "step" span is the flow's second step.
+// `frame=N,flows2` the frame's first "step" span is the flow's second step;
+// with `frame=N,marks`, a mark "frame" begins each frame instead of a span
+// (iterations between marks).
 // Run with
 // EDGETRACE_OUTPUT set; prints the achieved rate.
 #include <edgetrace/edgetrace.hpp>
@@ -29,8 +31,9 @@ int main(int argc, char** argv) {
   const std::string option = argc > 3 ? argv[3] : "";
   const bool flows2 = frame > 0 && option.size() > 7 && option.compare(option.size() - 7, 7, ",flows2") == 0;
   const bool flows = flows2 || (frame > 0 && option.size() > 6 && option.compare(option.size() - 6, 6, ",flows") == 0);
+  const bool marks = frame > 0 && option.size() > 6 && option.compare(option.size() - 6, 6, ",marks") == 0;
   if (!edgetrace::tracing_active() || spans <= 0 || rate < 0 || (argc > 3 && !args && frame < 2)) {
-    std::fprintf(stderr, "usage: EDGETRACE_OUTPUT=big.etr make_dump SPANS [SPANS_PER_SECOND [args|frame=N[,flows|,flows2]]]\n");
+    std::fprintf(stderr, "usage: EDGETRACE_OUTPUT=big.etr make_dump SPANS [SPANS_PER_SECOND [args|frame=N[,flows|,flows2|,marks]]]\n");
     return 2;
   }
   const auto frame_name = edgetrace::intern("frame");
@@ -61,7 +64,12 @@ int main(int argc, char** argv) {
     }
   };
   if (frame == 0) steps(0, spans);
-  for (long long f = 0; frame > 0 && f < spans; f += frame) {
+  for (long long f = 0; marks && f < spans; f += frame) {
+    EDGETRACE_MARK(gen, "frame");
+    steps(f, std::min(spans, f + frame));
+  }
+  if (marks) EDGETRACE_MARK(gen, "frame");  // the last frame's end
+  for (long long f = 0; frame > 0 && !marks && f < spans; f += frame) {
     EDGETRACE_SCOPE_NAMED(gen, frame_name);
     if (flows) EDGETRACE_FLOW(gen, "request", f);
     steps(f, std::min(spans, f + frame));

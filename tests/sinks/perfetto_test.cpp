@@ -524,10 +524,11 @@ expected_trace expect_from_dump(const std::string& path) {
         x.counters.insert({series.label, p.ns, p.value});
         ++x.device_values;
       }
-  for (auto& f : flows.sorted())
-    for (std::size_t i = 1; i < f.second.size(); ++i)
-      x.arrows.insert({{static_cast<std::int64_t>(f.second[i - 1].thread->os_tid), f.second[i - 1].begin_ns},
-                       {static_cast<std::int64_t>(f.second[i].thread->os_tid), f.second[i].begin_ns}});
+  CHECK(flows.for_each_flow([&](const std::vector<et::flow_collector::step>& steps) {
+    for (std::size_t i = 1; i < steps.size(); ++i)
+      x.arrows.insert({{static_cast<std::int64_t>(steps[i - 1].thread->os_tid), steps[i - 1].begin_ns},
+                       {static_cast<std::int64_t>(steps[i].thread->os_tid), steps[i].begin_ns}});
+  }));
   return x;
 }
 

@@ -8,6 +8,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -16,6 +17,7 @@
 
 #include <edgetrace/decode/detail/by_thread.hpp>
 #include <edgetrace/decode/dump_reader.hpp>
+#include <edgetrace/decode/sorted_records.hpp>
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
@@ -69,8 +71,11 @@ class flow_prefilter {
     x *= 0x94d049bb133111ebULL;
     return x ^ (x >> 31);
   }
+  /// From the writer's place in the file, not its address: which single
+  /// flows the filter mistakes for longer ones (and so which spans the
+  /// JSON holds back) is the same in every run of the converter.
   static std::uint64_t hash(const writer_info* w, const std::string& name, std::uint64_t id) {
-    return mix(mix(reinterpret_cast<std::uintptr_t>(w)) ^ std::hash<std::string>{}(name) ^ mix(id + 0x9e3779b97f4a7c15ULL));
+    return mix(mix(w->order + 1) ^ std::hash<std::string>{}(name) ^ mix(id + 0x9e3779b97f4a7c15ULL));
   }
   /// Three bit positions from one hash (double hashing).
   template <class Fn>
@@ -91,51 +96,98 @@ class flow_prefilter {
 };
 
 /// Flow steps gathered while spans are claimed, keyed by (writer, flow
-/// name, id): ids are the app's, scoped to its process.
+/// name, id): ids are the app's, scoped to its process. The steps go to a
+/// sorted_records (a temporary file past 4 MiB), so memory stays flat
+/// however many flows a run has; for_each_flow() hands the flows back one
+/// at a time.
 class flow_collector {
  public:
-  struct key {
-    const writer_info* writer;
-    std::string name;
-    std::uint64_t id;
-    bool operator<(const key& o) const {
-      if (writer != o.writer) return writer < o.writer;
-      if (name != o.name) return name < o.name;
-      return id < o.id;
-    }
+  /// One kept step: the span, its flow, and a number the caller gave the
+  /// span (tag()).
+  struct step : span_place {
+    std::uint64_t id = 0;
+    std::uint64_t order = 0;  ///< when it was added: the last tie-break
+    std::uint64_t span_tag = 0;
+    std::uint32_t name = 0;   ///< index into names()
   };
+
+  flow_collector() : names_(new std::vector<std::string>), steps_(step_order{names_.get()}) {}
 
   /// Flows the prefilter calls single are counted by name, not kept.
   void use(const flow_prefilter* prefilter) noexcept { prefilter_ = prefilter; }
+  /// The number given to the steps of the spans claimed from now on.
+  void tag(std::uint64_t span_tag) noexcept { span_tag_ = span_tag; }
 
   void add(const annotation& a, const thread_info* thread, const site_info* site, std::int64_t begin_ns,
            std::int64_t end_ns) {
-    if (prefilter_ != nullptr && !prefilter_->maybe_longer(thread->writer, a.name(), a.value)) {
-      ++singles_[a.name()];
+    std::string name = a.name();
+    if (prefilter_ != nullptr && !prefilter_->maybe_longer(thread->writer, name, a.value)) {
+      ++singles_[name];
       return;
     }
-    flows_[key{thread->writer, a.name(), a.value}].push_back(flow_step{thread->writer, thread, site, begin_ns, end_ns});
-    ++steps_;
+    step s;
+    static_cast<span_place&>(s) = span_place{thread->writer, thread, site, begin_ns, end_ns};
+    s.id = a.value;
+    s.order = steps_.size();
+    s.span_tag = span_tag_;
+    s.name = name_index(std::move(name));
+    steps_.add(s);
   }
-  bool empty() const noexcept { return flows_.empty() && singles_.empty(); }
+  bool empty() const noexcept { return steps_.size() == 0 && singles_.empty(); }
   /// Steps kept so far, over all flows (single steps the prefilter told
   /// apart are counted in singles() instead).
-  std::size_t steps() const noexcept { return steps_; }
+  std::uint64_t steps() const noexcept { return steps_.size(); }
   /// Flows of one step that were not kept, by flow name.
   const std::map<std::string, std::uint64_t>& singles() const noexcept { return singles_; }
+  /// The names of the flows kept.
+  const std::vector<std::string>& names() const noexcept { return *names_; }
 
-  /// Every flow with its steps in time order (by begin, then end).
-  std::map<key, std::vector<flow_step>>& sorted() {
-    for (auto& f : flows_)
-      std::stable_sort(f.second.begin(), f.second.end(), [](const flow_step& a, const flow_step& b) {
-        return a.begin_ns != b.begin_ns ? a.begin_ns < b.begin_ns : a.end_ns < b.end_ns;
-      });
-    return flows_;
+  /// Calls `fn(const std::vector<step>& steps)` for every flow kept, in
+  /// the order (writer, name, id), its steps in time order (by begin, then
+  /// end). May be called again. False when the temporary file could not
+  /// be read back.
+  template <class Fn>
+  bool for_each_flow(Fn&& fn) {
+    std::vector<step> flow;
+    const bool ok = steps_.for_each([&](const step& s) {
+      if (!flow.empty() && !same_flow(flow.front(), s)) {
+        fn(static_cast<const std::vector<step>&>(flow));
+        flow.clear();
+      }
+      flow.push_back(s);
+    });
+    if (!flow.empty()) fn(static_cast<const std::vector<step>&>(flow));
+    return ok;
   }
 
  private:
-  std::map<key, std::vector<flow_step>> flows_;
-  std::size_t steps_ = 0;
+  struct step_order {
+    const std::vector<std::string>* names;
+    bool operator()(const step& a, const step& b) const {
+      if (a.writer != b.writer) return a.writer < b.writer;
+      if (a.name != b.name) return (*names)[a.name] < (*names)[b.name];
+      if (a.id != b.id) return a.id < b.id;
+      if (a.begin_ns != b.begin_ns) return a.begin_ns < b.begin_ns;
+      if (a.end_ns != b.end_ns) return a.end_ns < b.end_ns;
+      return a.order < b.order;
+    }
+  };
+  static bool same_flow(const step& a, const step& b) noexcept {
+    return a.writer == b.writer && a.name == b.name && a.id == b.id;
+  }
+  std::uint32_t name_index(std::string name) {
+    const auto it = name_indexes_.find(name);
+    if (it != name_indexes_.end()) return it->second;
+    const auto index = static_cast<std::uint32_t>(names_->size());
+    names_->push_back(name);
+    name_indexes_.emplace(std::move(name), index);
+    return index;
+  }
+
+  std::unique_ptr<std::vector<std::string>> names_;  ///< on the heap: step_order points at it
+  std::unordered_map<std::string, std::uint32_t> name_indexes_;
+  sorted_records<step, step_order> steps_;
+  std::uint64_t span_tag_ = 0;
   const flow_prefilter* prefilter_ = nullptr;
   std::map<std::string, std::uint64_t> singles_;
 };

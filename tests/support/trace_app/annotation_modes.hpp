@@ -20,14 +20,19 @@ inline int arg_dense_mode(int count) {
   return 0;
 }
 
-// "flow-frames COUNT": COUNT "frame" spans, each with a "layer" inside and
-// each the one step of a flow "request" of its own id (a request id per
-// frame: the converter's memory with a million flows and iterations).
-inline int flow_frames_mode(int count) {
+// "flow-frames COUNT [EVERY]": COUNT "frame" spans, each with a "layer"
+// inside and each a step of a flow "request" of its own id (a request id
+// per frame: the converter's memory with a million flows and iterations).
+// Every EVERY-th frame's layer is a second step of the frame's flow (0:
+// none, every flow has one step).
+inline int flow_frames_mode(int count, int every) {
   for (int i = 0; i < count; ++i) {
     EDGETRACE_SCOPE(app, "frame");
     EDGETRACE_FLOW(app, "request", i);
     EDGETRACE_SCOPE(app, "layer");
+    if (every > 0 && i % every == 0) {
+      EDGETRACE_FLOW(app, "request", i);
+    }
   }
   return 0;
 }
@@ -202,7 +207,9 @@ inline const app_mode annotation_modes[] = {
     {"float-dense", [](int argc, char** argv) { return float_dense_mode(argc > 2 ? std::atoi(argv[2]) : 10000); }},
     {"arg-dense", [](int argc, char** argv) { return arg_dense_mode(argc > 2 ? std::atoi(argv[2]) : 10000); }},
     {"arg-loose", [](int argc, char** argv) { return arg_loose_mode(argc > 2 ? std::atoi(argv[2]) : 10000); }},
-    {"flow-frames", [](int argc, char** argv) { return flow_frames_mode(argc > 2 ? std::atoi(argv[2]) : 10000); }},
+    {"flow-frames", [](int argc, char** argv) {
+       return flow_frames_mode(argc > 2 ? std::atoi(argv[2]) : 10000, argc > 3 ? std::atoi(argv[3]) : 0);
+     }},
     {"arg-loose-threads", [](int argc, char** argv) {
        return arg_loose_threads_mode(argc > 2 ? std::atoi(argv[2]) : 64, argc > 3 ? std::atoi(argv[3]) : 100000);
      }},

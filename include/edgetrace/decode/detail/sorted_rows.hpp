@@ -3,6 +3,7 @@
 #pragma once
 
 #include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
+#include <edgetrace/decode/sorted_records.hpp>  // temporary_file
 
 #include <algorithm>
 #include <cstdint>
@@ -33,7 +34,7 @@ struct row_key {
 /// order; rows with equal keys keep the order they were added in. Up to
 /// `memory_limit` bytes (text plus 48 bytes a row) are sorted in memory;
 /// past that, each full buffer is sorted and written to a temporary file
-/// (std::tmpfile) and finish() merges the files: memory stays about
+/// (temporary_file(): in $TMPDIR, else /tmp) and finish() merges the files: memory stays about
 /// `memory_limit` plus one stdio buffer per file, the files hold about the
 /// text's size on disk.
 class sorted_rows {
@@ -105,7 +106,7 @@ class sorted_rows {
   bool spill() {
     if (entries_.empty()) return true;
     sort_buffer();
-    std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::tmpfile(), &std::fclose);
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> file = temporary_file();
     if (!file) return false;
     for (const entry& e : entries_) {
       const std::uint64_t size = e.size;

@@ -57,7 +57,8 @@ bool convert_input(const chrome_json_input& in, event_filter& filter, DocFor&& d
     doc.write(e, pid, in.shift_ns, r, args);
   });
   if (!ok) return fail_with(error, r.error());
-  notes.finish(in, r, doc_for, [&filter](std::int64_t ns) { return filter.keep_point(ns); }, flow_id);
+  if (!notes.finish(in, r, doc_for, [&filter](std::int64_t ns) { return filter.keep_point(ns); }, flow_id))
+    return fail_with(error, "flow steps: a temporary file could not be read back (is $TMPDIR, else /tmp, writable?)");
   // A GPU span goes with its launch: to the document of the host span.
   if (r.has_gpu())
     r.read_gpu_spans([&](const gpu_span& g) {

@@ -472,27 +472,27 @@ class summary_builder : private detail::summary_selection {
     // another: not a sample.
     std::set<std::string> names;
     for (const auto& single : flows.singles()) names.insert(single.first);
-    for (const auto& flow : flows.sorted()) names.insert(flow.first.name);
+    names.insert(flows.names().begin(), flows.names().end());
     for (const std::string& name : names) flow_row(name);
     for (const auto& single : flows.singles()) flow_row(single.first).single_step += single.second;
-    for (auto& flow : flows.sorted()) {
-      const std::vector<flow_step>& steps = flow.second;
+    const bool read = flows.for_each_flow([&](const std::vector<flow_collector::step>& steps) {
       std::int64_t end = steps.front().end_ns;
-      for (const flow_step& step : steps) end = std::max(end, step.end_ns);
-      iteration_row& it = flow_row(flow.first.name);
+      for (const flow_collector::step& step : steps) end = std::max(end, step.end_ns);
+      iteration_row& it = flow_row(flows.names()[steps.front().name]);
       if (steps.size() == 1) {
         ++it.single_step;
-        continue;
+        return;
       }
       if (steps.front().end_ns < cutoff || !in_phase(steps.front().writer, steps.front().begin_ns)) {
         ++it.skipped;
-        continue;
+        return;
       }
       it.latency.add(static_cast<std::uint64_t>(end - steps.front().begin_ns));
       if (it.first_ns == 0 && it.last_ns == 0) it.first_ns = it.last_ns = steps.front().begin_ns;
       it.first_ns = std::min(it.first_ns, steps.front().begin_ns);
       it.last_ns = std::max(it.last_ns, end);
-    }
+    });
+    if (!read) result_.notes.push_back("flow latencies left incomplete: a temporary file could not be read back");
     for (iteration_row& it : result_.iterations)
       if (it.from_flow && it.last_ns > it.first_ns) it.wall_seconds = static_cast<double>(it.last_ns - it.first_ns) / 1e9;
   }
