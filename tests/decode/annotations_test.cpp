@@ -468,6 +468,34 @@ TEST_CASE("annotations: 600,000 flows (half of two steps) and iterations: every 
   std::remove(path.c_str());
 }
 
+// A million iterations between marks (a mark "frame" per frame, as the
+// README recommends): 16 bytes an iteration, the CSV's sort making room for
+// them. Before: 91 to 97 MB for each --per command here; 144 MB at 50 M
+// spans and 1.5 M marks (docs/TOOL.md).
+TEST_CASE("annotations: a million iterations between marks: every --per command in under 64 MB" *
+          doctest::skip(edgetrace_test::sanitized_build)) {
+  if (edgetrace_test::emulated()) {
+    edgetrace_test::skip_at_run_time("the reader-memory bound runs natively only");
+    return;
+  }
+  const std::string path = fresh("mark-frames.etr");
+  REQUIRE(run({app, "mark-frames", "1000000"}, {"EDGETRACE_OUTPUT=" + path, "EDGETRACE_ON_FULL=wait"}).exit_code == 0);
+  const std::string out = tmp + "/mark-frames-out";
+  const std::vector<std::vector<std::string>> commands = {
+      {cli, "summary", path, "--per", "frame", "--slowest", "5"},
+      {cli, "report", path, "--per", "frame", "-o", out + ".html"},
+      {cli, "diff", path, path, "--per", "frame"},
+      {cli, "csv", path, "--per", "frame", "-o", out + ".csv"},
+      {cli, "json", path, "-o", "/dev/null", "--focus", "slowest:5", "--per", "frame"},
+  };
+  for (const auto& command : commands) {
+    const auto r = within_memory(command, 64 * 1000);
+    if (command[1] == "summary") CHECK_MESSAGE(contains(r.out, "slowest iterations of \"frame\" (1000000 iterations"), r.out);
+  }
+  for (const char* suffix : {".html", ".csv"}) std::remove((out + suffix).c_str());
+  std::remove(path.c_str());
+}
+
 // The stores behind it: records past the memory limit go to sorted runs in
 // a temporary file and come back in order, equal keys in the order added;
 // spans held for their flow fields come back as written. Where no

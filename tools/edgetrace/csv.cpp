@@ -74,6 +74,9 @@ int run_csv(const command& c, const arguments& args) {
     if (!iterations.collect(r, *per, [](const et::thread_info*, std::int64_t, std::int64_t) { return true; }, error))
       return input_error(a.dump, error);
     options.iterations = &iterations;
+    // One budget: the rows sorted in memory make room for the windows
+    // (1.5 M iterations: 24 MB), down to half.
+    options.sort_memory -= std::min(options.sort_memory / 2, iterations.bytes());
   }
   std::string written, wrote;  // for report(), and the terminal's "wrote" line
   for (std::size_t i = 0; i < tables.size(); ++i) {

@@ -33,8 +33,9 @@ inline constexpr char spans_csv_header[] =
 /// What the CSV tables keep and how they sort.
 struct csv_options {
   /// Bytes of rows sorted in memory; past it rows go to sorted runs in
-  /// temporary files, merged at the end (detail::sorted_rows). Sorting
-  /// takes about as much again: 24 MiB keeps `edgetrace csv` under 64 MB.
+  /// temporary files, merged at the end (detail::sorted_rows; sorted in
+  /// place): 24 MiB keeps `edgetrace csv` under 64 MB (with --per, the
+  /// CLI takes the iteration windows' bytes off it).
   std::size_t sort_memory = std::size_t{24} << 20;
   /// --min-dur, --filter and --window (a focus does not apply to tables):
   /// the spans table takes all three, marks and counters the filter (by

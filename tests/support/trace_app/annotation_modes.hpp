@@ -37,6 +37,18 @@ inline int flow_frames_mode(int count, int every) {
   return 0;
 }
 
+// "mark-frames COUNT": COUNT frames, each begun by a mark "frame" and
+// holding a span "layer", then a last mark (iterations between marks: the
+// converter's memory with a million of them).
+inline int mark_frames_mode(int count) {
+  for (int i = 0; i < count; ++i) {
+    EDGETRACE_MARK(app, "frame");
+    EDGETRACE_SCOPE(app, "layer");
+  }
+  EDGETRACE_MARK(app, "frame");
+  return 0;
+}
+
 // "arg-loose COUNT": COUNT arguments recorded outside every span, with an
 // empty span "between" after every 16th (what no span can claim).
 inline int arg_loose_mode(int count) {
@@ -210,6 +222,7 @@ inline const app_mode annotation_modes[] = {
     {"flow-frames", [](int argc, char** argv) {
        return flow_frames_mode(argc > 2 ? std::atoi(argv[2]) : 10000, argc > 3 ? std::atoi(argv[3]) : 0);
      }},
+    {"mark-frames", [](int argc, char** argv) { return mark_frames_mode(argc > 2 ? std::atoi(argv[2]) : 10000); }},
     {"arg-loose-threads", [](int argc, char** argv) {
        return arg_loose_threads_mode(argc > 2 ? std::atoi(argv[2]) : 64, argc > 3 ? std::atoi(argv[3]) : 100000);
      }},

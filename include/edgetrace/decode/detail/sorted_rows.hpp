@@ -98,8 +98,15 @@ class sorted_rows {
   };
   static constexpr std::size_t per_row_bytes = sizeof(entry) + 8;
 
+  /// Equal keys in the order added: by where the text lies, which grows
+  /// with each row (std::sort in place; a stable sort would take half
+  /// the entries' size again).
   void sort_buffer() {
-    std::stable_sort(entries_.begin(), entries_.end(), [](const entry& a, const entry& b) { return a.key < b.key; });
+    std::sort(entries_.begin(), entries_.end(), [](const entry& a, const entry& b) {
+      if (a.key < b.key) return true;
+      if (b.key < a.key) return false;
+      return a.at < b.at;
+    });
   }
 
   /// Writes the buffer, sorted, as one more run.
