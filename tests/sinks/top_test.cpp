@@ -414,6 +414,39 @@ TEST_CASE("top_window keeps only the window's spans, and at most max_samples of 
   CHECK(all.rows[0].per_second == doctest::Approx(101e9 / 1000));
 }
 
+TEST_CASE("top_window keeps at most max_iterations iterations, and says its iteration line covers the latest only") {
+  et::top_options options;
+  options.window_ns = 1000;
+  options.per = "frame";
+  options.max_iterations = 10;
+  et::top_window window(options);
+  const std::string a = "a";
+  // A span every 10 ns up to 2000 ns, each an iteration of 10 ns: 101 end
+  // in the window, the latest 10 are kept (ends 1910 .. 2000).
+  for (std::int64_t end = 10; end <= 2000; end += 10) {
+    window.add(&a, a, end, 10);
+    window.add_iteration_span(end, 10);
+  }
+  const et::top_result t = window.table();
+  CHECK(!t.capped);  // the spans fit
+  CHECK(t.iteration.capped);
+  CHECK(t.iteration.count == 10);
+  CHECK(t.iteration.per_second == doctest::Approx(10e9 / 90));  // over their own 90 ns
+  CHECK(contains(et::top_table(t, options), "(the latest iterations only: memory limit)"));
+
+  options.max_iterations = 1000;
+  et::top_window roomy(options);
+  for (std::int64_t end = 10; end <= 2000; end += 10) {
+    roomy.add(&a, a, end, 10);
+    roomy.add_iteration_span(end, 10);
+  }
+  const et::top_result all = roomy.table();
+  CHECK(!all.iteration.capped);
+  CHECK(all.iteration.count == 101);
+  CHECK(all.iteration.per_second == doctest::Approx(101e9 / 1000));
+  CHECK(!contains(et::top_table(all, options), "memory limit"));
+}
+
 namespace {
 
 /// One writer (ns clock) whose thread 1 runs spans "step" of 100, 200, ...,

@@ -27,6 +27,10 @@ struct top_options {
   /// Spans kept at most (24 bytes each: 24 MiB). Past it the oldest go
   /// first, and the table says its window is shorter than asked.
   std::size_t max_samples = std::size_t{1} << 20;
+  /// Iterations kept at most (16 bytes each: 4 MiB; 52,000 a second over
+  /// the 5 s window). Past it the oldest go first, and the iteration's line
+  /// says it covers the latest ones only.
+  std::size_t max_iterations = std::size_t{1} << 18;
   /// --per NAME: also the iteration's rate and latency over the window
   /// (every span NAME, or the time between two marks NAME of one thread).
   std::string per;
@@ -38,6 +42,7 @@ struct top_iteration {
   std::uint64_t count = 0;     ///< iterations that ended in the window
   double per_second = 0;       ///< count / the window's covered length
   std::uint64_t p50_ns = 0, p99_ns = 0, max_ns = 0;
+  bool capped = false;  ///< max_iterations cut its window short: count and rate cover the latest ones
 };
 
 /// One row of the table: spans of one name that ended in the window.
@@ -97,7 +102,8 @@ class top_window {
   }
 
   /// With top_options::per: a span named `per` is one iteration (call
-  /// after add()). Memory: 16 bytes per iteration in the window.
+  /// after add()). Memory: 16 bytes per iteration in the window (at most
+  /// max_iterations).
   void add_iteration_span(std::int64_t end_ns, std::uint64_t duration_ns) { add_iteration(end_ns, duration_ns); }
   /// With top_options::per: a mark named `per` at `ns` on `thread` (any
   /// key that tells threads apart); the time since that thread's previous
@@ -153,12 +159,21 @@ class top_window {
     });
     out.rows_before_top = out.rows.size();
     if (options_.rows != 0 && out.rows.size() > options_.rows) out.rows.resize(options_.rows);
-    latency_stats iterations(options_.max_samples + 1);
+    // The iterations that ended in the same covered window, unless
+    // max_iterations cut theirs shorter: then over their own.
+    latency_stats iterations(options_.max_iterations + 1);
+    std::int64_t iterations_start = start;
+    if (iterations_capped_ && !iterations_.empty() && iterations_.front().end_ns > start) {
+      iterations_start = iterations_.front().end_ns;
+      out.iteration.capped = true;
+    }
     for (const iteration& it : iterations_)
-      if (it.end_ns >= cutoff) iterations.add(it.duration_ns);
+      if (it.end_ns >= iterations_start) iterations.add(it.duration_ns);
+    const double iteration_seconds =
+        latest_ns_ > iterations_start ? static_cast<double>(latest_ns_ - iterations_start) / 1e9 : 0;
     out.iteration.from_marks = from_marks_;
     out.iteration.count = iterations.count();
-    out.iteration.per_second = seconds > 0 ? static_cast<double>(iterations.count()) / seconds : 0;
+    out.iteration.per_second = iteration_seconds > 0 ? static_cast<double>(iterations.count()) / iteration_seconds : 0;
     out.iteration.p50_ns = iterations.percentile(50);
     out.iteration.p99_ns = iterations.percentile(99);
     out.iteration.max_ns = iterations.max();
@@ -179,7 +194,10 @@ class top_window {
   };
   void add_iteration(std::int64_t end_ns, std::uint64_t duration_ns) {
     iterations_.push_back(iteration{end_ns, duration_ns});
-    if (iterations_.size() > options_.max_samples) iterations_.pop_front();
+    if (iterations_.size() > options_.max_iterations) {
+      iterations_.pop_front();
+      iterations_capped_ = true;
+    }
     const std::int64_t cutoff = cutoff_ns();
     while (!iterations_.empty() && iterations_.front().end_ns < cutoff) iterations_.pop_front();
   }
@@ -192,6 +210,7 @@ class top_window {
   std::deque<iteration> iterations_;
   std::unordered_map<std::uint64_t, std::int64_t> last_mark_;  // per thread: its latest mark
   bool from_marks_ = false;
+  bool iterations_capped_ = false;
   std::unordered_map<const void*, std::uint32_t> keys_;
   std::unordered_map<std::string, std::uint32_t> rows_by_name_;
   std::vector<std::string> names_;
@@ -276,10 +295,11 @@ inline std::string top_table(const top_result& t, const top_options& options) {
     if (it.count == 0) {
       std::snprintf(line, sizeof line, "iteration \"%.60s\": none ended in the window\n", options.per.c_str());
     } else {
-      std::snprintf(line, sizeof line, "iteration \"%.60s\" (%s): %llu, %.1f/s, p50 %s, p99 %s, max %s\n",
+      std::snprintf(line, sizeof line, "iteration \"%.60s\" (%s): %llu, %.1f/s, p50 %s, p99 %s, max %s%s\n",
                     options.per.c_str(), it.from_marks ? "between marks" : "span",
                     static_cast<unsigned long long>(it.count), it.per_second, detail::readable_time(it.p50_ns).c_str(),
-                    detail::readable_time(it.p99_ns).c_str(), detail::readable_time(it.max_ns).c_str());
+                    detail::readable_time(it.p99_ns).c_str(), detail::readable_time(it.max_ns).c_str(),
+                    it.capped ? " (the latest iterations only: memory limit)" : "");
     }
     out += line;
   }
