@@ -40,8 +40,10 @@ inline std::unique_ptr<std::FILE, int (*)(std::FILE*)> temporary_file() {
 }
 
 /// Collects records of a trivially copyable type `T` and hands them back
-/// in the order `Less` gives (records it calls equal: in the order they
-/// were added). Up to `memory_limit` bytes of records are kept and sorted
+/// in the order `Less` gives. Records it calls equal come in no set order:
+/// give `Less` a last key that tells every two apart (a number counted up
+/// as they are added) where that matters. Each run is sorted in place
+/// (std::sort: no buffer of the records' size again). Up to `memory_limit` bytes of records are kept and sorted
 /// in memory; each time that is full, it is sorted and appended to one
 /// temporary file as a run, and for_each() merges the runs with what is
 /// left in memory, reading each run through a 64 KiB buffer. Memory: about
@@ -79,8 +81,7 @@ class sorted_records {
       for (const T& r : memory_) fn(r);
       return true;
     }
-    // Sources: the runs, then the records in memory (the newest: on a tie
-    // an earlier source goes first, which keeps the order of adding).
+    // Sources: the runs, then the records in memory.
     struct cursor {
       std::uint64_t next = 0, end = 0;  ///< records of the source still to fill
       std::vector<T> buffer;
@@ -135,7 +136,7 @@ class sorted_records {
  private:
   static constexpr std::size_t read_block = (std::size_t{64} << 10) / sizeof(T) + 1;
 
-  void sort_memory() { std::stable_sort(memory_.begin(), memory_.end(), less_); }
+  void sort_memory() { std::sort(memory_.begin(), memory_.end(), less_); }
 
   /// Appends the records in memory, sorted, as one more run. When the
   /// file cannot be written, they stay in memory from then on.

@@ -119,7 +119,7 @@ class json_annotations {
           if (bound_shared.count(steps[i].span_tag) != 0) return;
         for (std::size_t i = first; i <= last; ++i) {
           if (shared_.count(steps[i].span_tag) != 0) bound_shared.insert(steps[i].span_tag);
-          bindings.add(binding{steps[i].span_tag, flow_binding{id, i > first, i < last}});
+          bindings.add(binding{steps[i].span_tag, bindings.size(), flow_binding{id, i > first, i < last}});
         }
       });
     });
@@ -180,10 +180,13 @@ class json_annotations {
   };
   struct binding {
     std::uint64_t span_tag;  ///< the held span's number
+    std::uint64_t order;     ///< when it was added
     flow_binding flow;
   };
   struct by_span {
-    bool operator()(const binding& a, const binding& b) const noexcept { return a.span_tag < b.span_tag; }
+    bool operator()(const binding& a, const binding& b) const noexcept {
+      return a.span_tag != b.span_tag ? a.span_tag < b.span_tag : a.order < b.order;
+    }
   };
 
   /// Calls `fn(first, last)` for each run of a flow's steps [first, last]
