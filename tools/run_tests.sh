@@ -6,7 +6,8 @@
 #            packaging tests, and the tests again under each build knob (label knob; tests/knob_configurations.cmake)
 #   asan     clang++, AddressSanitizer + UndefinedBehaviorSanitizer, LeakSanitizer on: every room (also builds
 #            the libFuzzer target reader_fuzz)
-#   tsan     clang++, ThreadSanitizer: the rooms that start threads (writer, flight, gpu, telemetry)
+#   tsan     clang++, ThreadSanitizer: the rooms that start threads (writer, flight, gpu, telemetry); its
+#            tests start release's converter when release was built in the same run (it starts no thread)
 # then fuzzes the dump reader for 60 CPU-seconds with build/asan/tests/reader_fuzz, and runs
 # tools/edge_matrix.sh (the aarch64 rooms under qemu, the cross-architecture check, lean builds).
 # Every build has -Werror. Builds run 2 jobs, ctest 3 (one entry more, as tools/edge_matrix.sh).
@@ -69,8 +70,15 @@ for preset in "${presets[@]}"; do
   echo
   echo "== [$preset] configure"
   mkdir -p "build/$preset"
+  # tsan's tests start release's converter, built above, instead of one
+  # built under TSan: the converter starts no thread (docs/TESTING.md).
+  extra=()
+  if [[ $preset == tsan && " ${presets[*]} " == *" release "* && " ${builds_failed[*]} " != *" release "* &&
+        -x build/release/tools/edgetrace ]]; then
+    extra=(-DEDGETRACE_BUILD_TOOLS=OFF "-DEDGETRACE_TEST_CLI=$PWD/build/release/tools/edgetrace")
+  fi
   # --fresh: a new cache every run, so no stale option survives (objects are reused).
-  cmake --preset "$preset" --fresh >"build/$preset/configure.log" 2>&1 || {
+  cmake --preset "$preset" --fresh "${extra[@]}" >"build/$preset/configure.log" 2>&1 || {
     cat "build/$preset/configure.log"; echo "== [$preset] configure FAILED"; exit 1; }
   step_done "$preset: configure"
 
