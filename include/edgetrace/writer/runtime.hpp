@@ -7,16 +7,19 @@
 //   platform/linux.hpp  the Linux calls: thread ids and names, futexes, /proc
 //   registry.hpp        categories, mode bytes, interned names, unloaded ranges, flusher clients
 //     capture_control   pause, windows, toggle signal: who holds recording back
+//   flight/store.hpp, triggers.hpp, handoffs.hpp
+//                       flight mode's data: the snapshot store, the watched sites (which the
+//                       encoder reads), the hand-offs between the app and the flusher
 //   encoding/           the pure chunk encoder (chunk_writer.hpp: definitions, annotations;
-//                       ring_encoding.hpp: a ring's own encoding state)
+//                       ring_encoding.hpp: a ring's own encoding state; encoder.hpp)
 //   rings.hpp           ring mapping, the pool, the attached list
 //   control.hpp         the flusher's control: futexes, open handshake, flush tickets, stop
 //   output.hpp          the dump file
+//     memory_room       how large a ring may be (cgroup, MemAvailable); cpu_load, the telemetry sampler
 //   stream.hpp          the runtime's state, output batching, one ring's drain
 //   flusher.hpp         the flusher loop, the end of the stream; the_runtime
 //   signals.hpp         SIGINT/SIGTERM hand-off, EDGETRACE_TOGGLE_SIGNAL
-//   flight/runtime.hpp  flight mode's snapshots and crash handlers (flight/: store, triggers)
-//     memory_room       how large a pre-faulted ring may be (cgroup, MemAvailable)
+//   flight/runtime.hpp  flight mode's snapshots and crash handlers
 //   slow_path.hpp       thread attach, a full ring, push_slow
 //   process.hpp         start from the environment, exit, fork
 //     exit_priority     the final pass gets a CPU: the other threads at nice 19 meanwhile

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The Chrome JSON conversion's pass over one input: filters, progress, and events to the document(s) they belong in (internal to chrome_json.hpp and its split).
+// The Chrome JSON conversion's pass over one input: filters, progress, and events to the document(s) they belong in (internal to chrome_json/writer.hpp and chrome_json/split.hpp).
 #pragma once
 
 #include <algorithm>

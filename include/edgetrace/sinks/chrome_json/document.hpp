@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// One Chrome JSON document being written: header and track metadata, one trace event per call, trailer (internal to chrome_json.hpp).
+// One Chrome JSON document being written: header and track metadata, one trace event per call, trailer (internal to chrome_json/writer.hpp).
 #pragma once
 
 #include <algorithm>

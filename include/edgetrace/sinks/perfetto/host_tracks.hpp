@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The host tracks: a dump's spans turned into slices on their thread's track, from the backward pass (internal to perfetto.hpp).
+// The host tracks: a dump's spans turned into slices on their thread's track, from the backward pass (internal to perfetto/writer.hpp).
 #pragma once
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The threads' events on packet sequences of their own, as Perfetto's SDK writes them: incremental timestamps, the thread's track as the sequence default (internal to perfetto.hpp).
+// The threads' events on packet sequences of their own, as Perfetto's SDK writes them: incremental timestamps, the thread's track as the sequence default (internal to perfetto/writer.hpp).
 #pragma once
 
 #include <algorithm>

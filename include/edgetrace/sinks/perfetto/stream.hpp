@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The Perfetto packet stream: framing, and the sequence of everything but the threads' events, with its interning (internal to perfetto.hpp).
+// The Perfetto packet stream: framing, and the sequence of everything but the threads' events, with its interning (internal to perfetto/writer.hpp).
 #pragma once
 
 #include <algorithm>
