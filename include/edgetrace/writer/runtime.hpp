@@ -7,11 +7,12 @@
 //   platform/linux.hpp  the Linux calls: thread ids and names, futexes, /proc
 //   registry.hpp        categories, mode bytes, interned names, unloaded ranges, flusher clients
 //     capture_control   pause, windows, toggle signal: who holds recording back
-//   flight/store.hpp, triggers.hpp, handoffs.hpp
-//                       flight mode's data: the snapshot store, the watched sites (which the
-//                       encoder reads), the hand-offs between the app and the flusher
 //   encoding/           the pure chunk encoder (chunk_writer.hpp: definitions, annotations;
-//                       ring_encoding.hpp: a ring's own encoding state; encoder.hpp)
+//                       ring_encoding.hpp: a ring's own encoding state; encoder.hpp;
+//                       site_watch.hpp: the sites whose records go to the host)
+//   flight/store.hpp, triggers.hpp, handoffs.hpp
+//                       flight mode's data: the snapshot store, the latency triggers (a
+//                       site_watch), the hand-offs between the app and the flusher
 //   rings.hpp           ring mapping, the pool, the attached list
 //   control.hpp         the flusher's control: futexes, open handshake, flush tickets, stop
 //   output.hpp          the dump file

@@ -10,7 +10,7 @@
 #include <edgetrace/category.hpp>
 #include <edgetrace/face/ring.hpp>
 #include <edgetrace/format.hpp>
-#include <edgetrace/writer/flight/triggers.hpp>
+#include <edgetrace/writer/encoding/site_watch.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -56,9 +56,10 @@ class chunk_writer {
   /// The id every chunk header carries.
   void set_writer_id(std::uint32_t id) noexcept { writer_id_ = id; }
   std::uint32_t writer_id() const noexcept { return writer_id_; }
-  /// Latency triggers learn every site defined and see watched records
-  /// (null: none, the one branch a record pays).
-  void watch(flight_triggers* triggers) noexcept { triggers_ = triggers; }
+  /// A site watcher (the latency triggers) learns every site defined and
+  /// has its watched records handed to the host (null: none, the one
+  /// branch a record pays).
+  void watch(site_watch* watcher) noexcept { watch_ = watcher; }
 
   static void begin_chunk(std::vector<unsigned char>& buffer) noexcept { buffer.assign(format::chunk_header_size, 0); }
   static void put_varint(std::vector<unsigned char>& buffer, std::uint64_t value) {
@@ -115,7 +116,7 @@ class chunk_writer {
     put_string(defs_, name, name_size);
     put_string(defs_, file);
     put_varint(defs_, line);
-    if (triggers_ != nullptr) triggers_->define_site(id, kind, name, name_size);
+    if (watch_ != nullptr) watch_->define_site(id, kind, name, name_size);
   }
 
   /// Every category is defined again before its next use.
@@ -221,7 +222,7 @@ class chunk_writer {
   }
 
   encoder_host* host_;
-  flight_triggers* triggers_ = nullptr;
+  site_watch* watch_ = nullptr;
   std::uint32_t writer_id_ = 0;
   std::vector<unsigned char> out_;          ///< sealed chunks waiting for the owner
   std::vector<unsigned char> defs_;         ///< definitions chunk being built

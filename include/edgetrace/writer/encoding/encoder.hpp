@@ -53,7 +53,7 @@ class chunk_encoder : public chunk_writer {
   /// through the ring's own loop, the rest one by one (add).
   void add_run(thread_ring& ring, ring_encoding& enc, const record* first, const record* last)
       EDGETRACE_DETAIL_REQUIRES(enc) {
-    if (triggers_ != nullptr) {  // every record is judged: one by one
+    if (watch_ != nullptr) {  // every record is judged: one by one
       for (; first != last; ++first) add(ring, enc, *first);
       return;
     }
@@ -480,7 +480,7 @@ class chunk_encoder : public chunk_writer {
     if (EDGETRACE_DETAIL_LIKELY(slot != nullptr)) {
       count_written(ring);
       // Latency triggers: without any, this branch is all a record pays.
-      if (EDGETRACE_DETAIL_UNLIKELY(triggers_ != nullptr) && triggers_->watches(slot->id))
+      if (EDGETRACE_DETAIL_UNLIKELY(watch_ != nullptr) && watch_->watches(slot->id))
         host_->watched_record(ring, slot->id, r);
     }
     enc.put(r, slot);

@@ -4,6 +4,7 @@
 
 #include <edgetrace/core/text.hpp>
 #include <edgetrace/format.hpp>
+#include <edgetrace/writer/encoding/site_watch.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -32,7 +33,7 @@ namespace detail {
 /// Parsing fills fixed arrays; the only allocations afterwards are one byte
 /// per site id when a site is defined and one entry per (thread, mark
 /// trigger) when a thread first records such a mark: never per record.
-class flight_triggers {
+class flight_triggers final : public site_watch {
  public:
   static constexpr std::size_t max_triggers = 16;
   static constexpr std::size_t max_name_size = 64;
@@ -113,7 +114,7 @@ class flight_triggers {
   /// trigger, if any, watches it. Spans match span triggers, marks mark
   /// triggers; other kinds never match. Cost: a compare per trigger, and
   /// growing the per-id table (one byte a site).
-  void define_site(std::uint32_t id, format::site_kind kind, const char* name, std::size_t name_size) {
+  void define_site(std::uint32_t id, format::site_kind kind, const char* name, std::size_t name_size) override {
     if (count_ == 0 || (kind != format::site_kind::span && kind != format::site_kind::mark)) return;
     for (std::size_t i = 0; i < count_; ++i) {
       trigger_entry& t = triggers_[i];
@@ -128,8 +129,8 @@ class flight_triggers {
         continue;
       }
       t.matched = true;
-      if (id >= sites_.size()) sites_.resize(std::size_t{id} + 1 + sites_.size() / 2, 0);
-      sites_[id] = static_cast<std::uint8_t>((i + 1) | (kind == format::site_kind::mark ? mark_bit : 0));
+      if (id >= watched_.size()) watched_.resize(std::size_t{id} + 1 + watched_.size() / 2, 0);
+      watched_[id] = static_cast<std::uint8_t>((i + 1) | (kind == format::site_kind::mark ? mark_bit : 0));
       return;
     }
   }
@@ -143,10 +144,6 @@ class flight_triggers {
     return !t.matched;
   }
 
-  /// Whether site `id` is watched: one bounds check and one load, inline,
-  /// so the flusher pays a call only for the records of watched sites.
-  bool watches(std::uint32_t id) const noexcept { return id < sites_.size() && sites_[id] != 0; }
-
   /// Flusher, for a record of a watched site on thread `thread_id`: a span
   /// [begin, end], or a mark at `begin`. True when it exceeds its limit;
   /// `out` then says what. A mark is compared with the previous mark of its
@@ -154,8 +151,8 @@ class flight_triggers {
   /// (recording_stopped) is not an iteration and never fires.
   bool evaluate(std::uint32_t id, std::uint32_t thread_id, std::uint64_t begin, std::uint64_t end, firing& out) {
     if (!watches(id)) return false;
-    const std::size_t trigger = (sites_[id] & ~mark_bit) - 1u;
-    if ((sites_[id] & mark_bit) == 0) {
+    const std::size_t trigger = (watched_[id] & ~mark_bit) - 1u;
+    if ((watched_[id] & mark_bit) == 0) {
       const std::uint64_t elapsed = end >= begin ? end - begin : 0;
       if (elapsed <= triggers_[trigger].limit_ticks) return false;
       out = {trigger, false, elapsed, end};
@@ -369,8 +366,8 @@ class flight_triggers {
   trigger_entry triggers_[max_triggers] = {};
   std::size_t count_ = 0;
   double ticks_per_ns_ = 0;
-  /// Per site id: 0 unwatched, else (trigger index + 1) | mark_bit for marks.
-  std::vector<std::uint8_t> sites_;
+  // watched_ (site_watch): per site id, 0 unwatched, else (trigger index
+  // + 1) | mark_bit for marks.
   std::vector<mark_state> marks_;
   std::size_t cached_ = 0;  ///< index in marks_ of the last lookup
   std::uint64_t stops_[max_stops] = {};
