@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `edgetrace csv`: one row per span of real traced runs, parsed back and compared with the spans: times, depth, and the phase, flow and argument columns; rows in time order.
-#include <edgetrace/decode/detail/sorted_rows.hpp>
+#include <edgetrace/sinks/sorted_rows.hpp>
 #include <edgetrace/sinks/csv.hpp>
 #include <edgetrace/sinks/csv_tables.hpp>
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include <edgetrace/decode/detail/sorted_rows.hpp>
+#include <edgetrace/sinks/sorted_rows.hpp>
 #include <edgetrace/decode/device.hpp>
 #include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/sinks/csv.hpp>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Text rows put in key order with bounded memory: sorted in memory up to a limit, beyond it as sorted runs in temporary files merged at the end.
+// Text rows put in key order with bounded memory: sorted in memory up to a limit, beyond it as sorted runs in temporary files merged at the end. The CSV output's, beside it.
 #pragma once
 
 #include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
