@@ -669,6 +669,14 @@ class runtime_stream : public encoder_host {
     ring.pending_loss = 0;
   }
 
+ protected:
+  // Only ever the base of `runtime` (flusher.hpp). Virtual, though nothing
+  // deletes through this class: g++'s -Wnon-virtual-dtor, which a user may
+  // build with, counts a protected destructor as reachable by the friend
+  // above and warns about this polymorphic class otherwise. Created once a
+  // process: the extra vtable slot costs nothing.
+  virtual ~runtime_stream() = default;
+
  private:
   bool triggers_ready_ = false;
 };
