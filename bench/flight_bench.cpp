@@ -42,7 +42,7 @@ std::uint64_t clock_read(clockid_t id) {
 std::uint64_t flusher_cpu_ns() {
   const et::runtime* rt = et::the_runtime.load(std::memory_order_acquire);
   clockid_t id;
-  if (rt == nullptr || !rt->flusher_.cpu_clock(id)) return 0;
+  if (rt == nullptr || !rt->flusher_cpu_clock(id)) return 0;
   return clock_read(id);
 }
 

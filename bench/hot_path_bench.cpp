@@ -201,35 +201,38 @@ struct encoder_fixture {
   et::runtime* rt;
   et::thread_ring* ring;
   std::string path;
-  int fd = -1;
 
-  explicit encoder_fixture(std::size_t slots) {
+  explicit encoder_fixture(std::size_t slots)
+      : path("/tmp/edgetrace_encode_bench_" + std::to_string(::getpid()) + ".etr") {
     et::settings config;
     config.ring_records = slots;
-    rt = new (storage) et::runtime(config);
-    path = "/tmp/edgetrace_encode_bench_" + std::to_string(::getpid()) + ".etr";
+    ::unlink(path.c_str());
+    rt = new (storage) et::runtime(config, path.c_str(), pthread_key_t{});
     // The runtime's own open records the file's identity, so the check
     // before each write passes (else tracing turns itself off and nothing
     // is encoded); the iterations truncate the file, which that check
     // takes as a restart (a file header every 256 MiB: nothing per span).
-    std::snprintf(rt->file_.path(), et::dump_file::path_capacity, "%s", path.c_str());
-    ::unlink(path.c_str());
-    fd = rt->file_.open([] {});
+    const et::playing_role flusher(et::flusher_role);
     rt->set_writer_id(1);
+    rt->open_output();
     ring = et::map_ring(slots);
     ring->os_tid = 1;
   }
   ~encoder_fixture() {
-    rt->file_.close();
+    {
+      const et::playing_role flusher(et::flusher_role);
+      rt->close_output();
+    }
     ::unlink(path.c_str());
     et::unmap_ring(ring);
     // Unlike the process runtime (static storage, reachable until exit) this
-    // one lives in the fixture: its buffers would leak (LeakSanitizer found it).
+    // one lives in the fixture: its buffers would leak (LeakSanitizer found
+    // it).
     rt->~runtime();
   }
   std::uint64_t file_size() const {
     struct stat st;
-    return ::fstat(fd, &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+    return ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
   }
 };
 
@@ -251,6 +254,8 @@ void BM_flusher_encode(benchmark::State& state) {
   const bool realistic = state.range(0) >= 1;
   constexpr std::size_t slots = 32768;
   encoder_fixture f(slots);
+  // The fixture's runtime has no flusher thread: this one is its flusher.
+  const et::playing_role flusher(et::flusher_role);
   if (state.range(0) == 2) {
     char error[256];
     if (!f.rt->set_triggers("conv>1s", error, sizeof error)) state.SkipWithError(error);
@@ -272,8 +277,6 @@ void BM_flusher_encode(benchmark::State& state) {
     }
   }
   std::uint64_t bytes = 0, spans = 0;
-  // The fixture's runtime has no flusher thread: this one is its flusher.
-  const et::playing_role flusher(et::flusher_role);
   for (auto _ : state) {
     f.ring->read_pos.store(f.ring->begin, std::memory_order_relaxed);
     f.ring->write_pos.store(f.ring->begin + (slots - 1), std::memory_order_relaxed);
@@ -281,7 +284,7 @@ void BM_flusher_encode(benchmark::State& state) {
     spans += f.rt->drain(*f.ring, 0);
     f.rt->flush_output();
     bytes += f.file_size() - before;
-    if (f.file_size() > (256u << 20)) ::ftruncate(f.fd, 0);
+    if (f.file_size() > (256u << 20)) ::truncate(f.path.c_str(), 0);
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(spans));
   state.counters["bytes_per_span"] = spans ? static_cast<double>(bytes) / static_cast<double>(spans) : 0;

@@ -144,6 +144,18 @@ struct thread_ring {
 
   std::size_t slot_count() const noexcept { return static_cast<std::size_t>(end - begin); }
 
+  /// edgetrace::set_thread_name, on the owning thread: the name (cut to 63
+  /// bytes) and a new version, which the flusher compares with the one it
+  /// announced (chunk_encoder::announce_thread).
+  void set_name(const char* text) noexcept {
+    name_mutex.lock();
+    std::size_t i = 0;
+    for (; i + 1 < sizeof name && text[i] != '\0'; ++i) name[i] = text[i];
+    for (; i < sizeof name; ++i) name[i] = '\0';
+    name_version.store(name_version.load(order_relaxed) + 1, order_release);
+    name_mutex.unlock();
+  }
+
   /// Makes the ring empty and ready for a (new) owner. Not concurrent.
   void reset(record* slots, std::size_t count) noexcept {
     begin = slots;

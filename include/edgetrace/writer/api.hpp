@@ -51,34 +51,13 @@ EDGETRACE_DETAIL_API std::uint8_t register_on_first_use(std::uint64_t word) noex
 }
 
 EDGETRACE_DETAIL_API void wake_flusher_early() noexcept {
-  runtime* rt = the_runtime.load(std::memory_order_acquire);
-  if (owns_runtime(rt)) rt->control_.wake_flusher();
+  if (runtime* rt = owned_runtime()) rt->wake_flusher();
 }
 
-/// Records waiting in any ring (a walk of the attached list).
-inline std::size_t unread_records(runtime& rt) noexcept {
-  mutex_lock lock(rt.rings_.list_mutex());
-  std::size_t count = 0;
-  for (const thread_ring* ring = rt.rings_.first(); ring != nullptr;
-       ring = ring->next_attached.load(std::memory_order_acquire))
-    count += unread(*ring);
-  return count;
-}
-
-/// flush(), but only if some ring holds unread records (so several
-/// categories going away at exit cost one flush, not one each), and
-/// waiting at most unload_flush_timeout. True when no record pushed before
-/// the call is left unencoded (or none can be read any more).
+/// runtime::flush_if_pending with unload_flush_timeout; true without a runtime.
 inline bool flush_if_pending() noexcept {
-  runtime* rt = the_runtime.load(std::memory_order_acquire);
-  if (!owns_runtime(rt) || rt->control_.stopping()) return true;
-  // An output stuck for a second already: one library after another going
-  // away (at exit, say) must not each wait their second.
-  if (rt->output_stalled(1000000000u)) return unread_records(*rt) == 0;
-  if (unread_records(*rt) == 0) return true;
-  const bool flushed = rt->control_.request_flush(unload_flush_timeout, false);
-  if (!flushed) rt->control_.gave_up_waiting();  // exit waits no second more
-  return flushed;
+  runtime* rt = owned_runtime();
+  return rt == nullptr || rt->flush_if_pending(unload_flush_timeout);
 }
 
 /// Undoes register_category when the object that declared the category is
@@ -98,32 +77,31 @@ EDGETRACE_DETAIL_API void unregister_category(category_state& state) noexcept {
   // the rings keep their category's name.
   const unloaded_range range = object_range(&state);
   if (range.begin == range.end) return;
-  if (!flush_if_pending()) publish_unloaded(range);
+  if (!flush_if_pending()) unloaded_libraries.publish(range);
   remove_category(state);
 }
 
 // ------------------------------------------------------------ capture control
 
 EDGETRACE_DETAIL_API void set_paused(bool paused) noexcept {
-  const bool owned = owns_runtime(the_runtime.load(std::memory_order_acquire));
+  const bool owned = owned_runtime() != nullptr;
   mutex_lock lock(category_mutex);
   if (capture().set_paused_locked(paused)) update_capture_locked(format::capture_reason::api, owned);
 }
 
 EDGETRACE_DETAIL_API std::uint8_t start_mark_seen() noexcept {
-  runtime* rt = the_runtime.load(std::memory_order_acquire);
-  if (!owns_runtime(rt)) return clock_off;
+  runtime* rt = owned_runtime();
+  if (rt == nullptr) return clock_off;
   // The first N marks close the first N iterations' warm-up; mark N+1
   // starts recording and is recorded.
-  if (!capture().count_mark(rt->config_.start_after_marks)) return clock_off;
+  if (!capture().count_mark(rt->config().start_after_marks)) return clock_off;
   mutex_lock lock(category_mutex);
   if (capture().mark_window_locked()) update_capture_locked(format::capture_reason::start_after, true);
   return capturing_locked() ? recording_clock : std::uint8_t{clock_off};
 }
 
 EDGETRACE_DETAIL_API void begin_phase(const char* name, std::size_t size) noexcept {
-  runtime* rt = the_runtime.load(std::memory_order_acquire);
-  if (!owns_runtime(rt) || name == nullptr) return;
+  if (owned_runtime() == nullptr || name == nullptr) return;
   if (size > 255) size = 255;
   mutex_lock lock(category_mutex);
   if (!tracing_on) return;
@@ -162,12 +140,12 @@ EDGETRACE_DETAIL_API name_handle intern(const char* data, std::size_t size) {
   ensure_initialized();
   restart_if_forked();
   std::string name(data == nullptr ? "" : data, data == nullptr ? 0 : size);
-  runtime* rt = the_runtime.load(std::memory_order_acquire);
-  if (!owns_runtime(rt)) {
+  runtime* rt = owned_runtime();
+  if (rt == nullptr) {
     if (!hooks_only_active()) return {};  // tracing off: no allocation
     return {hook_only_names().intern(std::move(name))};
   }
-  return {rt->names_.intern(std::move(name))};
+  return {rt->intern(std::move(name))};
 }
 
 EDGETRACE_DETAIL_API void install_scope_hooks(const scope_hooks* hooks) noexcept {
@@ -186,8 +164,8 @@ EDGETRACE_DETAIL_API void install_scope_hooks(const scope_hooks* hooks) noexcept
 
 EDGETRACE_DETAIL_API const char* interned_name(std::uint32_t id) noexcept {
   if (id == 0) return nullptr;
-  runtime* rt = the_runtime.load(std::memory_order_acquire);
-  return owns_runtime(rt) ? rt->names_.name(id) : hook_only_names().name(id);
+  runtime* rt = owned_runtime();
+  return rt != nullptr ? rt->name(id) : hook_only_names().name(id);
 }
 
 EDGETRACE_DETAIL_API const char* category_name(std::uint32_t index) noexcept {
@@ -199,32 +177,24 @@ EDGETRACE_DETAIL_API const char* category_name(std::uint32_t index) noexcept {
 EDGETRACE_DETAIL_API void set_thread_name(const char* name) noexcept {
   if (name == nullptr) return;
   thread_ring* ring = attached_ring != nullptr ? attached_ring : attach_current_thread();
-  if (ring == nullptr) return;
-  std::lock_guard<spin_lock> lock(ring->name_mutex);
-  std::strncpy(ring->name, name, sizeof ring->name - 1);
-  ring->name[sizeof ring->name - 1] = '\0';
-  ring->name_version.store(ring->name_version.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  if (ring != nullptr) ring->set_name(name);
 }
 
 EDGETRACE_DETAIL_API void flush() noexcept {
   restart_if_forked();
-  runtime* rt = the_runtime.load(std::memory_order_acquire);
-  if (!owns_runtime(rt)) return;
-  // Nothing can be written before the output opens (a FIFO nobody reads),
-  // so then it only asks. Bounded wait: the app must never hang on the tracer.
-  rt->control_.request_flush(std::chrono::seconds(5), true);
+  // Bounded wait: the app must never hang on the tracer.
+  if (runtime* rt = owned_runtime()) rt->flush(std::chrono::seconds(5));
 }
 
 
 EDGETRACE_DETAIL_API void snapshot_call(const char* reason, std::size_t size) noexcept {
-  runtime* rt = the_runtime.load(std::memory_order_acquire);
-  if (!owns_runtime(rt) || !rt->config_.flight) return;
-  rt->hand_snapshot_call(reason, size);
+  runtime* rt = owned_runtime();
+  if (rt != nullptr && rt->config().flight) rt->hand_snapshot_call(reason, size);
 }
 
 EDGETRACE_DETAIL_API bool active() noexcept {
-  runtime* rt = the_runtime.load(std::memory_order_acquire);
-  return owns_runtime(rt) && !rt->failed() && !rt->control_.stopping();
+  const runtime* rt = owned_runtime();
+  return rt != nullptr && rt->active();
 }
 
 }  // namespace detail

@@ -31,7 +31,7 @@ namespace detail {
 
 /// The lock of the categories' mode bytes: the category registry
 /// (writer/registry.hpp) and capture control. Constant-initialised, so
-/// usable from any static initialiser. Taken before unloaded_mutex and the
+/// usable from any static initialiser. Taken before unloaded_ranges' lock and the
 /// runtime's own locks, never after them.
 inline mutex category_mutex;
 

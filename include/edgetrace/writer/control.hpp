@@ -17,6 +17,7 @@
 #include <chrono>
 #include <climits>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <ctime>
 
@@ -95,12 +96,27 @@ class flusher_control {
   // ---- wake-ups (flusher_wake)
   void wake_flusher() noexcept { wake_.wake_flusher(); }
   void wake_room_waiters() noexcept { wake_.wake_room_waiters(); }
+  /// The flusher's progress: bumped after every ring it drained.
   std::uint32_t room_word() const noexcept { return wake_.room_word(); }
-  /// EDGETRACE_ON_FULL=wait: sleeps until a ring was drained after `seen`
-  /// was read, or for `ns`, counted as a waiter meanwhile.
-  void wait_for_room(std::uint32_t seen, std::uint64_t ns) noexcept { wake_.wait_for_room(seen, ns); }
-  void add_room_waiter() noexcept { wake_.add_room_waiter(); }
-  void remove_room_waiter() noexcept { wake_.remove_room_waiter(); }
+  /// EDGETRACE_ON_FULL=wait, one look (any thread but the flusher): counted
+  /// as a room waiter, reads `room()`; below `needed`, wakes the flusher and
+  /// sleeps until a ring was drained after the count, or `ns`, and reads
+  /// room() again. Returns the room last read. The count comes before the
+  /// word is read, and the flusher bumps the word before it looks for
+  /// waiters: a drain is never missed.
+  template <class Room>
+  std::size_t wait_for_drain(std::size_t needed, std::uint64_t ns, Room&& room) noexcept {
+    wake_.add_room_waiter();
+    const std::uint32_t seen = wake_.room_word();
+    std::size_t free = room();
+    if (free < needed) {
+      wake_.wake_flusher();
+      wake_.wait_for_room(seen, ns);
+      free = room();
+    }
+    wake_.remove_room_waiter();
+    return free;
+  }
 
   // ---- the flusher's side
   /// flusher: opening the output went `state`; wakes the starting thread.

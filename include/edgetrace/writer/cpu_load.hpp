@@ -11,6 +11,7 @@
 #pragma once
 
 #include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
+#include <edgetrace/core/thread_safety.hpp>
 #include <edgetrace/writer/platform/linux.hpp>
 
 #include <atomic>
@@ -42,7 +43,7 @@ class cpu_load {
 
   /// Flusher: takes a sample if sample_ns passed since the last one (the
   /// first at its start: the next decides).
-  void sample(std::uint64_t now_ns) noexcept {
+  void sample(std::uint64_t now_ns) noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     if (now_ns - last_ns_ < sample_ns && last_ns_ != 0) return;
     timespec process, own;
     if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &process) != 0 || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &own) != 0)
@@ -70,7 +71,8 @@ class cpu_load {
   }
 
   double cpus_ = 1;  ///< CPUs this process may run on (set once)
-  std::uint64_t last_ns_ = 0, last_cpu_ns_ = 0;  ///< flusher only
+  std::uint64_t last_ns_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
+  std::uint64_t last_cpu_ns_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
   std::atomic<bool> saturated_{false};
 };
 

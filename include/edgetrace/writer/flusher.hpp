@@ -7,23 +7,245 @@
 // writer/flight/runtime.hpp.
 #pragma once
 
+#include <edgetrace/writer/exit_priority.hpp>
 #include <edgetrace/writer/flusher_client.hpp>
 #include <edgetrace/writer/stream.hpp>
 #include <edgetrace/writer/platform/linux.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <cstring>
+#include <ctime>
 #include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <pthread.h>
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
-/// The process-wide runtime (see runtime_stream for its state).
+/// The process-wide runtime (see runtime_stream for its state). The rest
+/// of the process reaches it through the methods of "the app's side"
+/// below, never through its members: each protocol (the flusher's control,
+/// the rings, the names, the thread-exit key) stays with its owner.
 class runtime final : public runtime_stream, private flusher_output {
  public:
-  explicit runtime(const settings& config) noexcept : runtime_stream(config) {}
+  /// Built complete (see runtime_stream); create() builds the process's.
+  runtime(const settings& config, const char* output_path, pthread_key_t exit_key,
+          std::vector<std::string> names = {}) noexcept
+      : runtime_stream(config, output_path, exit_key, std::move(names)) {}
+
+  /// Builds the process's runtime in runtime_storage (static storage, never
+  /// destroyed: threads may trace while static destructors run). Published
+  /// through the_runtime once launch() succeeded.
+  static runtime* create(const settings& config, const char* output_path, pthread_key_t exit_key,
+                         std::vector<std::string> names = {}) noexcept;
+
+  // ------------------------------------------------------------ the app's side
+  // What the rest of the process asks of the runtime (writer/api.hpp,
+  // slow_path.hpp, signals.hpp, process.hpp), any thread unless it says.
+
+  /// Wakes the flusher now rather than at its next period. Async-signal-safe.
+  void wake_flusher() noexcept { control_.wake_flusher(); }
+  /// Shutdown has begun (relaxed: a hint): no new ring, no new wait.
+  bool stopping() const noexcept { return control_.stopping(); }
+  /// The output opened (a FIFO may still wait for its reader).
+  bool opened() const noexcept { return control_.opened(); }
+  /// Tracing writes: the output works and shutdown has not begun.
+  bool active() const noexcept { return !failed() && !stopping(); }
+
+  /// edgetrace::flush(): everything pushed before now encoded and written,
+  /// waiting at most `bound`; when the output has not opened (a FIFO
+  /// nobody reads) it only asks. True when done.
+  bool flush(std::chrono::milliseconds bound) noexcept { return control_.request_flush(bound, true); }
+  /// flush(), but only if some ring holds unread records (several
+  /// categories going away at exit cost one flush, not one each), waiting
+  /// at most `bound`; a wait that runs out makes shutdown's wait short. True
+  /// when no record pushed before the call is left unencoded (or none can
+  /// be read any more).
+  bool flush_if_pending(std::chrono::milliseconds bound) noexcept {
+    if (stopping()) return true;
+    // An output stuck for a second already: one library after another going
+    // away (at exit, say) must not each wait their second.
+    if (output_stalled(1000000000u)) return rings_.unread_records() == 0;
+    if (rings_.unread_records() == 0) return true;
+    const bool flushed = control_.request_flush(bound, false);
+    if (!flushed) control_.gave_up_waiting();  // exit waits no second more
+    return flushed;
+  }
+
+  /// EDGETRACE_ON_FULL=wait (writer/slow_path.hpp, wait_for_room): the
+  /// flusher's progress word (bumped for every ring drained), one look of
+  /// the wait (flusher_control::wait_for_drain), and a give-up.
+  std::uint32_t progress_word() const noexcept { return control_.room_word(); }
+  template <class Room>
+  std::size_t wait_for_drain(std::size_t needed, std::uint64_t ns, Room&& room) noexcept {
+    return control_.wait_for_drain(needed, ns, room);
+  }
+  void note_gave_up() noexcept { control_.note_gave_up(); }
+
+  /// Interns `name` (the table's own lock): its id, 0 past the table's end.
+  std::uint32_t intern(std::string name) { return names_.intern(std::move(name)); }
+  /// The name of interned id `id`; null for an unknown id.
+  const char* name(std::uint32_t id) { return names_.name(id); }
+  /// Every interned name, in id order (a forked child keeps them).
+  std::vector<std::string> copy_names() { return names_.copy_all(); }
+
+  /// A thread's first record: a ring from the pool (null: none could be
+  /// mapped), then attached: listed for the flusher, retired at thread exit.
+  /// Lock-free and async-signal-safe (writer/rings.hpp).
+  thread_ring* take_ring() noexcept { return rings_.take(); }
+  void attach(thread_ring* ring) noexcept {
+    pthread_setspecific(exit_key_, ring);
+    rings_.attach(ring);
+  }
+  /// Hands a thread's ring to the flusher for good; `and_exit_hook`: the
+  /// thread-exit hook is called off first (the thread retires it itself).
+  void retire(thread_ring* ring, bool and_exit_hook) noexcept {
+    if (and_exit_hook) pthread_setspecific(exit_key_, nullptr);
+    rings_.retire_one();
+    // Release: the flusher's acquire of `retired` sees every record and loss
+    // field this thread wrote.
+    ring->retired.store(true, std::memory_order_release);
+  }
+  /// A thread exits: the flusher retires its ring now, not at its next
+  /// period, and while several rings wait for it the thread gives it up to
+  /// 2 ms: threads that come and go fast reuse a few rings instead of each
+  /// mapping a new one (memory stays within a few rings of the live threads).
+  void let_retire() noexcept {
+    control_.wake_flusher();
+    for (int waited = 0; waited < 40 && rings_.retiring() > ring_pool::retiring_limit && !stopping(); ++waited) {
+      timespec pause{0, 50000};
+      nanosleep(&pause, nullptr);
+    }
+  }
+
+  /// The flusher runs for good (launch() succeeded).
+  bool flusher_running() const noexcept { return flusher_.running(); }
+  /// The flusher's CPU-time clock (what it cost, for benchmarks); false
+  /// while it does not run.
+  bool flusher_cpu_clock(clockid_t& id) const noexcept { return flusher_.cpu_clock(id); }
+  /// EDGETRACE_SIGNAL_FLUSH: a SIGINT/SIGTERM handler hands its signal to
+  /// the flusher and waits at most `max_ms` (signal_handoff). Async-signal-safe.
+  void hand_signal(int signo, bool terminates, int max_ms) noexcept { signal_.hand_and_wait(signo, terminates, max_ms); }
+
+  /// The runtime's own locks (the flusher's control, the ring list, the
+  /// name table), in the one order fork and quick_exit take them
+  /// (writer/process.hpp, lock_all): none is ever held with another of them.
+  void lock_all() noexcept EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
+    for (mutex* m : own_locks()) m->lock();
+  }
+  /// Takes them all, or none: false when one is held.
+  bool try_lock_all() noexcept EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
+    const own_lock_list locks = own_locks();
+    std::size_t taken = 0;
+    while (taken < locks.size() && locks[taken]->try_lock()) ++taken;
+    if (taken == locks.size()) return true;
+    while (taken > 0) locks[--taken]->unlock();
+    return false;
+  }
+  void unlock_all() noexcept EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
+    const own_lock_list locks = own_locks();
+    for (std::size_t i = locks.size(); i > 0; --i) locks[i - 1]->unlock();
+  }
+  /// A forked child, with every lock held since fork_prepare: its copy of
+  /// the runtime is never used again; its copy of the dump's descriptor is
+  /// closed (not a number the app reused).
+  void leave_in_child() noexcept {
+    unlock_all();
+    file_.close();
+  }
+
+  /// Start-up, on the starting thread: the writer id, the triggers, the
+  /// process chunk and the first calibration pair, then the flusher, which
+  /// opens the output (open_output); waits at most
+  /// flusher_control::open_wait for the open. On failure: one stderr line,
+  /// false. A FIFO without a reader, or an open still blocked after the
+  /// wait, does not hold the app: tracing goes on into the rings and the
+  /// flusher writes once the output opens (exit then waits at most 1 s).
+  bool launch() noexcept {
+    const std::uint64_t seed = clock_ns(CLOCK_MONOTONIC) ^ (static_cast<std::uint64_t>(owner_pid_) << 32) ^
+                               reinterpret_cast<std::uintptr_t>(this);
+    {
+      // Until the flusher starts, the starting thread holds the stream's
+      // flusher-side state: nothing else runs on it yet.
+      const playing_role starting(flusher_role);
+      set_writer_id(static_cast<std::uint32_t>((seed * 0x9E3779B97F4A7C15ull) >> 32) | 1u);
+      read_triggers();
+      write_process_chunk();  // into the output buffer: the flusher writes it after the file header
+      write_calibration();
+    }
+    // The flusher blocks every signal: the app's handlers must run on the
+    // app's threads, SIGINT/SIGTERM must not land on ours, and a SIGXFSZ from
+    // a file-size limit must turn into EFBIG (reported) rather than a kill.
+    const int error = flusher_.start(&runtime::flusher_main, this, "edgetrace");
+    if (error != 0) {
+      report("cannot start the flusher thread: %s; tracing is off", std::strerror(error));
+      return false;
+    }
+    if (control_.wait_open_failed()) {  // said so already (open_output); the flusher only ends
+      flusher_.join();
+      return false;
+    }
+    flusher_.running_for_good();
+    return true;
+  }
+
+  /// Exit, once recording stopped: the flusher's final pass, waited for at
+  /// most 1 s (100 ms after a wait gave up), with the app's other threads
+  /// lowered meanwhile; one stderr line saying why when it did not end.
+  void stop_at_exit() noexcept {
+    if (!control_.stop()) return;
+    // The final pass needs a CPU, which the app's busy threads would share
+    // out among themselves (writer/exit_priority.hpp).
+    static exit_priority others;  // static: 64 KiB, and shutdown runs once
+    others.lower_others(flusher_.tid());
+    // Bounded: a reader that stopped reading, or a stuck file system, must
+    // not hold the app's exit. After 1 s the app goes on exiting (the
+    // flusher, stuck in the kernel, goes with the process).
+    const bool done = control_.wait_finished();
+    const std::size_t lowered = others.lowered();
+    const std::size_t kept = others.kept();
+    others.restore();
+    if (done) {
+      flusher_.join();
+    } else if (config_.flight && !flight_ready()) {
+      // The ring holds no record before it is faulted in (they wait in the
+      // threads' rings), so there is nothing a snapshot could be made of.
+      const std::size_t ring = flight_faulting_bytes();
+      const unsigned long long run_ms = (clock_ns(CLOCK_MONOTONIC) - first_calibration().monotonic_ns) / 1000000u;
+      if (ring == 0)
+        report("EDGETRACE_MODE=flight: the flight ring was not mapped yet at exit, %llu ms after tracing began (the "
+               "flusher had not reached it: memory was slow to come); no snapshot was written",
+               run_ms);
+      else
+        report("EDGETRACE_MODE=flight: the %llu MiB ring was still being faulted in at exit, %llu MiB of it after %llu "
+               "ms of the run; it holds no record until it is whole, so no snapshot was written (a smaller "
+               "EDGETRACE_FLIGHT_MB is ready sooner)",
+               static_cast<unsigned long long>(ring >> 20),
+               static_cast<unsigned long long>(flight_faulted_bytes() >> 20), run_ms);
+    } else if (!control_.opened()) {
+      report("EDGETRACE_OUTPUT '%s' never opened (a FIFO that no process reads, or a stuck file system); nothing "
+             "was written",
+             file_.path());
+    } else if (output_stalled(500000000u)) {
+      report("EDGETRACE_OUTPUT '%s' took no data for 1 s at exit (a reader that stopped reading, or a stuck file "
+             "system); the dump may lack its end",
+             file_.path());
+    } else {
+      report("the final pass over EDGETRACE_OUTPUT '%s' did not end within 1 s of exit, though the output took data "
+             "(%zu other threads were still running on %d CPUs%s); the dump lacks its end: everything up to its last "
+             "flush is there",
+             file_.path(), lowered + kept, cpus(),
+             kept != 0 ? ", at their own priority: without CAP_SYS_NICE it could not have been put back" : "");
+    }
+  }
 
   // ------------------------------------------------------------ flusher clients
 
@@ -47,7 +269,7 @@ class runtime final : public runtime_stream, private flusher_output {
   }
 
   // flusher_output: what a client may do from its poll.
-  std::uint32_t site_id(std::uint64_t word) override { return encoder_.word_site_id(word); }
+  std::uint32_t site_id(std::uint64_t word) override EDGETRACE_DETAIL_REQUIRES(flusher_role) { return encoder_.word_site_id(word); }
   void emit(format::chunk_type type, const unsigned char* payload, std::size_t size) override
       EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     emit_client_chunk(type, payload, size);
@@ -70,7 +292,7 @@ class runtime final : public runtime_stream, private flusher_output {
   double drain_all(sweep kind) EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     // Every ring below is drained after this load: the unloaded ranges
     // published before it hold no records any more once the loop is done.
-    const std::uint64_t unloaded_epoch_now = unloaded_epoch.load(std::memory_order_acquire);
+    const std::uint64_t unloaded_epoch_now = unloaded_libraries.epoch();
     const std::uint64_t now_ns = kind == sweep::cycle ? clock_ns(CLOCK_MONOTONIC) : 0;
     if (EDGETRACE_DETAIL_UNLIKELY(space_.bounded())) measure_in_flight();
     double fullest = 0;
@@ -288,16 +510,15 @@ class runtime final : public runtime_stream, private flusher_output {
          ring = ring->next_attached.load(std::memory_order_acquire))
       if (encoder_.announced(*ring) && !ring->retired.load(std::memory_order_acquire))
         threads[count++] = {ring->thread_id, ring->os_tid};
-    chunk_encoder& encoder = encoder_;
     const std::uint64_t before_tick_ns = clock_ns(CLOCK_MONOTONIC);
     sampler_->sample(
         {ticks(config_.clock), before_tick_ns}, now_ns,
         [&](auto&& add) {
           for (std::size_t i = 0; i < count; ++i) add(threads[i].id, threads[i].os_tid);
         },
-        [&](format::chunk_type type, const unsigned char* payload, std::size_t size) {
-          encoder.emit_client_chunk(type, payload, size);
-        });
+        // Called within sample(), on this thread: the flusher's.
+        [&](format::chunk_type type, const unsigned char* payload, std::size_t size)
+            EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS { encoder_.emit_client_chunk(type, payload, size); });
   }
 
   /// Final pass: everything drained, thread totals, a last calibration
@@ -328,7 +549,7 @@ class runtime final : public runtime_stream, private flusher_output {
       room += ring.room_dropped;
     }
   };
-  drop_causes retired_causes_;  ///< flusher only: those of retired rings
+  drop_causes retired_causes_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role);  ///< those of retired rings
 
   /// Once per run, when the first stall that made a thread give up
   /// waiting has ended (the flusher is back here): one stderr line with
@@ -459,19 +680,29 @@ class runtime final : public runtime_stream, private flusher_output {
   static const char* crash_signal_name(int signo) noexcept;
 
   static void* flusher_main(void* self) {
-    auto* rt = static_cast<runtime*>(self);
+    static_cast<runtime*>(self)->run_flusher();
+    return nullptr;
+  }
+
+ private:
+  /// The flusher thread, from its start to its end.
+  void run_flusher() {
     const playing_role flusher(flusher_role);  // from here on, this thread alone
     on_flusher_thread = true;  // never waits for room: only this thread makes it
-    rt->flusher_.set_tid(os::thread_id());
+    flusher_.set_tid(os::thread_id());
     // Made by whichever thread traced first: if the app pinned that one,
     // the flusher would share its CPU and preempt it at every drain.
     os::run_on_process_cpus();
-    if (rt->config_.flight)
-      rt->start_flight();  // no file: snapshots make their own
+    if (config_.flight)
+      start_flight();  // no file: snapshots make their own
     else
-      rt->open_output();  // on failure: one line, failed_, and the loop only discards
-    rt->flusher_loop();
-    return nullptr;
+      open_output();  // on failure: one line, failed_, and the loop only discards
+    flusher_loop();
+  }
+
+  using own_lock_list = std::array<mutex*, 3>;
+  own_lock_list own_locks() noexcept {
+    return {&control_.lock_for_exit(), &rings_.list_mutex(), &names_.table_mutex()};
   }
 };
 
@@ -480,7 +711,20 @@ class runtime final : public runtime_stream, private flusher_output {
 inline std::atomic<runtime*> the_runtime{nullptr};
 alignas(runtime) inline unsigned char runtime_storage[sizeof(runtime)];
 
-inline bool owns_runtime(const runtime* rt) noexcept { return rt != nullptr && rt->owner_pid_ == ::getpid(); }
+inline runtime* runtime::create(const settings& config, const char* output_path, pthread_key_t exit_key,
+                                std::vector<std::string> names) noexcept {
+  return new (runtime_storage) runtime(config, output_path, exit_key, std::move(names));
+}
+
+/// Whether `rt` is this process's runtime (not null, not a forked child's copy).
+inline bool owns_runtime(const runtime* rt) noexcept { return rt != nullptr && rt->owned_here(); }
+
+/// The runtime when this process owns it; null while tracing is off, and
+/// in a forked child (its copy of the parent's is never used).
+inline runtime* owned_runtime() noexcept {
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  return owns_runtime(rt) ? rt : nullptr;
+}
 
 }  // namespace detail
 }  // namespace EDGETRACE_ABI_NAMESPACE

@@ -60,7 +60,7 @@ inline help_result help_locked(runtime& rt, thread_ring& ring, ring_encoding& en
   // library unloaded since (a record pushed after an unload must be read
   // with that unload's sites forgotten, which only the flusher does).
   if (!rt.may_help() || enc.generation != rt.site_generation() ||
-      unloaded_epoch.load(std::memory_order_acquire) != enc.unloaded_epoch)
+      unloaded_libraries.epoch() != enc.unloaded_epoch)
     return help_result::stopped;
   std::uint64_t encoded = 0;
   bool ended_early = false;
@@ -96,7 +96,7 @@ inline help_result help(runtime& rt, thread_ring& ring) noexcept {
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   if ((handed && enc.waiting() >= ring_encoding::buffer_count / 2) || result == help_result::stopped ||
       result == help_result::no_room)
-    rt.control_.wake_flusher();
+    rt.wake_flusher();
   return result;
 }
 

@@ -9,6 +9,7 @@
 // docs/TRUST.md, "Outputs that block".
 #pragma once
 
+#include <edgetrace/core/thread_safety.hpp>
 #include <edgetrace/format.hpp>
 #include <edgetrace/writer/clock.hpp>
 #include <edgetrace/writer/env.hpp>
@@ -39,23 +40,25 @@ class dump_file {
   /// What check() found.
   enum class state { ours, gone, truncated };
 
-  char* path() noexcept { return path_; }
+  const char* path() const noexcept { return path_; }
   static constexpr std::size_t path_capacity = 4096;
+  /// Before the flusher starts: the dump's path (cut to path_capacity - 1 bytes).
+  void set_path(const char* path) noexcept { std::snprintf(path_, sizeof path_, "%s", path); }
   /// Output failed: tracing is off, the flusher only discards.
   bool failed() const noexcept { return failed_.load(std::memory_order_relaxed); }
   /// Acquire: what failed before it is visible.
   bool failed_acquire() const noexcept { return failed_.load(); }
-  bool regular() const noexcept { return output_regular_; }
+  bool regular() const noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) { return output_regular_; }
   /// Flusher only: the descriptor, and the file's size as this writer knows it.
   int descriptor() const noexcept { return fd_.load(std::memory_order_relaxed); }
-  std::uint64_t size() const noexcept { return expected_size_; }
+  std::uint64_t size() const noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) { return expected_size_; }
 
   /// Opens path() for appending (flusher thread). A FIFO without a reader
   /// first fails at once (O_NONBLOCK): waiting() is called (the starting
   /// thread is told and goes on), then the open waits for a reader.
   /// Returns the descriptor, or -1 after one stderr line.
   template <class Waiting>
-  int open(Waiting&& waiting) noexcept {
+  int open(Waiting&& waiting) noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     int fd = ::open(path_, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
     if (fd < 0 && errno == ENXIO) {
       waiting();
@@ -87,7 +90,7 @@ class dump_file {
   /// appends after what is there. A file this process wrote before an
   /// exec() is appended to: its earlier image's lock went with the exec, not
   /// its data.
-  bool begin(int fd, std::uint32_t writer_id) noexcept {
+  bool begin(int fd, std::uint32_t writer_id) noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     const bool first = claim_file(fd, writer_id);  // the lock first: the size is read under it
     struct stat st;
     const bool known = ::fstat(fd, &st) == 0;
@@ -113,7 +116,7 @@ class dump_file {
   /// does not walk (damage, a foreign file), or a process without /proc
   /// falls back to the file's time: written after this process began.
   static constexpr int max_walked = 16384;
-  bool written_before_exec(const struct stat& st) const noexcept {
+  bool written_before_exec(const struct stat& st) const noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     if (st.st_size == 0) return false;
     const os::process_identity me = os::own_identity();
     // The dump's descriptor is write-only: the walk reads through one of
@@ -204,7 +207,7 @@ class dump_file {
   /// destroys nothing. Without locks (some network file systems) every
   /// writer is first, as with an O_TRUNC open. FIFOs and devices: nothing
   /// to claim.
-  bool claim_file(int fd, std::uint32_t writer_id) noexcept {
+  bool claim_file(int fd, std::uint32_t writer_id) noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     if (!output_regular_) return true;
     struct flock probe;
     std::memset(&probe, 0, sizeof probe);
@@ -220,7 +223,7 @@ class dump_file {
 
   /// Writes all of [data, data+size) with as many write() calls as the
   /// kernel needs; on failure reports once and turns tracing off.
-  bool write_all(const unsigned char* data, std::size_t size) noexcept {
+  bool write_all(const unsigned char* data, std::size_t size) noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     if (failed_.load(std::memory_order_relaxed)) return false;
     const int fd = fd_.load(std::memory_order_relaxed);
     write_since_ns_.store(clock_ns(CLOCK_MONOTONIC), std::memory_order_relaxed);
@@ -250,10 +253,10 @@ class dump_file {
   /// reports name it): a reader that paused, a full pipe, a stuck disk.
   static constexpr std::uint64_t slow_write_ns = 100000000u;
   /// Flusher only: writes that took slow_write_ns or more, and the longest.
-  std::uint64_t slow_writes() const noexcept { return slow_writes_; }
-  std::uint64_t longest_write_ns() const noexcept { return longest_write_ns_; }
+  std::uint64_t slow_writes() const noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) { return slow_writes_; }
+  std::uint64_t longest_write_ns() const noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) { return longest_write_ns_; }
   /// Flusher only: what the output is, in words ("a regular file", "a pipe"...).
-  const char* kind_text() const noexcept {
+  const char* kind_text() const noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     return output_regular_ ? "a regular file" : output_fifo_ ? "a pipe" : "not a regular file";
   }
 
@@ -290,7 +293,7 @@ class dump_file {
   /// Checks, before a write, that the descriptor still names the dump and
   /// that the dump was not truncated under us (then `truncated_to` is its
   /// size). One fstat.
-  state check(std::uint64_t& truncated_to) noexcept {
+  state check(std::uint64_t& truncated_to) noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     if (!fd_ours_) return state::gone;
     char message[4400];
     struct stat st;
@@ -323,7 +326,7 @@ class dump_file {
 
   /// The file was truncated by someone else to `size`: says so once; the
   /// stream starts again at the new end.
-  void note_truncated(std::uint64_t size) noexcept {
+  void note_truncated(std::uint64_t size) noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     if (!truncation_reported_) {
       truncation_reported_ = true;
       report("EDGETRACE_OUTPUT '%s' was truncated by another process (%llu bytes left of at least %llu; log "
@@ -334,14 +337,14 @@ class dump_file {
   }
 
   /// Flight mode: no dump is open, nothing to check before writes.
-  void disown() noexcept { fd_ours_ = false; }
+  void disown() noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) { fd_ours_ = false; }
 
   /// The descriptor is still ours and open (the deletion check each cycle).
-  bool fd_ours() const noexcept { return fd_ours_; }
+  bool fd_ours() const noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) { return fd_ours_; }
 
   /// Closes the dump unless its number now names someone else's file
   /// (async-signal-safe: the fork child's handler calls it too).
-  void close() noexcept {
+  void close() noexcept EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {  // the flusher, or a fork child with every lock held
     const int fd = fd_.exchange(-1, std::memory_order_acq_rel);
     struct stat st;
     if (fd >= 0 && fd_ours_ && ::fstat(fd, &st) == 0 && st.st_dev == output_dev_ && st.st_ino == output_ino_)
@@ -356,19 +359,19 @@ class dump_file {
   /// Set when output failed; the flusher then only discards.
   std::atomic<bool> failed_{false};
   /// Flusher only, set by open: what the descriptor named then.
-  dev_t output_dev_ = 0;
-  ino_t output_ino_ = 0;
-  bool output_regular_ = false;
-  bool output_fifo_ = false;
-  std::uint64_t slow_writes_ = 0;
-  std::uint64_t longest_write_ns_ = 0;
+  dev_t output_dev_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
+  ino_t output_ino_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
+  bool output_regular_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = false;
+  bool output_fifo_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = false;
+  std::uint64_t slow_writes_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
+  std::uint64_t longest_write_ns_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
   /// Flusher only: false once the descriptor's number names another file
   /// (the app closed ours and reused it): never write to or close it.
-  bool fd_ours_ = true;
+  bool fd_ours_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = true;
   /// Flusher only: the file's size can be no smaller than this after our
   /// writes (other writers only append); smaller means truncated.
-  std::uint64_t expected_size_ = 0;
-  bool truncation_reported_ = false;
+  std::uint64_t expected_size_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
+  bool truncation_reported_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = false;
   /// CLOCK_MONOTONIC ns when the write() in progress began, 0 between
   /// writes (flusher stores; exit and unload read it to see a stall).
   std::atomic<std::uint64_t> write_since_ns_{0};

@@ -44,7 +44,7 @@ namespace detail {
 // ------------------------------------------------------------ exit
 
 /// The stream's end: recording stops and the flusher's final pass runs,
-/// waited for at most 1 s (shutdown).
+/// waited for at most 1 s (runtime::stop_at_exit).
 inline void end_stream(runtime* rt) noexcept {
   {
     mutex_lock lock(category_mutex);
@@ -53,54 +53,40 @@ inline void end_stream(runtime* rt) noexcept {
   }
   // The exiting thread records nothing more that the final pass could
   // see: retiring its ring now gets its pending loss written too.
-  if (thread_ring* ring = attached_ring) {
-    pthread_setspecific(rt->exit_key_, nullptr);
-    retire_ring(rt, ring);
-  }
-  if (!rt->control_.stop()) return;
-  // The final pass needs a CPU, which the app's busy threads would share
-  // out among themselves (writer/exit_priority.hpp).
-  static exit_priority others;  // static: 64 KiB, and shutdown runs once
-  others.lower_others(rt->flusher_.tid());
-  // Bounded: a reader that stopped reading, or a stuck file system, must
-  // not hold the app's exit. After 1 s the app goes on exiting (the
-  // flusher, stuck in the kernel, goes with the process).
-  const bool done = rt->control_.wait_finished();
-  const std::size_t lowered = others.lowered();
-  const std::size_t kept = others.kept();
-  others.restore();
-  if (done) {
-    rt->flusher_.join();
-  } else if (rt->config_.flight && !rt->flight_ready()) {
-    // The ring holds no record before it is faulted in (they wait in the
-    // threads' rings), so there is nothing a snapshot could be made of.
-    const std::size_t ring = rt->flight_faulting_bytes();
-    const unsigned long long run_ms = (clock_ns(CLOCK_MONOTONIC) - rt->first_calibration().monotonic_ns) / 1000000u;
-    if (ring == 0)
-      report("EDGETRACE_MODE=flight: the flight ring was not mapped yet at exit, %llu ms after tracing began (the "
-             "flusher had not reached it: memory was slow to come); no snapshot was written",
-             run_ms);
-    else
-      report("EDGETRACE_MODE=flight: the %llu MiB ring was still being faulted in at exit, %llu MiB of it after %llu "
-             "ms of the run; it holds no record until it is whole, so no snapshot was written (a smaller "
-             "EDGETRACE_FLIGHT_MB is ready sooner)",
-             static_cast<unsigned long long>(ring >> 20),
-             static_cast<unsigned long long>(rt->flight_faulted_bytes() >> 20), run_ms);
-  } else if (!rt->control_.opened()) {
-    report("EDGETRACE_OUTPUT '%s' never opened (a FIFO that no process reads, or a stuck file system); nothing "
-           "was written",
-           rt->file_.path());
-  } else if (rt->output_stalled(500000000u)) {
-    report("EDGETRACE_OUTPUT '%s' took no data for 1 s at exit (a reader that stopped reading, or a stuck file "
-           "system); the dump may lack its end",
-           rt->file_.path());
-  } else {
-    report("the final pass over EDGETRACE_OUTPUT '%s' did not end within 1 s of exit, though the output took data "
-           "(%zu other threads were still running on %d CPUs%s); the dump lacks its end: everything up to its last "
-           "flush is there",
-           rt->file_.path(), lowered + kept, rt->cpus(),
-           kept != 0 ? ", at their own priority: without CAP_SYS_NICE it could not have been put back" : "");
-  }
+  if (thread_ring* ring = attached_ring) retire_ring(rt, ring, true);
+  rt->stop_at_exit();
+}
+
+// ------------------------------------------------------------ the locks
+
+/// Taken by the fork handlers so that the child never inherits one held.
+inline mutex restart_mutex;
+
+/// Every lock of the tracer, in the one order fork_prepare and
+/// quick_exit_shutdown take them: the child restart, the categories, the
+/// unloaded ranges (each never held with another lock), then the
+/// runtime's own (runtime::lock_all). A fork must not copy one held into
+/// the child; quick_exit must not wait for one its own thread holds.
+inline void lock_all(runtime* rt) noexcept EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
+  restart_mutex.lock();
+  category_mutex.lock();
+  unloaded_libraries.lock_for_fork().lock();
+  if (rt != nullptr) rt->lock_all();
+}
+inline void unlock_all(runtime* rt) noexcept EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
+  if (rt != nullptr) rt->unlock_all();
+  unloaded_libraries.lock_for_fork().unlock();
+  category_mutex.unlock();
+  restart_mutex.unlock();
+}
+/// lock_all, or nothing: false (none held) when one of them is held.
+inline bool try_lock_all(runtime* rt) noexcept EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
+  mutex* const process_locks[] = {&restart_mutex, &category_mutex, &unloaded_libraries.lock_for_fork()};
+  std::size_t taken = 0;
+  while (taken < 3 && process_locks[taken]->try_lock()) ++taken;
+  if (taken == 3 && (rt == nullptr || rt->try_lock_all())) return true;
+  while (taken > 0) process_locks[--taken]->unlock();
+  return false;
 }
 
 /// At exit, at quick_exit, and when the library that holds the runtime is
@@ -109,11 +95,11 @@ inline void end_stream(runtime* rt) noexcept {
 /// installed ones. Left behind, a runtime's handlers pointed into its
 /// unmapped library, and the next such signal crashed the app.
 inline void shutdown() noexcept {
-  runtime* rt = the_runtime.load(std::memory_order_acquire);
-  if (!owns_runtime(rt)) return;
-  if (rt->flusher_.running()) end_stream(rt);
-  restore_signal_handlers(rt->config_.toggle_signal);
-  if (rt->config_.flight) restore_flight_handlers(rt->config_.snapshot_signal);
+  runtime* rt = owned_runtime();
+  if (rt == nullptr) return;
+  if (rt->flusher_running()) end_stream(rt);
+  restore_signal_handlers(rt->config().toggle_signal);
+  if (rt->config().flight) restore_flight_handlers(rt->config().snapshot_signal);
 }
 
 /// at_quick_exit's handler: quick_exit() ends the stream as exit() does.
@@ -125,23 +111,17 @@ inline void shutdown() noexcept {
 /// ~100 ms (another thread, the flusher included, holds them for
 /// microseconds); otherwise the dump is left as after a crash, every whole
 /// chunk readable.
-inline void quick_exit_shutdown() noexcept EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
-  runtime* rt = the_runtime.load(std::memory_order_acquire);
-  if (!owns_runtime(rt)) return;
-  mutex* const locks[] = {&category_mutex, &rt->control_.lock_for_exit(), &rt->rings_.list_mutex(), &rt->names_.table_mutex()};
-  for (int tries = 0;; ++tries) {
-    std::size_t taken = 0;
-    while (taken < 4 && locks[taken]->try_lock()) ++taken;
-    for (std::size_t i = taken; i > 0; --i) locks[i - 1]->unlock();
-    if (taken == 4) break;
+inline void quick_exit_shutdown() noexcept {
+  runtime* rt = owned_runtime();
+  if (rt == nullptr) return;
+  for (int tries = 0; !try_lock_all(rt); ++tries) {
     if (tries == 100) return;
     timespec pause{0, 1000000};
     nanosleep(&pause, nullptr);
   }
+  unlock_all(rt);
   shutdown();
 }
-
-// ------------------------------------------------------------ start-up
 
 // ------------------------------------------------------------ start-up
 
@@ -158,37 +138,9 @@ inline bool child_output_path(const char* parent_path, long pid, char* out, std:
 }
 
 
-/// Prepares the process chunk and the first calibration pair, starts the
-/// flusher, which opens rt->path_ (open_output), and waits at most
-/// flusher_control::open_wait for the open. On failure: one stderr line, false. A
-/// FIFO without a reader, or an open still blocked after the wait, does not
-/// hold the app: tracing goes on into the rings and the flusher writes once
-/// the output opens (exit then waits at most 1 s: shutdown).
+/// runtime::launch, then the runtime is published: the app's threads see it.
 inline bool open_and_launch(runtime* rt) noexcept {
-  const std::uint64_t seed = clock_ns(CLOCK_MONOTONIC) ^ (static_cast<std::uint64_t>(rt->owner_pid_) << 32) ^
-                             reinterpret_cast<std::uintptr_t>(rt);
-  rt->set_writer_id(static_cast<std::uint32_t>((seed * 0x9E3779B97F4A7C15ull) >> 32) | 1u);
-  {
-    // Until the flusher starts, the starting thread holds the stream's
-    // flusher-side state: nothing else runs on it yet.
-    const playing_role starting(flusher_role);
-    rt->read_triggers();
-    rt->write_process_chunk();  // into the output buffer: the flusher writes it after the file header
-    rt->write_calibration();
-  }
-  // The flusher blocks every signal: the app's handlers must run on the
-  // app's threads, SIGINT/SIGTERM must not land on ours, and a SIGXFSZ from
-  // a file-size limit must turn into EFBIG (reported) rather than a kill.
-  const int error = rt->flusher_.start(&runtime::flusher_main, rt, "edgetrace");
-  if (error != 0) {
-    report("cannot start the flusher thread: %s; tracing is off", std::strerror(error));
-    return false;
-  }
-  if (rt->control_.wait_open_failed()) {  // said so already (open_output); the flusher only ends
-    rt->flusher_.join();
-    return false;
-  }
-  rt->flusher_.running_for_good();
+  if (!rt->launch()) return false;
   the_runtime.store(rt, std::memory_order_release);
   return true;
 }
@@ -204,7 +156,7 @@ inline void switch_flags_on(const settings& config) noexcept {
   // slow open, e.g. under an emulator, would otherwise shorten it).
   const format::capture_reason why = capture().start_locked(config, clock_ns(CLOCK_MONOTONIC));
   // Not recording from the start: the dump says so (and why) at once.
-  update_capture_locked(why, owns_runtime(the_runtime.load(std::memory_order_acquire)));
+  update_capture_locked(why, owned_runtime() != nullptr);
 }
 
 inline void switch_flags_off() noexcept {
@@ -253,27 +205,8 @@ inline void start_hooks_only(const settings& config) noexcept {
 
 // ------------------------------------------------------------ fork
 
-/// Taken by the fork handlers so that the child never inherits one held.
-inline mutex restart_mutex;
-
-inline void fork_prepare() noexcept EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
-  restart_mutex.lock();
-  category_mutex.lock();
-  unloaded_mutex.lock();  // never held with another lock: any place in the order
-  if (runtime* rt = the_runtime.load(std::memory_order_acquire)) {
-    rt->names_.table_mutex().lock();
-    rt->rings_.list_mutex().lock();
-  }
-}
-inline void fork_parent() noexcept EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
-  if (runtime* rt = the_runtime.load(std::memory_order_acquire)) {
-    rt->rings_.list_mutex().unlock();
-    rt->names_.table_mutex().unlock();
-  }
-  unloaded_mutex.unlock();
-  category_mutex.unlock();
-  restart_mutex.unlock();
-}
+inline void fork_prepare() noexcept { lock_all(the_runtime.load(std::memory_order_acquire)); }
+inline void fork_parent() noexcept { unlock_all(the_runtime.load(std::memory_order_acquire)); }
 
 /// EDGETRACE_FORK=follow: builds a fresh runtime in the child (the parent's
 /// is left as it was copied: destroying it could wait on the parent's
@@ -282,31 +215,30 @@ inline void fork_parent() noexcept EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
 inline void restart_in_child() noexcept {
   mutex_lock lock(restart_mutex);
   if (pending_restart.exchange(nullptr, std::memory_order_acq_rel) == nullptr) return;
+  // The child's runtime is built where the parent's copy is (runtime_storage):
+  // what it takes from that copy is copied out first.
   runtime* parent = the_runtime.load(std::memory_order_acquire);
-  const settings config = parent->config_;
-  const pthread_key_t exit_key = parent->exit_key_;
-  char parent_path[dump_file::path_capacity];
-  std::memcpy(parent_path, parent->file_.path(), sizeof parent_path);
-  // Handles interned before fork() ("intern once at model load") are used
-  // in the child too: it keeps the parent's names under the same ids.
-  std::vector<std::string> names = parent->names_.copy_all();
-  auto* rt = new (runtime_storage) runtime(config);
-  rt->owner_pid_ = ::getpid();
+  const settings config = parent->config();
+  const long pid = static_cast<long>(::getpid());
+  char path[dump_file::path_capacity];
+  const bool has_pid = std::strstr(config.output, "%p") != nullptr;
+  const bool fits = has_pid ? expand_output_path(config.output, path, sizeof path, pid,
+                                                 static_cast<long long>(std::time(nullptr)))
+                            : child_output_path(parent->output_path(), pid, path, sizeof path);
+  if (!fits) {
+    report("the forked child's dump path is too long; tracing is off in pid %ld", pid);
+    switch_flags_off();
+    return;
+  }
   {
     mutex_lock capture_lock(category_mutex);
     capture().restart_locked(clock_ns(CLOCK_MONOTONIC));
   }
-  rt->exit_key_ = exit_key;
-  rt->names_.adopt_all(std::move(names));
-  char* path = rt->file_.path();
-  const bool has_pid = std::strstr(config.output, "%p") != nullptr;
-  const bool fits = has_pid ? expand_output_path(config.output, path, dump_file::path_capacity,
-                                                 static_cast<long>(rt->owner_pid_),
-                                                 static_cast<long long>(std::time(nullptr)))
-                            : child_output_path(parent_path, static_cast<long>(rt->owner_pid_), path,
-                                                dump_file::path_capacity);
-  if (!fits) report("the forked child's dump path is too long; tracing is off in pid %ld", static_cast<long>(rt->owner_pid_));
-  if (!fits || !open_and_launch(rt)) switch_flags_off();
+  // Handles interned before fork() ("intern once at model load") are used
+  // in the child too: it keeps the parent's names under the same ids. The
+  // thread-exit key was inherited.
+  runtime* rt = runtime::create(config, path, parent->exit_key(), parent->copy_names());
+  if (!open_and_launch(rt)) switch_flags_off();
 }
 
 /// The child never writes to the parent's file: its copy of the flusher
@@ -314,21 +246,17 @@ inline void restart_in_child() noexcept {
 /// flush(), shutdown and thread attach into no-ops. With EDGETRACE_FORK=
 /// follow its flags stay on and its first event starts its own dump.
 inline void fork_child() noexcept EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
-  bool follow = false;
-  if (runtime* rt = the_runtime.load(std::memory_order_acquire)) {
-    rt->rings_.list_mutex().unlock();
-    rt->names_.table_mutex().unlock();
-    rt->file_.close();  // the child's copy (not a number the app reused)
-    follow = rt->config_.fork_follow && !rt->failed();
-  }
+  runtime* rt = the_runtime.load(std::memory_order_acquire);
+  const bool follow = rt != nullptr && rt->config().fork_follow && !rt->failed();
   current_ring = &sentinel_ring;  // the parent's ring copy is never drained here
   attached_ring = nullptr;
   if (follow) {
     pending_restart.store(&restart_in_child, std::memory_order_release);
   } else {
-    set_recording_locked(false);
+    set_recording_locked(false);  // category_mutex is held (lock_all)
   }
-  unloaded_mutex.unlock();
+  if (rt != nullptr) rt->leave_in_child();  // its locks, and the child's copy of the dump's descriptor
+  unloaded_libraries.lock_for_fork().unlock();
   category_mutex.unlock();
   restart_mutex.unlock();
 }
@@ -360,18 +288,18 @@ inline bool start_from_environment() noexcept {
   if (other_runtime_started()) return false;
   settings config = read_settings();
   choose_clock(config);
-  auto* rt = new (runtime_storage) runtime(config);
-  rt->owner_pid_ = ::getpid();
-  if (!expand_output_path(config.output, rt->file_.path(), dump_file::path_capacity, static_cast<long>(rt->owner_pid_),
+  char path[dump_file::path_capacity];
+  if (!expand_output_path(config.output, path, sizeof path, static_cast<long>(::getpid()),
                           static_cast<long long>(std::time(nullptr)))) {
     report("EDGETRACE_OUTPUT is longer than %zu bytes; tracing is off", dump_file::path_capacity - 1);
     return false;
   }
-  if (pthread_key_create(&rt->exit_key_, on_thread_exit) != 0) {
+  pthread_key_t exit_key;
+  if (pthread_key_create(&exit_key, on_thread_exit) != 0) {
     report("cannot create a thread-exit key; tracing is off");
     return false;
   }
-  if (!open_and_launch(rt)) return false;
+  if (!open_and_launch(runtime::create(config, path, exit_key))) return false;
   pthread_atfork(&fork_prepare, &fork_parent, &fork_child);
   std::atexit(&shutdown);
   std::at_quick_exit(&quick_exit_shutdown);  // quick_exit() is a normal end too: the stream gets its end chunk

@@ -248,7 +248,7 @@ inline constexpr std::chrono::milliseconds unload_flush_timeout{1000};
 /// Address range of a shared object unloaded while its records may still
 /// sit in a ring (unregister_category's flush timed out, e.g. on a slow
 /// output). The flusher reads a call-site descriptor only under
-/// unloaded_mutex, after checking these ranges, and drops (and counts) a
+/// unloaded_ranges' lock, after checking these ranges, and drops (and counts) a
 /// record whose site lies in one: it never reads an unloaded object's
 /// memory. A range is retired once a whole flusher cycle has begun after it
 /// was published (every ring was then drained past the unload), so a
@@ -256,45 +256,103 @@ inline constexpr std::chrono::milliseconds unload_flush_timeout{1000};
 struct unloaded_range {
   std::uintptr_t begin;
   std::uintptr_t end;
-  std::uint64_t epoch;  ///< unloaded_epoch when published
+  std::uint64_t epoch;  ///< unloaded_ranges::epoch() when published
 };
-inline constexpr std::size_t max_unloaded_ranges = 16;
-inline mutex unloaded_mutex;
-inline unloaded_range unloaded_ranges[max_unloaded_ranges] EDGETRACE_DETAIL_GUARDED_BY(unloaded_mutex) = {};
-inline std::size_t unloaded_count EDGETRACE_DETAIL_GUARDED_BY(unloaded_mutex) = 0;
-/// Bumped with each range published (under unloaded_mutex; release). The
-/// flusher loads it (acquire) after a ring's write position, so a record
-/// pushed after an unload is seen with that unload's range.
-inline std::atomic<std::uint64_t> unloaded_epoch{0};
 
-inline bool in_unloaded_range_locked(const void* address) noexcept EDGETRACE_DETAIL_REQUIRES(unloaded_mutex) {
-  const auto a = reinterpret_cast<std::uintptr_t>(address);
-  for (std::size_t i = 0; i < unloaded_count; ++i)
-    if (a >= unloaded_ranges[i].begin && a < unloaded_ranges[i].end) return true;
-  return false;
-}
+/// The ranges of the objects unloaded while their records may still sit in
+/// a ring, with their lock: an unloading thread publishes, the flusher
+/// reads a site only where no range holds it, forgets the sites it cached
+/// from them, and retires them.
+class unloaded_ranges {
+ public:
+  static constexpr std::size_t capacity = 16;
+
+  /// A copy of the ranges, taken at one epoch.
+  struct copy_of {
+    unloaded_range ranges[capacity];
+    std::size_t count = 0;
+    std::uint64_t epoch = 0;
+    bool holds(const void* address) const noexcept {
+      const auto a = reinterpret_cast<std::uintptr_t>(address);
+      for (std::size_t i = 0; i < count; ++i)
+        if (a >= ranges[i].begin && a < ranges[i].end) return true;
+      return false;
+    }
+  };
+
+  /// The unloading thread, while the object is still mapped: marks `range`
+  /// unloaded; once this returns (the flusher's site reads hold the lock)
+  /// no read of the range can start. Full: the last range is widened
+  /// (drops more, never reads more).
+  void publish(unloaded_range range) noexcept EDGETRACE_DETAIL_EXCLUDES(mutex_) {
+    if (range.begin == range.end) return;
+    mutex_lock lock(mutex_);
+    range.epoch = epoch_.load(std::memory_order_relaxed) + 1;
+    if (count_ < capacity) {
+      ranges_[count_++] = range;
+    } else {
+      unloaded_range& last = ranges_[capacity - 1];
+      last = {std::min(last.begin, range.begin), std::max(last.end, range.end), range.epoch};
+    }
+    epoch_.store(range.epoch, std::memory_order_release);
+  }
+
+  /// Bumped with each range published (under the lock; release). The
+  /// flusher loads it (acquire) after a ring's write position, so a record
+  /// pushed after an unload is seen with that unload's range.
+  std::uint64_t epoch() const noexcept { return epoch_.load(std::memory_order_acquire); }
+
+  /// Calls `read()` unless a range holds `address`, under the lock: the
+  /// object cannot be marked unloaded (and so cannot be unmapped) meanwhile.
+  /// False when a range holds it.
+  template <class Read>
+  bool read_unless_unloaded(const void* address, Read&& read) EDGETRACE_DETAIL_EXCLUDES(mutex_) {
+    mutex_lock lock(mutex_);
+    const auto a = reinterpret_cast<std::uintptr_t>(address);
+    for (std::size_t i = 0; i < count_; ++i)
+      if (a >= ranges_[i].begin && a < ranges_[i].end) return false;
+    read();
+    return true;
+  }
+
+  /// The ranges published so far, and the epoch they make.
+  copy_of copy() EDGETRACE_DETAIL_EXCLUDES(mutex_) {
+    copy_of out;
+    mutex_lock lock(mutex_);
+    out.count = count_;
+    std::copy(ranges_, ranges_ + count_, out.ranges);
+    out.epoch = epoch_.load(std::memory_order_relaxed);
+    return out;
+  }
+
+  /// Drops the ranges published up to `epoch` (a whole flusher cycle began
+  /// after they were seen: no ring holds their records any more).
+  void retire_up_to(std::uint64_t epoch) noexcept EDGETRACE_DETAIL_EXCLUDES(mutex_) {
+    mutex_lock lock(mutex_);
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < count_; ++i)
+      if (ranges_[i].epoch > epoch) ranges_[kept++] = ranges_[i];
+    count_ = kept;
+  }
+
+  /// Never held with another lock: fork takes it with the others (writer/process.hpp, lock_all).
+  mutex& lock_for_fork() noexcept EDGETRACE_DETAIL_RETURN_CAPABILITY(mutex_) { return mutex_; }
+
+ private:
+  mutex mutex_;
+  unloaded_range ranges_[capacity] EDGETRACE_DETAIL_GUARDED_BY(mutex_) = {};
+  std::size_t count_ EDGETRACE_DETAIL_GUARDED_BY(mutex_) = 0;
+  std::atomic<std::uint64_t> epoch_{0};
+};
+
+/// The process's.
+inline unloaded_ranges unloaded_libraries;
 
 /// The addresses of the shared object holding `address`; empty for the
 /// executable, or if none holds it.
 inline unloaded_range object_range(const void* address) noexcept {
   const os::loaded_object object = os::object_holding(reinterpret_cast<std::uintptr_t>(address));
   return {object.begin, object.end, 0};
-}
-
-/// Marks `range` unloaded. Called by the unloading thread while the object
-/// is still mapped; once this returns (the flusher's site reads hold
-/// unloaded_mutex) no read of the range can start.
-inline void publish_unloaded(unloaded_range range) noexcept {
-  if (range.begin == range.end) return;
-  mutex_lock lock(unloaded_mutex);
-  range.epoch = unloaded_epoch.load(std::memory_order_relaxed) + 1;
-  if (unloaded_count < max_unloaded_ranges) {
-    unloaded_ranges[unloaded_count++] = range;
-  } else {  // full: widen the last one (drops more, never reads more)
-    unloaded_range& last = unloaded_ranges[max_unloaded_ranges - 1];
-    last = {std::min(last.begin, range.begin), std::max(last.end, range.end), range.epoch};
-  }
-  unloaded_epoch.store(range.epoch, std::memory_order_release);
 }
 
 // ------------------------------------------------------------ interned names

@@ -204,6 +204,16 @@ class ring_pool {
   /// Held by every walker of the list but the flusher (which alone unlinks).
   mutex& list_mutex() noexcept EDGETRACE_DETAIL_RETURN_CAPABILITY(mutex_) { return mutex_; }
 
+  /// Records waiting in the attached rings, published and not yet read
+  /// (any thread but the flusher: a walk under list_mutex()).
+  std::size_t unread_records() noexcept EDGETRACE_DETAIL_EXCLUDES(mutex_) {
+    mutex_lock lock(mutex_);
+    std::size_t count = 0;
+    for (const thread_ring* ring = first(); ring != nullptr; ring = ring->next_attached.load(std::memory_order_acquire))
+      count += unread(*ring);
+    return count;
+  }
+
   /// A thread exited and its ring waits for the flusher (retiring()).
   void retire_one() noexcept { retiring_.fetch_add(1, std::memory_order_relaxed); }
   void retired_one() noexcept { retiring_.fetch_sub(1, std::memory_order_release); }

@@ -58,8 +58,7 @@ inline struct sigaction previous_toggle_action;
 
 inline void toggle_signal_handler(int signo, siginfo_t* info, void* context) noexcept {
   const int saved_errno = errno;
-  runtime* rt = the_runtime.load(std::memory_order_acquire);
-  if (owns_runtime(rt)) capture().toggle_from_signal();
+  if (owned_runtime() != nullptr) capture().toggle_from_signal();
   const struct sigaction& previous = previous_toggle_action;
   if ((previous.sa_flags & SA_SIGINFO) != 0) {
     if (previous.sa_sigaction != nullptr) previous.sa_sigaction(signo, info, context);
@@ -101,10 +100,8 @@ inline void signal_flush_handler(int signo, siginfo_t* info, void* context) noex
   struct sigaction& previous = signo == SIGINT ? previous_sigint : previous_sigterm;
   const bool has_action = (previous.sa_flags & SA_SIGINFO) != 0;
   const bool is_default = !has_action && previous.sa_handler == SIG_DFL;
-  runtime* rt = the_runtime.load(std::memory_order_acquire);
-  if (owns_runtime(rt) && rt->flusher_.running() && !rt->failed()) {
-    rt->signal_.hand_and_wait(signo, is_default, 2000);
-  }
+  runtime* rt = owned_runtime();
+  if (rt != nullptr && rt->flusher_running() && !rt->failed()) rt->hand_signal(signo, is_default, 2000);
   if (has_action) {
     previous.sa_sigaction(signo, info, context);
   } else if (is_default) {

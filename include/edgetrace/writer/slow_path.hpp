@@ -56,13 +56,12 @@ inline thread_local atomic_cell<std::uint64_t> attach_signal_drops{0};
 /// Hands the calling thread's ring to the flusher for good: its last
 /// records, its pending loss and its totals get written, then the ring is
 /// recycled. A later record on the thread attaches a new ring.
-inline void retire_ring(runtime* rt, thread_ring* ring) noexcept {
+/// `and_exit_hook`: the thread-exit hook is called off first (a thread
+/// that retires its ring before it exits).
+inline void retire_ring(runtime* rt, thread_ring* ring, bool and_exit_hook) noexcept {
   current_ring = &sentinel_ring;
   attached_ring = nullptr;
-  rt->rings_.retire_one();
-  // Release: the flusher's acquire of `retired` sees every record and loss
-  // field this thread wrote.
-  ring->retired.store(true, std::memory_order_release);
+  rt->retire(ring, and_exit_hook);
 }
 
 inline void on_thread_exit(void* ring_pointer) noexcept {
@@ -73,24 +72,14 @@ inline void on_thread_exit(void* ring_pointer) noexcept {
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
-  runtime* rt = the_runtime.load(std::memory_order_acquire);
-  if (!owns_runtime(rt)) {  // a forked child's copy: never drained here
+  runtime* rt = owned_runtime();
+  if (rt == nullptr) {  // a forked child's copy: never drained here
     current_ring = &sentinel_ring;
     attached_ring = nullptr;
     return;
   }
-  retire_ring(rt, static_cast<thread_ring*>(ring_pointer));
-  // The flusher retires the ring now, not at its next period, and a thread
-  // that exits while several rings wait for it gives it up to 2 ms: threads
-  // that come and go fast then reuse a few rings instead of each mapping a
-  // new one (memory stays within a few rings of the live threads).
-  rt->control_.wake_flusher();
-  for (int waited = 0; waited < 40 && rt->rings_.retiring() > ring_pool::retiring_limit &&
-                       !rt->control_.stopping();
-       ++waited) {
-    timespec pause{0, 50000};
-    nanosleep(&pause, nullptr);
-  }
+  retire_ring(rt, static_cast<thread_ring*>(ring_pointer), false);
+  rt->let_retire();
 }
 
 
@@ -106,13 +95,12 @@ inline thread_local bool attach_failed = false;
 inline thread_ring* attach_thread() noexcept {
   if (attach_failed) return nullptr;
   restart_if_forked();
-  runtime* rt = the_runtime.load(std::memory_order_acquire);
-  if (!owns_runtime(rt) || rt->failed() ||
-      rt->control_.stopping())  // shutting down: the flusher would never drain it
+  runtime* rt = owned_runtime();
+  if (rt == nullptr || !rt->active())  // shutting down: the flusher would never drain it
     return nullptr;
   attaching = true;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  thread_ring* ring = rt->rings_.take();
+  thread_ring* ring = rt->take_ring();
   if (ring == nullptr) {
     // Out of memory (or address space): this thread goes untraced. Say it
     // once per process, and never retry on this thread (a failing mmap per
@@ -122,14 +110,13 @@ inline thread_ring* attach_thread() noexcept {
     static std::atomic<bool> reported{false};
     if (!reported.exchange(true))
       report("cannot map a %llu KiB ring for thread %ld: %s; that thread (and any other that fails) is not traced",
-             static_cast<unsigned long long>(rt->config_.ring_records * sizeof(record) / 1024),
+             static_cast<unsigned long long>(rt->config().ring_records * sizeof(record) / 1024),
              os::thread_id(), std::strerror(errno));
     return nullptr;
   }
   ring->os_tid = static_cast<std::uint64_t>(os::thread_id());
   os::thread_name(ring->name, sizeof ring->name);
-  pthread_setspecific(rt->exit_key_, ring);
-  rt->rings_.attach(ring);
+  rt->attach(ring);
   attached_ring = ring;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   attaching = false;
@@ -173,8 +160,8 @@ inline constexpr std::uint64_t max_wait_step_ns = 10000000u;
 /// bounded wait per thread, and nothing once the output takes data again.
 inline std::size_t wait_for_room(thread_ring& ring, std::size_t needed) noexcept {
   runtime* rt = the_runtime.load(std::memory_order_acquire);
-  if (rt == nullptr || rt->config_.drop_when_full || on_flusher_thread || !owns_runtime(rt)) return 0;
-  std::uint32_t progress = rt->control_.room_word();
+  if (rt == nullptr || rt->config().drop_when_full || on_flusher_thread || !owns_runtime(rt)) return 0;
+  std::uint32_t progress = rt->progress_word();
   if (ring.gave_up) {
     if (progress == ring.gave_up_word) return 0;  // gave up, and the flusher has done nothing since
     ring.gave_up = false;
@@ -184,26 +171,19 @@ inline std::size_t wait_for_room(thread_ring& ring, std::size_t needed) noexcept
   std::uint64_t waited_ns = 0;
   std::size_t room = 0;
   for (;;) {
-    if (rt->control_.stopping() || !rt->control_.opened()) return room;
+    if (rt->stopping() || !rt->opened()) return room;
     if (rt->may_help()) {
       room = help_when_full(*rt, ring);
       if (room >= needed) return room;
     }
-    rt->control_.add_room_waiter();
-    const std::uint32_t seen = rt->control_.room_word();
-    room = refresh_room(ring);
-    if (room < needed) {
-      rt->control_.wake_flusher();
-      rt->control_.wait_for_room(seen, 1000000);  // 1 ms: look at the conditions above again
-      room = refresh_room(ring);
-    }
-    rt->control_.remove_room_waiter();
+    // 1 ms at most: then the conditions above are looked at again.
+    room = rt->wait_for_drain(needed, 1000000, [&] { return refresh_room(ring); });
     if (room >= needed) return room;
     const std::uint64_t now = clock_ns(CLOCK_MONOTONIC);
     const std::uint64_t step = now - looked_ns;
     looked_ns = now;
     record* const moved = ring.read_pos.load(std::memory_order_relaxed);
-    const std::uint32_t word = rt->control_.room_word();
+    const std::uint32_t word = rt->progress_word();
     if (moved != read || word != progress) {
       read = moved;
       progress = word;
@@ -211,7 +191,7 @@ inline std::size_t wait_for_room(thread_ring& ring, std::size_t needed) noexcept
     } else if ((waited_ns += step < max_wait_step_ns ? step : max_wait_step_ns) >= max_wait_without_progress_ns) {
       ring.gave_up = true;
       ring.gave_up_word = progress;
-      rt->control_.note_gave_up();
+      rt->note_gave_up();
       return room;
     }
   }
@@ -224,7 +204,7 @@ inline void note_drops(thread_ring& ring, std::uint64_t tick, std::uint64_t coun
     ring.loss_first = tick;
     // The ring just filled up: wake the flusher now rather than at its next
     // period (one wake per overflow episode, not per dropped record).
-    if (runtime* rt = the_runtime.load(std::memory_order_acquire); owns_runtime(rt)) rt->control_.wake_flusher();
+    if (runtime* rt = owned_runtime()) rt->wake_flusher();
   }
   ring.loss_last = tick;
   ring.pending_loss += count;
@@ -303,7 +283,7 @@ inline void publish_slots(thread_ring& ring, record* next) noexcept {
     record* pos = ring.write_pos.load(std::memory_order_relaxed);
     if (room - half < static_cast<std::size_t>(ring.write_limit - pos)) ring.write_limit = pos + (room - half);
   } else if (ours) {
-    rt->control_.wake_flusher();
+    rt->wake_flusher();
   }
 }
 

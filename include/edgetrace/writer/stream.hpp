@@ -30,6 +30,8 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <pthread.h>
@@ -55,8 +57,15 @@ inline thread_local bool on_flusher_thread = false;
 /// belong to the flusher thread; the rest say their lock or atomic.
 class runtime_stream : public encoder_host {
  public:
-  explicit runtime_stream(const settings& config) noexcept
-      : config_(config), rings_(config.ring_records), encoder_(*this) {
+  /// Everything set once is given here: the settings, the dump's path
+  /// (EDGETRACE_OUTPUT expanded), the thread-exit key, and the names
+  /// interned before (a forked child keeps its parent's ids). The calling
+  /// process owns the runtime.
+  runtime_stream(const settings& config, const char* output_path, pthread_key_t exit_key,
+                 std::vector<std::string> names) noexcept
+      : config_(config), owner_pid_(::getpid()), exit_key_(exit_key), rings_(config.ring_records), encoder_(*this) {
+    file_.set_path(output_path);
+    names_.adopt_all(std::move(names));
     // Before any thread maps a ring: threads that start together with the
     // app would map full rings before the flusher's first look (a few
     // dozen small reads, once; the flusher reads again a second later).
@@ -64,10 +73,22 @@ class runtime_stream : public encoder_host {
     last_room_ns_ = clock_ns(CLOCK_MONOTONIC);
   }
 
-  // ---- set once during start-up, then read-only
-  settings config_;
-  pid_t owner_pid_ = 0;
-  pthread_key_t exit_key_{};
+  /// The settings (read-only once built).
+  const settings& config() const noexcept { return config_; }
+  /// Whether the calling process built this runtime: a forked child holds
+  /// a copy it must never use (owns_runtime).
+  bool owned_here() const noexcept { return owner_pid_ == ::getpid(); }
+  /// The dump's path.
+  const char* output_path() const noexcept { return file_.path(); }
+  /// The thread-exit key (a forked child's runtime keeps its parent's).
+  pthread_key_t exit_key() const noexcept { return exit_key_; }
+
+ protected:
+  // ---- set once at construction, then read-only
+  const settings config_;
+  const pid_t owner_pid_;
+  /// The thread-exit key (on_thread_exit retires a thread's ring).
+  const pthread_key_t exit_key_;
   /// The flusher's thread (writer/control.hpp).
   flusher_thread flusher_;
   /// The dump (opened, written and closed by the flusher).
@@ -80,13 +101,14 @@ class runtime_stream : public encoder_host {
   /// The start, flush requests, the stop and the wake-ups between the
   /// app's threads and the flusher (writer/control.hpp).
   flusher_control control_;
-
-  /// CPUs the process may run on (the reports name them).
-  int cpus() const noexcept { return load_.cpus(); }
   /// A SIGINT/SIGTERM handler's flush (EDGETRACE_SIGNAL_FLUSH; writer/control.hpp).
   signal_handoff signal_;
   /// Flusher only: the end chunk was written; nothing more may follow.
   bool ended_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = false;
+
+ public:
+  /// CPUs the process may run on (the reports name them).
+  int cpus() const noexcept { return load_.cpus(); }
   /// The stream's first calibration pair: record_measured's reference for
   /// CLOCK_MONOTONIC ns → ticks. Written before the_runtime is published.
   const calibration_pair& first_calibration() const noexcept { return first_calibration_; }
@@ -108,7 +130,7 @@ class runtime_stream : public encoder_host {
     control_.wake_flusher();
   }
   /// The id in every chunk header of this stream (start-up, before the flusher).
-  void set_writer_id(std::uint32_t id) noexcept { encoder_.set_writer_id(id); }
+  void set_writer_id(std::uint32_t id) noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) { encoder_.set_writer_id(id); }
 
  protected:
   friend class flusher_output;
@@ -126,7 +148,7 @@ class runtime_stream : public encoder_host {
   // a client encodes through the flusher's encoder
 
   // ---- flusher only (flusher_role: clang checks who touches them)
-  chunk_encoder encoder_;
+  chunk_encoder encoder_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role);
   /// Records written and dropped by threads whose rings were retired (their
   /// counters are reset when the ring is recycled), for the exit report.
   std::uint64_t retired_written_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
@@ -144,7 +166,7 @@ class runtime_stream : public encoder_host {
   std::uint64_t last_flight_room_ns_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
   int calibrations_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
   calibration_pair first_calibration_ = {};
-  /// unloaded_epoch values this flusher has acted on: sites cached from
+  /// unloaded_libraries.epoch() values this flusher has acted on: sites cached from
   /// ranges published up to `seen` are forgotten; ranges up to `retired`
   /// are retired.
   std::uint64_t unloaded_seen_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
@@ -173,7 +195,7 @@ class runtime_stream : public encoder_host {
 
   // ---- latency triggers (EDGETRACE_TRIGGER; writer/flight/triggers.hpp).
   // Set before the flusher starts, then the flusher's alone.
-  flight_triggers triggers_;
+  flight_triggers triggers_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role);
 
  public:
   /// Output failed (tracing is off): everything is discarded.
@@ -194,19 +216,17 @@ class runtime_stream : public encoder_host {
   bool cpu_saturated() const noexcept { return load_.saturated(); }
   /// The site table's generation (chunk_encoder::generation): a helping
   /// thread trusts its ring's cache only while it matches.
-  std::uint64_t site_generation() const noexcept { return encoder_.generation(); }
+  /// Any thread: the generation is an atomic (acquire).
+  std::uint64_t site_generation() const noexcept EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS { return encoder_.generation(); }
   /// Nothing more may be written: output failed or the stream ended.
   bool closed() const noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) { return file_.failed() || ended_; }
 
   // ------------------------------------------------------------ encoder_host
 
   bool read_loaded_site(const site* s, void (*read)(const site&, void*), void* context) override {
-    // The only read of a descriptor, under unloaded_mutex: its library
-    // cannot be marked unloaded (and so cannot be unmapped) meanwhile.
-    mutex_lock lock(unloaded_mutex);
-    if (in_unloaded_range_locked(s)) return false;
-    read(*s, context);
-    return true;
+    // The only read of a descriptor: its library cannot be marked unloaded
+    // (and so cannot be unmapped) meanwhile.
+    return unloaded_libraries.read_unless_unloaded(s, [&] { read(*s, context); });
   }
   void category_name(std::uint32_t index, std::string& out) override { copy_category_name(index, out); }
   void interned_name(std::uint32_t id, std::string& out) override { names_.copy_name(id, out); }
@@ -384,7 +404,7 @@ class runtime_stream : public encoder_host {
 
   /// Every site, category and thread is defined again before its next use
   /// (each ring follows at its next drain: chunk_encoder::announce_thread).
-  void forget_definitions() noexcept { encoder_.forget_definitions(); }
+  void forget_definitions() noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) { encoder_.forget_definitions(); }
 
   /// Opens the dump (flusher thread). The first live writer of a regular
   /// file truncates it and writes the file header (dump_file::begin).
@@ -409,6 +429,10 @@ class runtime_stream : public encoder_host {
   }
 
 
+  /// Closes the dump (the flusher's end; a runtime built apart from the
+  /// process's, as a benchmark's, before it is destroyed).
+  void close_output() noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) { file_.close(); }
+
   /// True when the output took no data for at least `ns`.
   bool output_stalled(std::uint64_t ns) const noexcept {
     return file_.stalled(ns, control_.opened());
@@ -417,7 +441,7 @@ class runtime_stream : public encoder_host {
   // ------------------------------------------------------------ calibration and triggers
 
   /// The process chunk (the name from /proc/self/comm).
-  void write_process_chunk() {
+  void write_process_chunk() EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     char comm[64] = "process";
     os::process_name(comm, sizeof comm);
     encoder_.write_process(static_cast<std::uint64_t>(owner_pid_), os::own_identity(), config_, comm);
@@ -438,7 +462,7 @@ class runtime_stream : public encoder_host {
   /// show: exact for CLOCK_MONOTONIC and aarch64's stated counter rate,
   /// else measured from the first calibration pair to `latest` (the
   /// second comes before anything is drained: take_rate_pair).
-  void set_trigger_rate(const calibration_pair& latest) noexcept {
+  void set_trigger_rate(const calibration_pair& latest) noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     const std::uint64_t nominal = nominal_tick_rate(config_.clock);
     double rate = static_cast<double>(nominal) / 1e9;
     if (nominal == 0 && latest.tick > first_calibration_.tick && latest.monotonic_ns > first_calibration_.monotonic_ns)
@@ -450,7 +474,7 @@ class runtime_stream : public encoder_host {
   /// Reads EDGETRACE_TRIGGER (before the flusher starts); a bad value, or
   /// one outside flight mode (where a trigger has nothing to write), is
   /// one stderr line and no trigger.
-  void read_triggers() noexcept {
+  void read_triggers() noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     const char* spec = std::getenv("EDGETRACE_TRIGGER");
     if (spec == nullptr) return;
     if (!config_.flight) {
@@ -465,7 +489,7 @@ class runtime_stream : public encoder_host {
   /// Parses `spec` (EDGETRACE_TRIGGER's syntax) and has the encoder judge
   /// every record against it. False, with `error` saying why: no trigger.
   /// Limits fire only once a tick rate is known (the calibration pairs).
-  bool set_triggers(const char* spec, char* error, std::size_t error_size) noexcept {
+  bool set_triggers(const char* spec, char* error, std::size_t error_size) noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     triggers_ready_ = triggers_.parse(spec, error, error_size);
     if (triggers_ready_) encoder_.watch(&triggers_);
     return triggers_ready_;
@@ -502,30 +526,15 @@ class runtime_stream : public encoder_host {
   /// Forgets cached sites in the unloaded ranges published since the last
   /// call.
   void forget_unloaded_sites() EDGETRACE_DETAIL_REQUIRES(flusher_role) {
-    unloaded_range ranges[max_unloaded_ranges];
-    std::size_t count;
-    {
-      mutex_lock lock(unloaded_mutex);
-      count = unloaded_count;
-      std::copy(unloaded_ranges, unloaded_ranges + count, ranges);
-      unloaded_seen_ = unloaded_epoch.load(std::memory_order_relaxed);
-    }
-    encoder_.forget_sites_where([&](const site* s) {
-      const auto a = reinterpret_cast<std::uintptr_t>(s);
-      for (std::size_t i = 0; i < count; ++i)
-        if (a >= ranges[i].begin && a < ranges[i].end) return true;
-      return false;
-    });
+    const unloaded_ranges::copy_of unloaded = unloaded_libraries.copy();
+    unloaded_seen_ = unloaded.epoch;
+    encoder_.forget_sites_where([&](const site* s) { return unloaded.holds(s); });
   }
 
   /// Retires the ranges published up to `epoch`: a whole drain_all cycle
   /// began after this flusher saw them, so no ring holds their records.
   void retire_unloaded(std::uint64_t epoch) noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
-    mutex_lock lock(unloaded_mutex);
-    std::size_t kept = 0;
-    for (std::size_t i = 0; i < unloaded_count; ++i)
-      if (unloaded_ranges[i].epoch > epoch) unloaded_ranges[kept++] = unloaded_ranges[i];
-    unloaded_count = kept;
+    unloaded_libraries.retire_up_to(epoch);
     unloaded_retired_ = epoch;
   }
 
@@ -625,7 +634,7 @@ class runtime_stream : public encoder_host {
     std::uint64_t limit = ~std::uint64_t{0};
     if (EDGETRACE_DETAIL_UNLIKELY(space_.bounded())) limit = records_below_bound(ring);
     record* const published = ring.write_pos.load(order_acquire);
-    if (EDGETRACE_DETAIL_UNLIKELY(unloaded_epoch.load(std::memory_order_acquire) != unloaded_seen_))
+    if (EDGETRACE_DETAIL_UNLIKELY(unloaded_libraries.epoch() != unloaded_seen_))
       forget_unloaded_sites();
     encoder_.begin_ring(ring, enc, unloaded_seen_);
     std::uint64_t left = limit;
@@ -652,7 +661,7 @@ class runtime_stream : public encoder_host {
   /// Writes, as an in-band loss at the current tick, the records this
   /// ring's signal handlers could not store (reserve_slots); the thread's
   /// dropped total includes them.
-  void write_signal_drops(thread_ring& ring, ring_encoding& enc) EDGETRACE_DETAIL_REQUIRES(enc) {
+  void write_signal_drops(thread_ring& ring, ring_encoding& enc) EDGETRACE_DETAIL_REQUIRES(enc) EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     const std::uint64_t n = ring.signal_drops.exchange(0, std::memory_order_relaxed);
     ring.signal_dropped += n;
     const std::uint64_t now = ticks(config_.clock);

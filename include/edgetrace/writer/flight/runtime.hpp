@@ -271,8 +271,7 @@ inline struct sigaction previous_snapshot_action;
 /// EDGETRACE_SNAPSHOT_SIGNAL's handler (runtime_stream::snapshot_signal_received).
 inline void snapshot_signal_handler(int, siginfo_t*, void*) noexcept {
   const int saved_errno = errno;
-  runtime* rt = the_runtime.load(std::memory_order_acquire);
-  if (owns_runtime(rt)) rt->snapshot_signal_received();
+  if (runtime* rt = owned_runtime()) rt->snapshot_signal_received();
   errno = saved_errno;
 }
 
@@ -343,11 +342,11 @@ inline void crash_handler(int signo, siginfo_t* info, void* context) noexcept {
     struct sigaction now;
     const bool still_ours = sigaction(signo, nullptr, &now) == 0 && (now.sa_flags & SA_SIGINFO) != 0 &&
                             now.sa_sigaction == &crash_handler;
-    if (!still_ours && owns_runtime(rt) && rt->flusher_.running()) rt->snapshot_on_crash(signo);
+    if (!still_ours && owns_runtime(rt) && rt->flusher_running()) rt->snapshot_on_crash(signo);
     errno = saved_errno;
     return;
   }
-  if (owns_runtime(rt) && rt->flusher_.running()) rt->snapshot_on_crash(signo);
+  if (owns_runtime(rt) && rt->flusher_running()) rt->snapshot_on_crash(signo);
   sigaction(signo, &previous, nullptr);
   if (info == nullptr || info->si_code <= 0) raise(signo);  // sent, not a fault: send it again
   errno = saved_errno;
