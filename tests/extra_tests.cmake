@@ -150,6 +150,10 @@ add_test(NAME architecture_names_existing_files
   COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DDOC=docs/ARCHITECTURE.md
     -P ${CMAKE_CURRENT_SOURCE_DIR}/docs/check_doc_paths.cmake)
 set_tests_properties(architecture_names_existing_files PROPERTIES LABELS docs)
+# ARCHITECTURE.md's layering, as the includes run (tests/docs/check_layers.cmake).
+add_test(NAME architecture_layers_hold
+  COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -P ${CMAKE_CURRENT_SOURCE_DIR}/docs/check_layers.cmake)
+set_tests_properties(architecture_layers_hold PROPERTIES LABELS docs)
 # The README and every page under docs/: the source files they name (with a
 # folder) exist; their links reach a file and a heading; every page is linked
 # from the README; the README's `edgetrace COMMAND` and `bash FILE` lines run

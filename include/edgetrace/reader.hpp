@@ -64,8 +64,8 @@
 #include <edgetrace/decode/snapshot.hpp>
 #include <edgetrace/decode/span_walker.hpp>
 #include <edgetrace/sinks/chrome_json/writer.hpp>
-#include <edgetrace/sinks/csv.hpp>
-#include <edgetrace/sinks/csv_tables.hpp>
+#include <edgetrace/sinks/csv/spans.hpp>
+#include <edgetrace/sinks/csv/tables.hpp>
 #include <edgetrace/sinks/diff.hpp>
 #include <edgetrace/sinks/info.hpp>
 #include <edgetrace/sinks/latency.hpp>
@@ -74,5 +74,7 @@
 #include <edgetrace/sinks/perfetto/split.hpp>
 #include <edgetrace/sinks/perfetto/writer.hpp>
 #include <edgetrace/sinks/report.hpp>
+#include <edgetrace/sinks/summary/format.hpp>
+#include <edgetrace/sinks/summary/json.hpp>
 #include <edgetrace/sinks/summary/summary.hpp>
 #include <edgetrace/sinks/top.hpp>

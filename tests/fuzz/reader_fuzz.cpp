@@ -12,8 +12,9 @@
 #include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/decode/follow.hpp>
 #include <edgetrace/sinks/chrome_json/writer.hpp>
-#include <edgetrace/sinks/csv.hpp>
+#include <edgetrace/sinks/csv/spans.hpp>
 #include <edgetrace/sinks/info.hpp>
+#include <edgetrace/sinks/summary/format.hpp>
 #include <edgetrace/sinks/summary/summary.hpp>
 #include <edgetrace/sinks/top.hpp>
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // `edgetrace csv`: one row per span of real traced runs, parsed back and compared with the spans: times, depth, and the phase, flow and argument columns; rows in time order.
-#include <edgetrace/sinks/sorted_rows.hpp>
-#include <edgetrace/sinks/csv.hpp>
-#include <edgetrace/sinks/csv_tables.hpp>
+#include <edgetrace/sinks/csv/sorted_rows.hpp>
+#include <edgetrace/sinks/csv/spans.hpp>
+#include <edgetrace/sinks/csv/tables.hpp>
 
 #include <doctest/doctest.h>
 

@@ -2,7 +2,7 @@
 // The `edgetrace csv` subcommand: one row per span, and the marks, counters and allocations as tables of their own.
 #include "cli.hpp"
 
-#include <edgetrace/sinks/csv_tables.hpp>
+#include <edgetrace/sinks/csv/tables.hpp>
 
 #include <string>
 #include <vector>

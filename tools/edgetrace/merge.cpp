@@ -9,6 +9,24 @@
 
 namespace edgetrace_cli {
 
+namespace {
+
+/// The merge as Chrome JSON: every input shifted and renumbered per plan.
+std::vector<et::chrome_json_input> merged_json_inputs(const std::vector<et::dump_reader*>& inputs,
+                                                      const et::merge_plan& plan) {
+  std::vector<et::chrome_json_input> out;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    et::chrome_json_input in;
+    in.reader = inputs[i];
+    in.shift_ns = plan.shift_ns[i];
+    in.pid_override = plan.pid_override[i];
+    out.push_back(in);
+  }
+  return out;
+}
+
+}  // namespace
+
 int run_merge(const command& c, const arguments& args) {
   parsed_options p;
   if (const int rc = parse_options(c, args, {"--output", "--clock"}, p); rc != exit_ok) return rc;
@@ -50,7 +68,7 @@ int run_merge(const command& c, const arguments& args) {
   } else {
     et::chrome_json_options options;
     options.source_name = joined(p.positional);
-    ok = et::write_chrome_json(et::merged_json_inputs(inputs, plan), out, options, nullptr, &error);
+    ok = et::write_chrome_json(merged_json_inputs(inputs, plan), out, options, nullptr, &error);
   }
   const bool closed = std::fclose(out) == 0;
   if (!ok || !closed) {

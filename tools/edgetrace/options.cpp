@@ -3,6 +3,7 @@
 #include "cli.hpp"
 
 #include <edgetrace/decode/snapshot.hpp>
+#include <edgetrace/sinks/summary/format.hpp>
 
 #include <algorithm>
 #include <cstdlib>

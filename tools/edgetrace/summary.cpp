@@ -3,6 +3,7 @@
 #include "cli.hpp"
 
 #include <edgetrace/sinks/summary/format.hpp>
+#include <edgetrace/sinks/summary/json.hpp>
 #include <edgetrace/sinks/summary/slow_iterations.hpp>
 #include <string>
 #include <vector>

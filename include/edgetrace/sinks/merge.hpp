@@ -12,7 +12,6 @@
 
 #include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/format.hpp>
-#include <edgetrace/sinks/chrome_json/writer.hpp>
 #include <edgetrace/sinks/output.hpp>
 
 namespace edgetrace {
@@ -196,20 +195,6 @@ inline bool write_merged_dump(const std::vector<dump_reader*>& inputs, const mer
   }
   if (!ok || std::fflush(out) != 0) return detail::fail_write(&error);
   return true;
-}
-
-/// The merge as Chrome JSON: every input shifted and renumbered per plan.
-inline std::vector<chrome_json_input> merged_json_inputs(const std::vector<dump_reader*>& inputs,
-                                                         const merge_plan& plan) {
-  std::vector<chrome_json_input> out;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    chrome_json_input in;
-    in.reader = inputs[i];
-    in.shift_ns = plan.shift_ns[i];
-    in.pid_override = plan.pid_override[i];
-    out.push_back(in);
-  }
-  return out;
 }
 
 }  // namespace reader

@@ -254,6 +254,22 @@ inline std::string readable_bytes(std::uint64_t bytes) {
 
 /// One CSV field (RFC 4180): quoted when it holds a comma, a quote, a line
 /// break or spaces at either end; quotes doubled.
+/// Text for HTML (element content and quoted attribute values).
+inline std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
 inline std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\r\n") == std::string::npos && (s.empty() || (s.front() != ' ' && s.back() != ' ')))
     return s;

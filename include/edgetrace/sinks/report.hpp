@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <edgetrace/sinks/summary/json.hpp>
 #include <edgetrace/sinks/summary/summary.hpp>
 
 namespace edgetrace {
@@ -26,20 +27,6 @@ struct report_options {
 
 namespace detail {
 
-inline std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 /// JSON text made safe inside <script>: no "</" can close the element.
 inline std::string script_safe(const std::string& json) {

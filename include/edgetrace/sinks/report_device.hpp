@@ -18,7 +18,7 @@
 
 #include <edgetrace/decode/device.hpp>
 #include <edgetrace/decode/dump_reader.hpp>
-#include <edgetrace/sinks/report.hpp>
+#include <edgetrace/sinks/output.hpp>
 #include <edgetrace/sinks/summary/slow_iterations.hpp>
 
 namespace edgetrace {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Output of `edgetrace summary`: the aligned table, CSV and JSON, with the header lines that say what each number is over.
+// Output of `edgetrace summary`: the aligned table and the CSV, with the header lines that say what each number is over (the JSON: summary/json.hpp).
 #pragma once
 
 #include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
@@ -21,70 +21,11 @@ namespace reader {
 
 namespace detail {
 
-inline std::uint64_t column_ns(const summary_row& r, summary_column c) {
-  switch (c) {
-    case summary_column::total: return r.host.total();
-    case summary_column::self: return r.self_ns;
-    case summary_column::mean: return r.host.mean();
-    case summary_column::min: return r.host.min();
-    case summary_column::max: return r.host.max();
-    default: break;
-  }
-  for (const auto& info : summary_columns())
-    if (info.id == c) return r.host.percentile(info.percentile);
-  return 0;
-}
 
-inline const char* group_name(group_by by) {
-  return by == group_by::name ? "name" : by == group_by::category ? "category" : "thread";
-}
 
-/// What a row stands for, as --by said it: "name", "thread", "arg:op",
-/// "name,arg:batch".
-inline std::string group_label(const summary_result& s) {
-  std::string label = s.by_args_only ? "" : group_name(s.by);
-  for (const std::string& key : s.by_args) label += (label.empty() ? "arg:" : ",arg:") + key;
-  return label;
-}
 
-/// "share = self / 12.3 ms busy self time of the 14 rows left after the
-/// filters (5 shown); waiting (names matching /^wait/i): 2 rows, 40.1 ms
-/// self, left out of it". One line, no newline.
-inline std::string share_text(const summary_result& s) {
-  std::string out = "share = self / " + readable_time(s.share_self_ns) + (s.wait_rule.empty() ? "" : " busy") +
-                    " self time of the " + std::to_string(s.rows_before_top) + " row(s) left after the filters";
-  if (s.rows.size() < s.rows_before_top) out += " (" + std::to_string(s.rows.size()) + " shown)";
-  if (s.wait_self_ns != 0)
-    out += "; waiting spans (" + s.wait_rule + ", " + std::to_string(s.rows_waiting) + " row(s) marked wait): " +
-           readable_time(s.wait_self_ns) + " self, left out of it";
-  else if (!s.wait_rule.empty())
-    out += "; no waiting spans (" + s.wait_rule + ")";
-  return out;
-}
 
-/// "per iteration: 30 instances of span \"iteration\" (12.3 ms in all);
-/// avg/iter = total / 30, % iter = total / 12.3 ms". "" without --per.
-inline std::string per_text(const summary_result& s) {
-  if (s.per.empty()) return "";
-  std::string out = "per iteration: " + std::to_string(s.per_count) + " " +
-                    (s.per_from_marks ? "intervals between \"" + s.per + "\" marks"
-                                      : "instances of span \"" + s.per + "\"") +
-                    " (" + readable_time(s.per_total_ns) + " in all";
-  if (s.per_cut_at_pause != 0) out += "; " + std::to_string(s.per_cut_at_pause) + " cut at a pause, left out";
-  out += "); rows count only spans " + std::string(s.per_from_marks ? "that begin inside one" : "inside one") +
-         "; avg/iter = total / " + std::to_string(s.per_count) + ", % iter = total / " + readable_time(s.per_total_ns);
-  return out;
-}
 
-/// The sort key as the header says it.
-inline std::string sort_label(const summary_result& s) {
-  std::string name = "total";
-  if (s.sort_by == summary_column::order) name = "order";
-  for (const auto& c : summary_columns())
-    if (c.id == s.sort_by) name = c.id == summary_column::key ? group_label(s) : c.name;
-  const bool default_ascending = s.sort_by == summary_column::key || s.sort_by == summary_column::order;
-  return (s.ascending == default_ascending ? "" : s.ascending ? "+" : "-") + name;
-}
 
 /// A column header as --columns spells it: lower case, without spaces,
 /// '_', '-' or '.' ("p99.9" is "p999", "% iter" is "%iter", "+peak mem" is
@@ -296,134 +237,6 @@ inline std::string summary_csv(const summary_result& s) {
     if (waits) out += "," + std::to_string(r.wait_self_ns);
     out += "\n";
   }
-  return out;
-}
-
-namespace detail {
-
-/// Appends one element per item: `element(out, item)` after `first_sep`
-/// (first) or `sep` (others).
-template <class Items, class Element>
-void append_json_list(std::string& out, const Items& items, const char* first_sep, const char* sep, Element&& element) {
-  bool first = true;
-  for (const auto& item : items) {
-    out += first ? first_sep : sep;
-    first = false;
-    element(out, item);
-  }
-}
-
-/// The document's fields before "rows": what the summary is over.
-inline void append_json_header(std::string& out, const summary_result& s, const std::string& source) {
-  out += "{\"source\":";
-  append_json_string(out, source);
-  out += ",\"group_by\":\"" + std::string(group_name(s.by)) + "\",\"grouping\":";
-  append_json_string(out, group_label(s));
-  out += ",\"sorted_by\":";
-  append_json_string(out, sort_label(s));
-  out += ",\"phase\":";
-  append_json_string(out, s.phase);
-  out += ",\"share_self_ns\":" + std::to_string(s.share_self_ns) + ",\"wait_self_ns\":" + std::to_string(s.wait_self_ns) +
-         ",\"rows_waiting\":" + std::to_string(s.rows_waiting) + ",\"wait_rule\":";
-  append_json_string(out, s.wait_rule);
-  out += ",\"share_text\":";
-  append_json_string(out, share_text(s));
-  if (!s.per.empty()) {
-    out += ",\"per\":{\"name\":";
-    append_json_string(out, s.per);
-    out += std::string(",\"from\":\"") + (s.per_from_marks ? "marks" : "span") +
-           "\",\"count\":" + std::to_string(s.per_count) + ",\"total_ns\":" + std::to_string(s.per_total_ns) +
-           ",\"cut_at_pause\":" + std::to_string(s.per_cut_at_pause) +
-           ",\"spans_outside\":" + std::to_string(s.spans_outside_per) + "}";
-  }
-  out += ",\"spans\":" + std::to_string(s.spans_read) + ",\"spans_in_rows\":" + std::to_string(s.spans_in_rows) +
-         ",\"spans_warmup\":" + std::to_string(s.spans_warmup) +
-         ",\"spans_other_phases\":" + std::to_string(s.spans_other_phases) +
-         ",\"spans_filtered\":" + std::to_string(s.spans_filtered) + ",\"dropped\":" + std::to_string(s.dropped) +
-         ",\"self_total_ns\":" + std::to_string(s.self_total_ns) + ",\"wall_ns\":" + std::to_string(s.wall_ns) +
-         ",\"rows_before_top\":" + std::to_string(s.rows_before_top);
-  char text[64];
-  std::snprintf(text, sizeof text, "%.6f", log_buckets::relative_error);
-  out += ",\"estimate_relative_error\":" + std::string(text);
-}
-
-/// One row object.
-inline void append_json_row(std::string& out, const summary_result& s, const summary_row& r) {
-  char text[64];
-  out += "{\"key\":";
-  append_json_string(out, r.key);
-  out += ",\"category\":";
-  append_json_string(out, r.category);
-  out += ",\"calls\":" + std::to_string(r.host.count());
-  out += ",\"host\":{";
-  bool first_field = true;
-  for (const auto& c : summary_columns()) {
-    if (*c.group == 0) continue;
-    std::string name = c.id == summary_column::p999 ? "p999" : c.name;
-    out += (first_field ? "\"" : ",\"") + name + "_ns\":" + std::to_string(column_ns(r, c.id));
-    first_field = false;
-  }
-  out += std::string(",\"exact\":") + (r.host.exact() ? "true" : "false") + "}";
-  if (r.gpu.count() != 0) {
-    const latency_stats& g = r.gpu;
-    out += ",\"gpu\":{\"calls\":" + std::to_string(g.count()) + ",\"total_ns\":" + std::to_string(g.total()) +
-           ",\"mean_ns\":" + std::to_string(g.mean()) + ",\"min_ns\":" + std::to_string(g.min()) +
-           ",\"p50_ns\":" + std::to_string(g.percentile(50)) + ",\"p99_ns\":" + std::to_string(g.percentile(99)) +
-           ",\"max_ns\":" + std::to_string(g.max()) + ",\"exact\":" + (g.exact() ? "true" : "false") + "}";
-  }
-  if (s.memory)
-    out += ",\"mem_peak_bytes\":" + std::to_string(r.mem_peak) + ",\"mem_growth_bytes\":" + std::to_string(r.mem_growth);
-  out += ",\"wait_self_ns\":" + std::to_string(r.wait_self_ns) + ",\"waiting\":" + (r.waiting() ? "true" : "false") +
-         ",\"first_begin_ns\":" + std::to_string(r.first_begin_ns);
-  if (!s.per.empty()) {
-    std::snprintf(text, sizeof text, ",\"iteration_share\":%.6f", r.iteration_share);
-    out += ",\"per_iteration_ns\":" + std::to_string(r.per_iteration_ns) + text;
-  }
-  std::snprintf(text, sizeof text, ",\"share\":%.6f}", r.share);
-  out += text;
-}
-
-/// One iteration object.
-inline void append_json_iteration(std::string& out, const iteration_row& it) {
-  char text[64];
-  out += "{\"name\":";
-  append_json_string(out, it.name);
-  out += std::string(",\"from\":\"") + it.from() + "\"";
-  out += ",\"count\":" + std::to_string(it.latency.count()) + ",\"skipped\":" + std::to_string(it.skipped) +
-         ",\"cut_at_pause\":" + std::to_string(it.cut_at_pause) + ",\"single_step\":" + std::to_string(it.single_step);
-  out += ",\"mean_ns\":" + std::to_string(it.latency.mean()) + ",\"min_ns\":" + std::to_string(it.latency.min()) +
-         ",\"p50_ns\":" + std::to_string(it.latency.percentile(50)) +
-         ",\"p90_ns\":" + std::to_string(it.latency.percentile(90)) +
-         ",\"p99_ns\":" + std::to_string(it.latency.percentile(99)) + ",\"max_ns\":" + std::to_string(it.latency.max());
-  std::snprintf(text, sizeof text, ",\"per_second\":%.6f}", it.per_second());
-  out += text;
-}
-
-/// One thread-usage object.
-inline void append_json_thread(std::string& out, const thread_usage& t) {
-  out += "{\"thread\":";
-  append_json_string(out, t.label);
-  out += ",\"busy_ns\":" + std::to_string(t.busy_ns) + ",\"covered_ns\":" + std::to_string(t.covered_ns) +
-         ",\"wait_ns\":" + std::to_string(t.wait_ns) + ",\"wall_ns\":" + std::to_string(t.wall_ns) +
-         ",\"top_level_spans\":" + std::to_string(t.spans) + "}";
-}
-
-}  // namespace detail
-
-/// JSON document: rows, iterations, thread usage and notes.
-inline std::string summary_json(const summary_result& s, const std::string& source) {
-  std::string out;
-  detail::append_json_header(out, s, source);
-  out += ",\"rows\":[";
-  detail::append_json_list(out, s.rows, "\n", ",\n",
-                           [&s](std::string& o, const summary_row& r) { detail::append_json_row(o, s, r); });
-  out += "],\"iterations\":[";
-  detail::append_json_list(out, s.iterations, "\n", ",\n", detail::append_json_iteration);
-  out += "],\"threads\":[";
-  detail::append_json_list(out, s.threads_usage, "\n", ",\n", detail::append_json_thread);
-  out += "],\"notes\":[";
-  detail::append_json_list(out, s.notes, "", ",", append_json_string);
-  out += "]}\n";
   return out;
 }
 

@@ -17,6 +17,7 @@
 #include <edgetrace/decode/annotations.hpp>
 #include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/sinks/latency.hpp>
+#include <edgetrace/sinks/output.hpp>
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
@@ -312,6 +313,75 @@ inline std::string keep_dropped_advice(const dump_reader& r) {
 }
 
 // ----------------------------------------------------------------------------
+
+namespace detail {
+
+/// A row's value in time column `c` (ns).
+inline std::uint64_t column_ns(const summary_row& r, summary_column c) {
+  switch (c) {
+    case summary_column::total: return r.host.total();
+    case summary_column::self: return r.self_ns;
+    case summary_column::mean: return r.host.mean();
+    case summary_column::min: return r.host.min();
+    case summary_column::max: return r.host.max();
+    default: break;
+  }
+  for (const auto& info : summary_columns())
+    if (info.id == c) return r.host.percentile(info.percentile);
+  return 0;
+}
+
+inline const char* group_name(group_by by) {
+  return by == group_by::name ? "name" : by == group_by::category ? "category" : "thread";
+}
+
+/// What a row stands for, as --by said it: "name", "thread", "arg:op",
+/// "name,arg:batch".
+inline std::string group_label(const summary_result& s) {
+  std::string label = s.by_args_only ? "" : group_name(s.by);
+  for (const std::string& key : s.by_args) label += (label.empty() ? "arg:" : ",arg:") + key;
+  return label;
+}
+
+/// The sort key as the header says it.
+inline std::string sort_label(const summary_result& s) {
+  std::string name = "total";
+  if (s.sort_by == summary_column::order) name = "order";
+  for (const auto& c : summary_columns())
+    if (c.id == s.sort_by) name = c.id == summary_column::key ? group_label(s) : c.name;
+  const bool default_ascending = s.sort_by == summary_column::key || s.sort_by == summary_column::order;
+  return (s.ascending == default_ascending ? "" : s.ascending ? "+" : "-") + name;
+}
+
+/// "share = self / 12.3 ms busy self time of the 14 rows left after the
+/// filters (5 shown); waiting (names matching /^wait/i): 2 rows, 40.1 ms
+/// self, left out of it". One line, no newline.
+inline std::string share_text(const summary_result& s) {
+  std::string out = "share = self / " + readable_time(s.share_self_ns) + (s.wait_rule.empty() ? "" : " busy") +
+                    " self time of the " + std::to_string(s.rows_before_top) + " row(s) left after the filters";
+  if (s.rows.size() < s.rows_before_top) out += " (" + std::to_string(s.rows.size()) + " shown)";
+  if (s.wait_self_ns != 0)
+    out += "; waiting spans (" + s.wait_rule + ", " + std::to_string(s.rows_waiting) + " row(s) marked wait): " +
+           readable_time(s.wait_self_ns) + " self, left out of it";
+  else if (!s.wait_rule.empty())
+    out += "; no waiting spans (" + s.wait_rule + ")";
+  return out;
+}
+
+/// "per iteration: 30 instances of span \"iteration\" (12.3 ms in all);
+/// avg/iter = total / 30, % iter = total / 12.3 ms". "" without --per.
+inline std::string per_text(const summary_result& s) {
+  if (s.per.empty()) return "";
+  std::string out = "per iteration: " + std::to_string(s.per_count) + " " +
+                    (s.per_from_marks ? "intervals between \"" + s.per + "\" marks"
+                                      : "instances of span \"" + s.per + "\"") +
+                    " (" + readable_time(s.per_total_ns) + " in all";
+  if (s.per_cut_at_pause != 0) out += "; " + std::to_string(s.per_cut_at_pause) + " cut at a pause, left out";
+  out += "); rows count only spans " + std::string(s.per_from_marks ? "that begin inside one" : "inside one") +
+         "; avg/iter = total / " + std::to_string(s.per_count) + ", % iter = total / " + readable_time(s.per_total_ns);
+  return out;
+}
+}  // namespace detail
 
 }  // namespace reader
 }  // namespace EDGETRACE_ABI_NAMESPACE

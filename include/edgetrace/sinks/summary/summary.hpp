@@ -17,7 +17,6 @@
 #include <edgetrace/decode/annotations.hpp>
 #include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/decode/span_walker.hpp>
-#include <edgetrace/sinks/info.hpp>
 #include <edgetrace/sinks/latency.hpp>
 #include <edgetrace/sinks/output.hpp>
 #include <edgetrace/sinks/summary/iterations.hpp>
@@ -549,7 +548,3 @@ class summary_builder : private detail::summary_selection {
 }  // namespace reader
 }  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
-
-// The output functions (summary_table, summary_csv, summary_json) live in
-// their own header; including summary.hpp keeps giving them.
-#include <edgetrace/sinks/summary/format.hpp>

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include <edgetrace/decode/annotations.hpp>
-#include <edgetrace/sinks/sorted_rows.hpp>
+#include <edgetrace/sinks/csv/sorted_rows.hpp>
 #include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/decode/span_walker.hpp>
 #include <edgetrace/sinks/output.hpp>

@@ -9,10 +9,10 @@
 #include <string_view>
 #include <unordered_map>
 
-#include <edgetrace/sinks/sorted_rows.hpp>
+#include <edgetrace/sinks/csv/sorted_rows.hpp>
 #include <edgetrace/decode/device.hpp>
 #include <edgetrace/decode/dump_reader.hpp>
-#include <edgetrace/sinks/csv.hpp>
+#include <edgetrace/sinks/csv/spans.hpp>
 #include <edgetrace/sinks/output.hpp>
 
 namespace edgetrace {
