@@ -31,6 +31,8 @@
 #include <edgetrace/config.hpp>  // first: it stops a pre-C++17 build with one message
 #include <edgetrace/category.hpp>
 #include <edgetrace/core/kinds.hpp>
+#include <edgetrace/face/entry_points.hpp>
+#include <edgetrace/face/site.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -46,87 +48,6 @@
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
-namespace detail {
-
-/// What a compiled-out scope becomes: an empty object whose constructor
-/// accepts (and never calls) whatever the macro passes.
-struct null_scope {
-  template <class... Args>
-  constexpr explicit null_scope(Args&&...) noexcept {}
-};
-static_assert(__is_empty(null_scope), "a compiled-out scope must be an empty object");
-
-struct named_tag {};
-
-#if EDGETRACE_ENABLED
-
-/// The runtime's entry points (writer/runtime.hpp defines them; with
-/// EDGETRACE_SEPARATE_RUNTIME=1, the one TU that includes
-/// <edgetrace/runtime_impl.hpp>).
-EDGETRACE_DETAIL_API name_handle intern(const char* name, std::size_t size);
-EDGETRACE_DETAIL_API void flush() noexcept;
-EDGETRACE_DETAIL_API void set_thread_name(const char* name) noexcept;
-EDGETRACE_DETAIL_API bool active() noexcept;
-/// edgetrace::snapshot(): hands the request to the flusher (flight mode).
-EDGETRACE_DETAIL_API void snapshot_call(const char* reason, std::size_t size) noexcept;
-/// Capture control (writer/runtime.hpp, "capture control"): pause/resume,
-/// a mark counted while EDGETRACE_START_AFTER waits for N marks (returns
-/// the clock to record that mark with, 0 for none), a labelled phase.
-EDGETRACE_DETAIL_API void set_paused(bool paused) noexcept;
-EDGETRACE_DETAIL_API std::uint8_t start_mark_seen() noexcept;
-EDGETRACE_DETAIL_API void begin_phase(const char* name, std::size_t size) noexcept;
-/// EDGETRACE_RECORD: a span timed elsewhere, in CLOCK_MONOTONIC ns, mapped
-/// to the recording clock's ticks and pushed like any span.
-EDGETRACE_DETAIL_API void record_measured(std::uint64_t word, std::uint64_t start_ns, std::uint64_t duration_ns,
-                                          std::uint8_t mode) noexcept;
-/// EDGETRACE_RECORD_ARG: an argument of a span timed elsewhere, at that
-/// span's middle.
-EDGETRACE_DETAIL_API void record_measured_arg(std::uint64_t word, std::uint64_t value, std::uint64_t start_ns,
-                                              std::uint64_t duration_ns, std::uint8_t mode) noexcept;
-/// EDGETRACE_ALLOC: pushes the allocation record and its bytes as one pair
-/// (both or neither reach the ring).
-EDGETRACE_DETAIL_API void record_alloc(std::uint64_t word, std::uint64_t address, std::uint64_t bytes,
-                                       std::uint8_t mode) noexcept;
-
-#endif  // EDGETRACE_ENABLED
-
-/// A macro's name (or key) is stored by address in a static site, so it
-/// must be a string literal. `decltype("x")` is `const char (&)[2]`; a
-/// run-time string (`s.c_str()`, a `std::string`) is not an array.
-template <class Name>
-struct is_literal_name {
-  static constexpr bool value = false;
-};
-template <std::size_t N>
-struct is_literal_name<const char (&)[N]> {
-  static constexpr bool value = true;
-};
-template <std::size_t N>
-struct is_literal_name<const char[N]> {
-  static constexpr bool value = true;
-};
-/// Instantiated (by sizeof) for every macro name: a compile error that says
-/// what to do instead, before the compiler's own about lambda captures.
-template <class Name>
-struct require_literal_name {
-  static_assert(is_literal_name<Name>::value,
-                "edgetrace: this macro takes a string literal as its name. For a name known only at run time, "
-                "intern it once, outside the hot loop (auto handle = edgetrace::intern(name);), then use "
-                "EDGETRACE_SCOPE_NAMED(cat, handle) (or EDGETRACE_ARG_NAMED for a string argument value)");
-};
-#define EDGETRACE_DETAIL_REQUIRE_LITERAL(name) \
-  static_cast<void>(sizeof(::edgetrace::detail::require_literal_name<decltype(name)>))
-
-/// Only declared: used in unevaluated operands to type-check macro arguments.
-const char* check_name(const char* name) noexcept;
-name_handle check_handle(name_handle handle) noexcept;
-double check_value(double value) noexcept;
-std::uint64_t check_address(const volatile void* pointer) noexcept;
-std::uint64_t check_address(unsigned long long handle) noexcept;
-std::uint64_t check_address(unsigned long handle) noexcept;
-std::uint64_t check_address(decltype(nullptr)) noexcept;
-
-}  // namespace detail
 
 #if EDGETRACE_ENABLED
 /// Interns a run-time name (e.g. a layer name read from a model file) once;
@@ -215,15 +136,6 @@ auto phase(const String& name) noexcept -> decltype(static_cast<const char*>(nam
 #include <edgetrace/face/events.hpp>
 #include <edgetrace/face/span_scope.hpp>
 
-/// The static site descriptor of one macro expansion, behind a lambda so a
-/// compiled-out or runtime-disabled scope never materialises it.
-#define EDGETRACE_DETAIL_SITE(cat, name, kind)                                                          \
-  []() noexcept -> const ::edgetrace::detail::site& {                                                 \
-    EDGETRACE_DETAIL_REQUIRE_LITERAL(name);                                                           \
-    static constexpr ::edgetrace::detail::site edgetrace_site{&EDGETRACE_DETAIL_CATEGORY_TYPE(cat)::state, \
-                                                              name, __FILE__, __LINE__, kind};          \
-    return edgetrace_site;                                                                            \
-  }
 
 /// Records a span named by the string literal `name` until the end of the
 /// enclosing scope.
@@ -374,7 +286,6 @@ auto phase(const String& name) noexcept -> decltype(static_cast<const char*>(nam
 
 #else  // EDGETRACE_ENABLED == 0: type-check, never evaluate, generate nothing.
 
-#define EDGETRACE_DETAIL_CHECK_CATEGORY(cat) static_cast<void>(sizeof(EDGETRACE_DETAIL_CATEGORY_TYPE(cat)))
 #define EDGETRACE_SCOPE(cat, name) \
   EDGETRACE_DETAIL_CHECK_CATEGORY(cat), EDGETRACE_DETAIL_REQUIRE_LITERAL(name)
 #define EDGETRACE_SCOPE_NAMED(cat, handle) \

@@ -6,7 +6,8 @@
 #   latency.hpp, selection.hpp, summary/ but its format.hpp, output.hpp)
 #   includes none at all;
 # - no sinks header includes decode/detail/ (the reader's insides);
-# - the encoder (writer/encoding/) includes nothing of writer/flight/;
+# - the encoder (writer/encoding/) includes nothing of writer/flight/, and
+#   gpu/ not the user's umbrella edgetrace.hpp;
 # - nothing outside the runtime's own classes reaches into its members
 #   (`rt->config_`): the rest of the process uses runtime's methods.
 # Inputs (-D): SOURCE_DIR (the checkout).
@@ -70,23 +71,22 @@ foreach(h IN LISTS analysis_headers)
   endforeach()
 endforeach()
 
-file(GLOB_RECURSE sinks_headers ${inc}/sinks/*.hpp)
-foreach(h IN LISTS sinks_headers)
-  file(STRINGS ${h} includes REGEX "^#include <edgetrace/decode/detail/")
-  if(includes)
-    file(RELATIVE_PATH name ${inc} ${h})
-    list(APPEND failed "${name} includes decode/detail/ (the reader's insides)")
-  endif()
-endforeach()
-
-file(GLOB encoding_headers ${inc}/writer/encoding/*.hpp)
-foreach(h IN LISTS encoding_headers)
-  file(STRINGS ${h} includes REGEX "^#include <edgetrace/writer/flight/")
-  if(includes)
-    file(RELATIVE_PATH name ${inc} ${h})
-    list(APPEND failed "${name} includes writer/flight/ (the encoder learns of watched sites through site_watch.hpp)")
-  endif()
-endforeach()
+# forbid(GLOB INCLUDED WHY): no header matching GLOB (under include/edgetrace)
+# includes a header under INCLUDED.
+function(forbid glob included why)
+  file(GLOB_RECURSE headers ${inc}/${glob})
+  foreach(h IN LISTS headers)
+    file(STRINGS ${h} includes REGEX "^#include <edgetrace/${included}")
+    if(includes)
+      file(RELATIVE_PATH name ${inc} ${h})
+      list(APPEND failed "${name} includes ${included} (${why})")
+    endif()
+  endforeach()
+  set(failed ${failed} PARENT_SCOPE)
+endfunction()
+forbid("sinks/*.hpp" "decode/detail/" "the reader's insides")
+forbid("writer/encoding/*.hpp" "writer/flight/" "the encoder learns of watched sites through site_watch.hpp")
+forbid("gpu/*.hpp" "edgetrace.hpp" "the user's umbrella: gpu/ includes the face/ headers it uses")
 
 # The runtime's members end in '_'; a pointer or reference named rt or parent
 # is how the rest of the process holds the runtime.

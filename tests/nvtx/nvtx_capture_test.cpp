@@ -8,6 +8,8 @@
 #include <support/process.hpp>
 #include <support/read_dump.hpp>
 
+#include "nvtx_app_dump.hpp"
+
 #include <edgetrace/decode/span_walker.hpp>
 
 #include <map>
@@ -166,12 +168,7 @@ TEST_CASE("nvtx capture: beside an app that traces and forwards to NVTX itself, 
                                                  "EDGETRACE_NVTX=1", "NVTX_APP_OWN_RANGE=1"});
   CHECK(r.exit_code == 0);
   CHECK(r.err.empty());
-  const auto dump = load_dump(dump_path);
-  REQUIRE(dump.opened);
-  CHECK(dump.complete);
-  CHECK(dump.named("work").size() == 3);
-  CHECK(dump.named("outer").size() == 1);
-  CHECK(dump.named("conv_7").size() == 1);
+  const auto dump = nvtx_app_dump::load(dump_path);
   CHECK(dump.named("ready").size() == 1);
   CHECK(dump.named("own_range").size() == 1);
   CHECK(edgetrace_test::writer_count(dump_path) == 1);

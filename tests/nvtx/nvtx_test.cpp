@@ -7,6 +7,8 @@
 #include <support/process.hpp>
 #include <support/read_dump.hpp>
 
+#include "nvtx_app_dump.hpp"
+
 #include <map>
 #include <sstream>
 #include <string>
@@ -121,12 +123,7 @@ TEST_CASE("nvtx: with EDGETRACE_OUTPUT too, the dump has the same spans") {
   CHECK(r.result.exit_code == 0);
   CHECK(r.result.err.empty());
   check_forwarded(r.log);
-  const auto dump = load_dump(dump_path);
-  REQUIRE(dump.opened);
-  CHECK(dump.complete);
-  CHECK(dump.named("work").size() == 3);
-  CHECK(dump.named("outer").size() == 1);
-  CHECK(dump.named("conv_7").size() == 1);
+  const auto dump = nvtx_app_dump::load(dump_path);
   CHECK(dump.named("read_file").empty());
   CHECK(dump.named("depth").size() == 1);
 }

@@ -9,6 +9,7 @@
 #include <edgetrace/config.hpp>
 #include <edgetrace/face/hooks.hpp>
 #include <edgetrace/face/record_word.hpp>
+#include <edgetrace/face/site.hpp>
 #include <edgetrace/face/ring.hpp>
 #include <edgetrace/face/tick.hpp>
 

@@ -5,7 +5,11 @@
 // the tracker only through its declared entry points.
 #pragma once
 
-#include <edgetrace/edgetrace.hpp>
+#include <edgetrace/category.hpp>
+#include <edgetrace/face/record_word.hpp>
+#include <edgetrace/face/site.hpp>
+#include <edgetrace/face/span_scope.hpp>
+#include <edgetrace/face/tick.hpp>
 #include <edgetrace/format.hpp>
 #include <edgetrace/gpu/backend.hpp>
 #include <edgetrace/gpu/handoff.hpp>

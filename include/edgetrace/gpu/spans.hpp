@@ -11,7 +11,8 @@
 //                    inline here, or compiled once in the separate runtime
 #pragma once
 
-#include <edgetrace/edgetrace.hpp>
+#include <edgetrace/config.hpp>
+#include <edgetrace/face/site.hpp>
 #include <edgetrace/format.hpp>
 #include <edgetrace/gpu/backend.hpp>
 

@@ -7,7 +7,9 @@
 // is compiled once, in the runtime's TU (runtime_impl.hpp).
 #pragma once
 
-#include <edgetrace/edgetrace.hpp>
+#include <edgetrace/config.hpp>
+#include <edgetrace/face/entry_points.hpp>
+#include <edgetrace/face/tick.hpp>
 #include <edgetrace/format.hpp>
 #include <edgetrace/gpu/backend.hpp>
 #include <edgetrace/gpu/handoff.hpp>
