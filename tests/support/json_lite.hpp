@@ -110,11 +110,7 @@ class parser {
 
   bool object(value& v, int depth) {
     v.kind = value::type::object;
-    ++p_;
-    ws();
-    if (p_ != end_ && *p_ == '}') return ++p_, true;
-    for (;;) {
-      ws();
+    return elements('}', "unterminated object", "expected ',' or '}'", [&] {
       if (p_ == end_ || *p_ != '"') return fail("expected a member name");
       std::string key;
       if (!string(key)) return false;
@@ -125,37 +121,38 @@ class parser {
       value member;
       if (!parse(member, depth + 1)) return false;
       v.members.emplace_back(std::move(key), std::move(member));
-      bool more = false;
-      if (!after_element('}', "unterminated object", "expected ',' or '}'", more)) return false;
-      if (!more) return true;
-    }
+      return true;
+    });
   }
 
   bool array(value& v, int depth) {
     v.kind = value::type::array;
-    ++p_;
-    ws();
-    if (p_ != end_ && *p_ == ']') return ++p_, true;
-    for (;;) {
-      ws();
+    return elements(']', "unterminated array", "expected ',' or ']'", [&] {
       value item;
       if (!parse(item, depth + 1)) return false;
       v.items.push_back(std::move(item));
-      bool more = false;
-      if (!after_element(']', "unterminated array", "expected ',' or ']'", more)) return false;
-      if (!more) return true;
-    }
+      return true;
+    });
   }
 
-  // After an object's member or an array's item: ',' (more follow) or
-  // `close` (the end), each taken; anything else is an error.
-  bool after_element(char close, const char* unterminated, const char* expected, bool& more) {
-    ws();
-    if (p_ == end_) return fail(unterminated);
-    more = *p_ == ',';
-    if (!more && *p_ != close) return fail(expected);
+  // An object's members or an array's items, from its opening bracket:
+  // each read by `element()` (at its first character), then ',' (more
+  // follow) or `close` (the end); anything else is an error.
+  template <class Element>
+  bool elements(char close, const char* unterminated, const char* expected, Element&& element) {
     ++p_;
-    return true;
+    ws();
+    if (p_ != end_ && *p_ == close) return ++p_, true;
+    for (;;) {
+      ws();
+      if (!element()) return false;
+      ws();
+      if (p_ == end_) return fail(unterminated);
+      const bool more = *p_ == ',';
+      if (!more && *p_ != close) return fail(expected);
+      ++p_;
+      if (!more) return true;
+    }
   }
 
   static int hex(char c) {

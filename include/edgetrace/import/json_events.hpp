@@ -207,6 +207,24 @@ class json_event_reader {
     return fail(std::string("expected '") + want + "', found " + (c < 0 ? std::string("the end of the file") : "'" + std::string(1, static_cast<char>(c)) + "'"));
   }
 
+  /// The elements of an object or an array after its opening bracket, each
+  /// read by `element()`, separated by ',' up to `close`.
+  template <class Element>
+  bool read_elements(char close, const char* what, Element&& element) {
+    skip_space();
+    if (peek() == close) {
+      get();
+      return true;
+    }
+    for (;;) {
+      if (!element()) return false;
+      skip_space();
+      const int d = get();
+      if (d == close) return true;
+      if (d != ',') return fail(std::string("expected ',' or '") + close + "' in " + what);
+    }
+  }
+
   bool read_value(json_value& v, int depth) {
     if (depth >= max_depth) return fail("values nested deeper than " + std::to_string(max_depth));
     skip_space();
@@ -214,40 +232,22 @@ class json_event_reader {
     if (c == '{') {
       get();
       v.kind = json_value::type::object;
-      skip_space();
-      if (peek() == '}') {
-        get();
-        return true;
-      }
-      for (;;) {
+      return read_elements('}', "an object", [&] {
         skip_space();
         v.keys.emplace_back();
         if (!read_string(v.keys.back())) return false;
         skip_space();
         v.values.emplace_back();
-        if (!expect(':') || !read_value(v.values.back(), depth + 1)) return false;
-        skip_space();
-        const int d = get();
-        if (d == '}') return true;
-        if (d != ',') return fail("expected ',' or '}' in an object");
-      }
+        return expect(':') && read_value(v.values.back(), depth + 1);
+      });
     }
     if (c == '[') {
       get();
       v.kind = json_value::type::array;
-      skip_space();
-      if (peek() == ']') {
-        get();
-        return true;
-      }
-      for (;;) {
+      return read_elements(']', "an array", [&] {
         v.items.emplace_back();
-        if (!read_value(v.items.back(), depth + 1)) return false;
-        skip_space();
-        const int d = get();
-        if (d == ']') return true;
-        if (d != ',') return fail("expected ',' or ']' in an array");
-      }
+        return read_value(v.items.back(), depth + 1);
+      });
     }
     if (c == '"') {
       v.kind = json_value::type::string;

@@ -258,14 +258,16 @@ inline std::string readable_bytes(std::uint64_t bytes) {
 inline std::string html_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
+    const char* entity = c == '&'    ? "&amp;"
+                         : c == '<'  ? "&lt;"
+                         : c == '>'  ? "&gt;"
+                         : c == '"'  ? "&quot;"
+                         : c == '\'' ? "&#39;"
+                                     : nullptr;
+    if (entity != nullptr)
+      out += entity;
+    else
+      out += c;
   }
   return out;
 }

@@ -2,9 +2,9 @@
 // The flusher thread: its loop (adaptive period, drains, calibration, capture, clients, signals), the end of the stream, and the runtime object that ties the rooms together.
 //
 // runtime = runtime_stream (writer/stream.hpp: state, output, one ring's
-// drain) + this loop. The app's threads reach it through the_runtime; the
-// flusher thread runs flusher_main. Flight mode's part of the loop is in
-// writer/flight/runtime.hpp.
+// drain) + this loop. The app's threads reach it through owned_runtime();
+// the flusher thread runs flusher_main. Flight mode's part of the loop is
+// the flight service's (writer/flight/service.hpp).
 #pragma once
 
 #include <edgetrace/writer/exit_priority.hpp>
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include <pthread.h>
+#include <signal.h>
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
@@ -34,7 +35,7 @@ namespace detail {
 /// of the process reaches it through the methods of "the app's side"
 /// below, never through its members: each protocol (the flusher's control,
 /// the rings, the names, the thread-exit key) stays with its owner.
-class runtime final : public runtime_stream, private flusher_output {
+class runtime final : public runtime_stream, private flusher_output, private flight_host {
  public:
   /// Built complete (see runtime_stream); create() builds the process's.
   runtime(const settings& config, const char* output_path, pthread_key_t exit_key,
@@ -398,7 +399,7 @@ class runtime final : public runtime_stream, private flusher_output {
     start_sampler();
     load_.sample(last_drain_ns);  // the first look at the CPUs comes one sample_ns from here
     for (;;) {
-      const std::uint64_t wait = flight_wait(check_capture(clock_ns(CLOCK_MONOTONIC), wait_ns));
+      const std::uint64_t wait = flight_.wait(check_capture(clock_ns(CLOCK_MONOTONIC), wait_ns));
       // Read before looking for work: a wake-up after this read, however
       // early, makes the sleep below return at once.
       control_.sleep_if_idle(control_.wake_word(), wait);
@@ -448,7 +449,7 @@ class runtime final : public runtime_stream, private flusher_output {
       if (signal_.pending()) serve_signal();
       flush_output();
       if (EDGETRACE_DETAIL_UNLIKELY(control_.gave_up_count() != gave_up_seen_)) report_stall();
-      if (config_.flight) serve_flight(false);
+      if (config_.flight && !file_.failed()) flight_.serve(false, *this);
       size_rings_by_room(now);
       rings_.refill(control_.stopping_flag());
       control_.cycle_done(serving);
@@ -659,25 +660,83 @@ class runtime final : public runtime_stream, private flusher_output {
   }
 
   // ------------------------------------------------------------ flight recorder
-  // EDGETRACE_MODE=flight. The bodies are in writer/flight/runtime.hpp.
+  // EDGETRACE_MODE=flight: the work is the flight service's
+  // (writer/flight/service.hpp); the runtime starts and ends it and
+  // answers its questions (flight_host).
 
-  /// Flight mode's start, instead of open_output (flusher).
-  void start_flight() noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role);
-  /// How long the flusher may sleep: no later than a pending snapshot's due time.
-  std::uint64_t flight_wait(std::uint64_t wait) const noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role);
-  /// Takes the requests other threads handed over; writes a snapshot that is due (flusher).
-  void serve_flight(bool now) EDGETRACE_DETAIL_REQUIRES(flusher_role);
-  /// Writes the pending snapshot (flusher).
-  void write_snapshot() EDGETRACE_DETAIL_REQUIRES(flusher_role);
-  /// Gives the flight ring back when the process's memory runs short (flusher).
-  void watch_flight_room() EDGETRACE_DETAIL_REQUIRES(flusher_role);
-  /// At exit, before the stream's end (flusher).
-  void finish_flight() EDGETRACE_DETAIL_REQUIRES(flusher_role);
-  /// edgetrace::snapshot() on any thread. Async-signal-safe.
-  void hand_snapshot_call(const char* reason, std::size_t size) noexcept;
-  /// A crash handler's part, on any thread. Async-signal-safe.
-  void snapshot_on_crash(int signo) noexcept;
-  static const char* crash_signal_name(int signo) noexcept;
+  /// Flight mode's start, instead of open_output: no dump is open (nothing
+  /// to check before writes), the app's start goes on at once (it does not
+  /// wait for the ring's page faults: its records wait in the threads'
+  /// rings meanwhile), then the service maps the ring.
+  void start_flight() noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
+    file_.disown();
+    control_.set_open_state(flusher_control::open_done);
+    char error[400];
+    if (!flight_.start(file_.path(), encoder_.writer_id(), error, sizeof error)) {
+      file_.fail_with(error);
+      return;
+    }
+    // This thread blocks every signal (flusher_thread::start); a fault of
+    // its own must still reach the crash handler, not kill the process unseen.
+    sigset_t crash;
+    sigemptyset(&crash);
+    for (int signo : {SIGSEGV, SIGBUS, SIGFPE, SIGABRT}) sigaddset(&crash, signo);
+    pthread_sigmask(SIG_UNBLOCK, &crash, nullptr);
+    flush_output();  // the process chunk and first calibration: the first sticky chunks
+  }
+
+  /// At exit (flusher, before the stream's end): everything recorded is
+  /// encoded, the service writes what is pending and the exit snapshot,
+  /// then the latency triggers that never fired and the skipped requests
+  /// are reported.
+  void finish_flight() EDGETRACE_DETAIL_REQUIRES(flusher_role) {
+    take_rate_pair(false);  // a run that ends before the flusher's first cycle: its snapshot still has a rate
+    write_capture();
+    drain_all(sweep::everything);
+    if (!file_.failed()) flight_.finish(*this);
+    // A trigger whose name no span or mark had could never fire: a typo
+    // should not pass for a quiet run.
+    for (std::size_t i = 0; triggers_set() && i < triggers_.size(); ++i) {
+      const char* closest = nullptr;
+      if (!triggers_.never_matched(i, closest)) continue;
+      if (closest != nullptr)
+        report("EDGETRACE_TRIGGER '%s' never fired: no span or mark named '%s' was recorded (did you mean '%s'?)",
+               triggers_.text(i), triggers_.name(i), closest);
+      else
+        report("EDGETRACE_TRIGGER '%s' never fired: no span or mark named '%s' was recorded", triggers_.text(i),
+               triggers_.name(i));
+    }
+    flight_.report_skipped();
+  }
+
+  /// edgetrace::snapshot() on any thread: hands the request to the
+  /// flusher. Async-signal-safe (atomics, a memcpy, a futex wake).
+  void hand_snapshot_call(const char* reason, std::size_t size) noexcept {
+    flight_.hand_call(reason, size);
+    control_.wake_flusher();
+  }
+  /// A crash handler's part, on any thread (flight_service::crashed).
+  /// Async-signal-safe.
+  void snapshot_on_crash(int signo) noexcept {
+    if (!config_.flight) return;
+    flight_.crashed(
+        signo, flusher_.is_current(), [this] { return !file_.failed(); }, [this] { control_.wake_flusher(); });
+  }
+
+  // flight_host: what the flight service asks (flusher).
+  void encode_everything() override EDGETRACE_DETAIL_REQUIRES(flusher_role) {
+    write_capture();
+    drain_all(sweep::everything);
+    poll_clients(poll_reason::flush);
+    flush_output();
+  }
+  std::vector<unsigned char>& encode_tail() override EDGETRACE_DETAIL_REQUIRES(flusher_role) {
+    for (thread_ring* ring = rings_.first(); ring != nullptr; ring = ring->next_attached.load(std::memory_order_acquire))
+      if (encoder_.announced(*ring)) encoder_.write_thread_stats(*ring);
+    encoder_.write_end();
+    return encoder_.output();
+  }
+  std::uint64_t tick_ns(std::uint64_t tick) const override { return trigger_ns(tick); }
 
   static void* flusher_main(void* self) {
     static_cast<runtime*>(self)->run_flusher();

@@ -17,10 +17,12 @@
 //   control.hpp         the flusher's control: futexes, open handshake, flush tickets, stop
 //   output.hpp          the dump file
 //     memory_room       how large a ring may be (cgroup, MemAvailable); cpu_load, the telemetry sampler
+//   flight/service.hpp  the flight recorder as a service: its ring, schedule and hand-offs,
+//                       the snapshots (it asks the runtime through flight_host)
 //   stream.hpp          the runtime's state, output batching, one ring's drain
 //   flusher.hpp         the flusher loop, the end of the stream; the_runtime
 //   signals.hpp         SIGINT/SIGTERM hand-off, EDGETRACE_TOGGLE_SIGNAL
-//   flight/runtime.hpp  flight mode's snapshots and crash handlers
+//   flight/signals.hpp  flight mode's signal handlers: the snapshot signal, crashes
 //   slow_path.hpp       thread attach, a full ring, push_slow
 //   process.hpp         start from the environment, exit, fork
 //     exit_priority     the final pass gets a CPU: the other threads at nice 19 meanwhile

@@ -3,7 +3,7 @@
 //
 // Handlers take no lock: they post to the runtime through atomics and
 // chain to the disposition they replaced. Flight mode's snapshot and crash
-// handlers are in writer/flight/runtime.hpp.
+// handlers are in writer/flight/signals.hpp.
 #pragma once
 
 #include <edgetrace/writer/capture_control.hpp>

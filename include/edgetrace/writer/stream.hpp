@@ -18,8 +18,7 @@
 #include <edgetrace/writer/cpu_load.hpp>
 #include <edgetrace/writer/encoding/encoder.hpp>
 #include <edgetrace/writer/env.hpp>
-#include <edgetrace/writer/flight/handoffs.hpp>
-#include <edgetrace/writer/flight/store.hpp>
+#include <edgetrace/writer/flight/service.hpp>
 #include <edgetrace/writer/flight/triggers.hpp>
 #include <edgetrace/writer/memory_room.hpp>
 #include <edgetrace/writer/output.hpp>
@@ -120,13 +119,13 @@ class runtime_stream : public encoder_host {
   std::size_t flight_faulted_bytes() const noexcept { return flight_.faulted_bytes(); }
   /// Flight mode: the name of snapshot `sequence` (OUTPUT with ".N" before
   /// its extension) into `path`, of snapshot_path_capacity bytes.
-  static constexpr std::size_t snapshot_path_capacity = flight_recorder::path_capacity;
+  static constexpr std::size_t snapshot_path_capacity = flight_service::path_capacity;
   void snapshot_path(std::uint64_t sequence, char* path) const noexcept { flight_.snapshot_path(sequence, path); }
   /// EDGETRACE_SNAPSHOT_SIGNAL arrived: counted for the flusher, which
   /// schedules the snapshot. Async-signal-safe: two atomic stores, a
   /// counter read and at most one futex call.
   void snapshot_signal_received() noexcept {
-    handoffs_.signal_received(ticks(config_.clock));
+    flight_.signal_received();
     control_.wake_flusher();
   }
   /// The id in every chunk header of this stream (start-up, before the flusher).
@@ -135,15 +134,9 @@ class runtime_stream : public encoder_host {
  protected:
   friend class flusher_output;
 
-  // ---- flight recorder (EDGETRACE_MODE=flight): writer/flight/store.hpp holds
-  // the memory and the writer; these are the hand-offs to the flusher.
-  flight_recorder flight_;
-  flight_schedule schedule_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role);  ///< flusher only
-  /// snapshot() calls, the snapshot signal and a crash, handed to the
-  /// flusher (writer/flight/handoffs.hpp).
-  flight_handoffs handoffs_;
-  /// Flusher only: chunks emitted now are a snapshot's tail, not the ring's.
-  bool collecting_tail_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = false;
+  // ---- the flight recorder (EDGETRACE_MODE=flight; writer/flight/service.hpp):
+  // its ring, its schedule and the hand-offs from other threads.
+  flight_service flight_{config_};
 
   // a client encodes through the flusher's encoder
 
@@ -162,8 +155,6 @@ class runtime_stream : public encoder_host {
   /// was last read, and whether smaller rings were said.
   std::uint64_t last_room_ns_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
   bool smaller_rings_said_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = false;
-  /// When watch_flight_room last read the room.
-  std::uint64_t last_flight_room_ns_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
   int calibrations_ EDGETRACE_DETAIL_GUARDED_BY(flusher_role) = 0;
   calibration_pair first_calibration_ = {};
   /// unloaded_libraries.epoch() values this flusher has acted on: sites cached from
@@ -243,18 +234,12 @@ class runtime_stream : public encoder_host {
     request_snapshot(format::snapshot_trigger::latency, reason, size, fired.tick);
   }
 
-  /// Schedules a snapshot (flusher only): applies the rate limit
-  /// (EDGETRACE_FLIGHT_MAX, EDGETRACE_FLIGHT_GAP_MS; a skipped request is
-  /// counted in the next snapshot written), and the snapshot is written
-  /// EDGETRACE_FLIGHT_AFTER_MS later (crash and exit: at once, outside the
-  /// limit). A no-op outside flight mode. Cost: a few compares; the reason
-  /// (cut to 255 bytes) is copied.
+  /// Schedules a snapshot (flusher only; flight_service::request): a no-op
+  /// outside flight mode, and before the ring is mapped.
   void request_snapshot(format::snapshot_trigger why, const char* reason, std::size_t reason_size,
                         std::uint64_t trigger_tick) noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     if (!config_.flight || !flight_.ready()) return;
-    const bool immediate = why == format::snapshot_trigger::crash || why == format::snapshot_trigger::exit;
-    schedule_.request(why, reason, reason_size, trigger_tick, trigger_ns(trigger_tick), immediate);
-    handoffs_.set_skipped(schedule_.skipped);
+    flight_.request(why, reason, reason_size, trigger_tick, trigger_ns(trigger_tick));
   }
 
   /// CLOCK_MONOTONIC ns of a trigger's tick: the window after a trigger
@@ -279,14 +264,8 @@ class runtime_stream : public encoder_host {
   /// Hands the sealed chunks on: to the flight ring, or to the file.
   void flush_output() noexcept EDGETRACE_DETAIL_REQUIRES(flusher_role) {
     std::vector<unsigned char>& out = encoder_.output();
-    if (config_.flight) {  // the ring, not the file: snapshots write it (writer/flight/store.hpp)
-      if (collecting_tail_) return;
-      flight_.take(out.data(), out.size());
-      out.clear();
-      if (flight_.sticky_just_filled())
-        report("EDGETRACE_MODE=flight: the definitions and threads of this run passed %zu MiB; snapshots lack the "
-               "later ones",
-               flight_recorder::sticky_reserve >> 20);
+    if (config_.flight) {  // the ring, not the file: snapshots write it
+      flight_.take(out);
       return;
     }
     if (!out.empty() && !file_.failed() && output_is_ours() && room_for(out.size()))

@@ -4,7 +4,7 @@
 // Every method for the handing side is async-signal-safe (atomics, a
 // memcpy, nanosleep): edgetrace::snapshot() may be called from a signal
 // handler, and a crash is one. The flusher takes what was handed over in
-// serve_flight (writer/flight/runtime.hpp).
+// flight_service::serve (writer/flight/service.hpp).
 #pragma once
 
 #include <edgetrace/format.hpp>
