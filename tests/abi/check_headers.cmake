@@ -20,7 +20,7 @@ foreach(header IN LISTS headers)
     execute_process(COMMAND ${COMPILER} ${STD_FLAG} -E -P -I${INCLUDE_DIR} ${defines} -x c++ ${INCLUDE_DIR}/${header}
                     RESULT_VARIABLE result OUTPUT_VARIABLE output ERROR_VARIABLE errors)
     if(NOT result EQUAL 0 AND errors MATCHES "#error")
-      # Not meant to stand alone in this mode (writer/flight/signals.hpp is part of
+      # Not meant to stand alone in this mode (the writer's rooms are part of
       # runtime.hpp; runtime_impl.hpp is for EDGETRACE_SEPARATE_RUNTIME=1).
       continue()
     endif()

@@ -3,13 +3,12 @@
 //
 // The top room of the writer: it builds the runtime (writer/flusher.hpp),
 // attaches the starting thread (writer/slow_path.hpp) and installs the
-// handlers (writer/signals.hpp, writer/flight/signals.hpp). The entry
+// handlers (writer/signals.hpp). The entry
 // points the light headers declare are in writer/api.hpp.
 #pragma once
 
 #include <edgetrace/core/thread_safety.hpp>
 #include <edgetrace/writer/exit_priority.hpp>
-#include <edgetrace/writer/flight/signals.hpp>
 #include <edgetrace/writer/flusher.hpp>
 #include <edgetrace/writer/registry.hpp>
 #include <edgetrace/writer/signals.hpp>

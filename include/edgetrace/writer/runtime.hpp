@@ -21,8 +21,8 @@
 //                       the snapshots (it asks the runtime through flight_host)
 //   stream.hpp          the runtime's state, output batching, one ring's drain
 //   flusher.hpp         the flusher loop, the end of the stream; the_runtime
-//   signals.hpp         SIGINT/SIGTERM hand-off, EDGETRACE_TOGGLE_SIGNAL
-//   flight/signals.hpp  flight mode's signal handlers: the snapshot signal, crashes
+//   signals.hpp         SIGINT/SIGTERM hand-off, EDGETRACE_TOGGLE_SIGNAL, flight mode's
+//                       snapshot signal and crash handlers
 //   slow_path.hpp       thread attach, a full ring, push_slow
 //   process.hpp         start from the environment, exit, fork
 //     exit_priority     the final pass gets a CPU: the other threads at nice 19 meanwhile

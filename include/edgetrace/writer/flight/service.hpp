@@ -3,7 +3,7 @@
 //
 // The memory, the rate limit and the snapshot writer, which need no
 // runtime, are in writer/flight/store.hpp; the hand-offs in
-// writer/flight/handoffs.hpp; the signal handlers in writer/flight/signals.hpp.
+// writer/flight/handoffs.hpp; the signal handlers in writer/signals.hpp.
 #pragma once
 
 #include <edgetrace/core/thread_safety.hpp>
