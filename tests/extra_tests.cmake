@@ -170,11 +170,7 @@ set_tests_properties(docs_name_existing_files docs_links_and_commands PROPERTIES
 # --- The pipeline end-to-end test runs the real examples -------------------
 if(TEST pipeline_e2e_test)
   if(TARGET pipeline)
-    target_compile_definitions(${pipeline_e2e_test_program} PRIVATE
-      EDGETRACE_TEST_PIPELINE="$<TARGET_FILE:pipeline>"
-      EDGETRACE_TEST_PIPELINE_DISABLED="$<TARGET_FILE:pipeline_disabled>"
-      EDGETRACE_TEST_MINIMAL="$<TARGET_FILE:minimal>")
-    edgetrace_test_starts(${pipeline_e2e_test_program} pipeline pipeline_disabled minimal)
+    edgetrace_test_starts_named(${pipeline_e2e_test_program} pipeline pipeline_disabled minimal)
   else()
     # Examples not built: the test reports itself skipped.
     target_compile_definitions(${pipeline_e2e_test_program} PRIVATE EDGETRACE_TEST_PIPELINE="")
@@ -208,9 +204,7 @@ if(TARGET edgetrace_nvtx)
   edgetrace_project_warnings(nvtx_app)
   edgetrace_helper_runtime(nvtx_app)
   edgetrace_test_program(nvtx_test nvtx/nvtx_test.cpp)
-  target_compile_definitions(nvtx_test PRIVATE EDGETRACE_TEST_NVTX_APP="$<TARGET_FILE:nvtx_app>"
-    EDGETRACE_TEST_NVTX_INJECTION="$<TARGET_FILE:nvtx_injection>")
-  edgetrace_test_starts(nvtx_test nvtx_app nvtx_injection)
+  edgetrace_test_starts_named(nvtx_test nvtx_app nvtx_injection)
   add_test(NAME nvtx_test COMMAND nvtx_test)
   set_tests_properties(nvtx_test PROPERTIES LABELS nvtx)
   if(TARGET edgetrace_nvtx_capture)

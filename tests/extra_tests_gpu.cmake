@@ -13,12 +13,10 @@ target_include_directories(gpu_app PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 edgetrace_project_warnings(gpu_app)  # header-only always: gpu_app_separate (below) is the other mode
 # perfetto_test converts the same child's dump (GPU tracks, launch flows).
 if(TEST perfetto_test)
-  target_compile_definitions(${perfetto_test_program} PRIVATE EDGETRACE_TEST_GPU_APP="$<TARGET_FILE:gpu_app>")
-  edgetrace_test_starts(${perfetto_test_program} gpu_app)
+  edgetrace_test_starts_named(${perfetto_test_program} gpu_app)
 endif()
 if(TARGET gpu_test)
-  target_compile_definitions(gpu_test PRIVATE EDGETRACE_TEST_GPU_APP="$<TARGET_FILE:gpu_app>")
-  edgetrace_test_starts(gpu_test gpu_app)
+  edgetrace_test_starts_named(gpu_test gpu_app)
   set_tests_properties(gpu_test PROPERTIES ENVIRONMENT "EDGETRACE_OUTPUT=${EDGETRACE_TEST_TMP}/gpu_test.etr")
   # The same child runs on the separate runtime (edgetrace::runtime): the
   # GPU add-on reaches the flusher through declarations only.
@@ -64,6 +62,5 @@ set_tests_properties(gpu_check_judge_device_fake PROPERTIES LABELS gpu
 
 # flight_test reads the same child's GPU spans back from a snapshot.
 if(TEST flight_test)
-  target_compile_definitions(${flight_test_program} PRIVATE EDGETRACE_TEST_GPU_APP="$<TARGET_FILE:gpu_app>")
-  edgetrace_test_starts(${flight_test_program} gpu_app)
+  edgetrace_test_starts_named(${flight_test_program} gpu_app)
 endif()

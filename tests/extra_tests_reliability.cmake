@@ -29,12 +29,18 @@ if(TEST overload_test)
 endif()
 
 # --- Several shared objects: app + linked lib + dlopen'd lib ----------------
-foreach(lib IN ITEMS lib_a lib_b lib_hidden)
+# dso/dso_lib.cpp built as the shared object `lib` (target dso_<lib>, file
+# edgetrace_dso_<lib>), linked to `link`, its spans named <lib>_span; further
+# arguments are more definitions.
+function(edgetrace_dso_lib lib link)
   add_library(dso_${lib} SHARED dso/dso_lib.cpp)
-  target_link_libraries(dso_${lib} PRIVATE edgetrace::edgetrace)
-  target_compile_definitions(dso_${lib} PRIVATE DSO_NAME=${lib} DSO_SPAN="${lib}_span")
+  target_link_libraries(dso_${lib} PRIVATE ${link})
+  target_compile_definitions(dso_${lib} PRIVATE DSO_NAME=${lib} DSO_SPAN="${lib}_span" ${ARGN})
   set_target_properties(dso_${lib} PROPERTIES OUTPUT_NAME edgetrace_dso_${lib})
   edgetrace_project_warnings(dso_${lib})
+endfunction()
+foreach(lib IN ITEMS lib_a lib_b lib_hidden)
+  edgetrace_dso_lib(${lib} edgetrace::edgetrace)
 endforeach()
 # A -fvisibility=hidden library: every inline variable of edgetrace is its own copy.
 set_target_properties(dso_lib_hidden PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
@@ -62,61 +68,39 @@ target_link_libraries(pinned_loader PRIVATE ${CMAKE_DL_LIBS} Threads::Threads)
 edgetrace_project_warnings(pinned_loader)
 add_dependencies(pinned_loader dso_lib_b)
 if(TEST reliability_test)
-  target_compile_definitions(${reliability_test_program} PRIVATE
-    EDGETRACE_TEST_DSO_APP="$<TARGET_FILE:dso_app>"
-    EDGETRACE_TEST_DSO_APP_PLAIN="$<TARGET_FILE:dso_app_plain>"
-    EDGETRACE_TEST_DSO_APP_NOEXPORT="$<TARGET_FILE:dso_app_noexport>"
-    EDGETRACE_TEST_DSO_LIB_B="$<TARGET_FILE:dso_lib_b>"
-    EDGETRACE_TEST_DSO_LIB_HIDDEN="$<TARGET_FILE:dso_lib_hidden>"
-    EDGETRACE_TEST_PINNED_LOADER="$<TARGET_FILE:pinned_loader>")
-  edgetrace_test_starts(${reliability_test_program} dso_app dso_app_plain dso_app_noexport pinned_loader)
+  edgetrace_test_starts_named(${reliability_test_program} dso_app dso_app_plain dso_app_noexport dso_lib_b dso_lib_hidden
+                              pinned_loader)
 endif()
 
 # --- dlclose while the output is slow (tests/writer/dso_unload_test.cpp) -----------
-# lib_unload is really unmapped by dlclose with g++ too: -fno-gnu-unique keeps
-# its inline variables out of STB_GNU_UNIQUE, which would pin it in memory.
-add_library(dso_lib_unload SHARED dso/dso_lib.cpp)
-target_link_libraries(dso_lib_unload PRIVATE edgetrace::edgetrace)
-target_compile_definitions(dso_lib_unload PRIVATE DSO_NAME=lib_unload DSO_SPAN="lib_unload_span")
-target_compile_options(dso_lib_unload PRIVATE $<$<CXX_COMPILER_ID:GNU>:-fno-gnu-unique>)
-set_target_properties(dso_lib_unload PROPERTIES OUTPUT_NAME edgetrace_dso_lib_unload)
-edgetrace_project_warnings(dso_lib_unload)
+# lib_unload, a plugin dlclose unmaps.
+edgetrace_dso_lib(lib_unload edgetrace::edgetrace)
 # lib_cuda: the same, with what a plugin that includes cuda.hpp has:
 # <edgetrace/nvml.hpp> and GPU scopes (on the fake GPU); unloaded while the
 # sampler reads the GPUs, or after its GPU scopes ran.
-add_library(dso_lib_cuda SHARED dso/dso_lib.cpp)
-target_link_libraries(dso_lib_cuda PRIVATE edgetrace::edgetrace ${CMAKE_DL_LIBS})
+edgetrace_dso_lib(lib_cuda "edgetrace::edgetrace;${CMAKE_DL_LIBS}" DSO_CUDA_LIKE=1)
 target_include_directories(dso_lib_cuda PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
-target_compile_definitions(dso_lib_cuda PRIVATE DSO_NAME=lib_cuda DSO_SPAN="lib_cuda_span" DSO_CUDA_LIKE=1)
-target_compile_options(dso_lib_cuda PRIVATE $<$<CXX_COMPILER_ID:GNU>:-fno-gnu-unique>)
-set_target_properties(dso_lib_cuda PROPERTIES OUTPUT_NAME edgetrace_dso_lib_cuda)
-edgetrace_project_warnings(dso_lib_cuda)
 # lib_nvtx: the same with <edgetrace/nvtx.hpp>, whose scope hooks every scope
 # of the process calls with EDGETRACE_NVTX=1 (where the NVTX headers are).
 if(TARGET edgetrace::nvtx)
-  add_library(dso_lib_nvtx SHARED dso/dso_lib.cpp)
-  target_link_libraries(dso_lib_nvtx PRIVATE edgetrace::nvtx)
-  target_compile_definitions(dso_lib_nvtx PRIVATE DSO_NAME=lib_nvtx DSO_SPAN="lib_nvtx_span" DSO_NVTX=1)
-  target_compile_options(dso_lib_nvtx PRIVATE $<$<CXX_COMPILER_ID:GNU>:-fno-gnu-unique>)
-  set_target_properties(dso_lib_nvtx PROPERTIES OUTPUT_NAME edgetrace_dso_lib_nvtx)
-  edgetrace_project_warnings(dso_lib_nvtx)
+  edgetrace_dso_lib(lib_nvtx edgetrace::nvtx DSO_NVTX=1)
 endif()
+# Each is really unmapped by dlclose with g++ too: -fno-gnu-unique keeps
+# its inline variables out of STB_GNU_UNIQUE, which would pin it in memory.
+foreach(lib IN ITEMS lib_unload lib_cuda lib_nvtx)
+  if(TARGET dso_${lib})
+    target_compile_options(dso_${lib} PRIVATE $<$<CXX_COMPILER_ID:GNU>:-fno-gnu-unique>)
+  endif()
+endforeach()
 # A program without edgetrace, whose runtime is lib_unload's: its signal
 # handlers after dlclose ended the stream.
 add_executable(plain_loader dso/plain_loader.cpp)
 target_link_libraries(plain_loader PRIVATE ${CMAKE_DL_LIBS})
 edgetrace_project_warnings(plain_loader)
 if(TEST dso_unload_test)
-  target_compile_definitions(${dso_unload_test_program} PRIVATE
-    EDGETRACE_TEST_PLAIN_LOADER="$<TARGET_FILE:plain_loader>"
-    EDGETRACE_TEST_DSO_APP="$<TARGET_FILE:dso_app>"
-    EDGETRACE_TEST_DSO_LIB_UNLOAD="$<TARGET_FILE:dso_lib_unload>"
-    EDGETRACE_TEST_DSO_LIB_CUDA="$<TARGET_FILE:dso_lib_cuda>"
-    EDGETRACE_TEST_FAKE_NVML="$<TARGET_FILE:fake_nvml>")
-  edgetrace_test_starts(${dso_unload_test_program} dso_app plain_loader dso_lib_unload dso_lib_cuda fake_nvml)
+  edgetrace_test_starts_named(${dso_unload_test_program} plain_loader dso_app dso_lib_unload dso_lib_cuda fake_nvml)
   if(TARGET dso_lib_nvtx)
-    target_compile_definitions(${dso_unload_test_program} PRIVATE EDGETRACE_TEST_DSO_LIB_NVTX="$<TARGET_FILE:dso_lib_nvtx>")
-    edgetrace_test_starts(${dso_unload_test_program} dso_lib_nvtx)
+    edgetrace_test_starts_named(${dso_unload_test_program} dso_lib_nvtx)
   endif()
   set_property(TEST dso_unload_test APPEND PROPERTY LABELS reliability)
   set_tests_properties(dso_unload_test PROPERTIES TIMEOUT 120)

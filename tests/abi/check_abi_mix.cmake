@@ -13,22 +13,15 @@
 #            and stay off instead of writing the same dump a second time.
 # Both at -O0: the header-only TU then emits every inline function it uses.
 # Inputs (-D): COMPILER, STD_FLAG, INCLUDE_DIR, SOURCE_DIR (tests/abi), WORK_DIR.
-foreach(var COMPILER STD_FLAG INCLUDE_DIR SOURCE_DIR WORK_DIR)
-  if(NOT DEFINED ${var})
-    message(FATAL_ERROR "check_abi_mix.cmake: -D${var}=... is required")
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/../support/script.cmake)
+require_inputs(COMPILER STD_FLAG INCLUDE_DIR SOURCE_DIR WORK_DIR)
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 
 function(compile name source)
   set(command ${COMPILER} ${STD_FLAG} -O0 -Wall -Wextra -Wpedantic -Werror -I${INCLUDE_DIR} ${ARGN}
               -c ${SOURCE_DIR}/${source} -o ${WORK_DIR}/${name}.o)
-  execute_process(COMMAND ${command} RESULT_VARIABLE result OUTPUT_VARIABLE output ERROR_VARIABLE output)
-  if(NOT result EQUAL 0)
-    string(REPLACE ";" " " text "${command}")
-    message(FATAL_ERROR "setup: '${text}' failed:\n${output}")
-  endif()
+  run_command(${command})
 endfunction()
 # Sets link_result and link_output in the caller.
 function(link name)

@@ -3,11 +3,8 @@
 # EDGETRACE_ABI_NAMESPACE` gets the macro from config.hpp: preprocessed on its
 # own, in both runtime modes, no `namespace EDGETRACE_ABI_NAMESPACE` is left.
 # Inputs (-D): COMPILER, STD_FLAG, INCLUDE_DIR.
-foreach(var COMPILER STD_FLAG INCLUDE_DIR)
-  if(NOT DEFINED ${var})
-    message(FATAL_ERROR "check_headers.cmake: -D${var}=... is required")
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/../support/script.cmake)
+require_inputs(COMPILER STD_FLAG INCLUDE_DIR)
 file(GLOB_RECURSE headers RELATIVE ${INCLUDE_DIR} ${INCLUDE_DIR}/edgetrace/*.hpp)
 set(checked 0)
 foreach(header IN LISTS headers)

@@ -5,11 +5,8 @@
 # DEFINES: the ;-list of -D flags (without -D) of the variant with macros,
 # e.g. EDGETRACE_PROBE_COUNTER=1;EDGETRACE_EXCLUDED_CATEGORIES="cold_cat".
 # The reference ("plain") is the same file with no macro in the function.
-foreach(var COMPILER STD_FLAG OBJCOPY INCLUDE_DIR SOURCE WORK_DIR DEFINES)
-  if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
-    message(FATAL_ERROR "check_codegen.cmake: -D${var}=... is required")
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/../support/script.cmake)
+require_inputs(NOT_EMPTY COMPILER STD_FLAG OBJCOPY INCLUDE_DIR SOURCE WORK_DIR DEFINES)
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 
@@ -23,18 +20,8 @@ foreach(variant plain macros)
   set(object ${WORK_DIR}/${variant}.o)
   set(command ${COMPILER} ${STD_FLAG} -O2 -ffunction-sections -fno-asynchronous-unwind-tables
               -Wall -Wextra -Wpedantic -Werror -I${INCLUDE_DIR} ${${variant}_flags} -c ${SOURCE} -o ${object})
-  string(REPLACE ";" " " command_text "${command}")
-  message(STATUS "${command_text}")
-  execute_process(COMMAND ${command} RESULT_VARIABLE result OUTPUT_VARIABLE output ERROR_VARIABLE output)
-  if(NOT result EQUAL 0)
-    message(FATAL_ERROR "compiling the '${variant}' probe failed:\n${output}")
-  endif()
-  execute_process(
-    COMMAND ${OBJCOPY} -O binary --only-section=.text.edgetrace_probe ${object} ${WORK_DIR}/${variant}.bin
-    RESULT_VARIABLE result OUTPUT_VARIABLE output ERROR_VARIABLE output)
-  if(NOT result EQUAL 0)
-    message(FATAL_ERROR "objcopy of the '${variant}' probe failed:\n${output}")
-  endif()
+  run_command(${command})
+  run_command(${OBJCOPY} -O binary --only-section=.text.edgetrace_probe ${object} ${WORK_DIR}/${variant}.bin)
   file(SIZE ${WORK_DIR}/${variant}.bin size)
   if(size EQUAL 0)
     message(FATAL_ERROR "no .text.edgetrace_probe section in the '${variant}' object (was -ffunction-sections honoured?)")

@@ -10,11 +10,8 @@
 # EXPECT=fail (entries with WILL_FAIL TRUE): exits non-zero only when the
 # compile fails *and* the diagnostics mention EXPECT_IN_ERROR, so the test
 # cannot pass on an unrelated error (a wrong include path, a missing header).
-foreach(var COMPILER STD_FLAG INCLUDE_DIR SOURCE EXPECT)
-  if(NOT DEFINED ${var})
-    message(FATAL_ERROR "check_compile.cmake: -D${var}=... is required")
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/../support/script.cmake)
+require_inputs(COMPILER STD_FLAG INCLUDE_DIR SOURCE EXPECT)
 
 set(define_flags)
 foreach(d IN LISTS DEFINES)

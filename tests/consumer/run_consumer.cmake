@@ -11,24 +11,12 @@
 # Inputs (-D): MODE (find_package | add_subdirectory | plain), BUILD_DIR (the edgetrace
 # build tree), SOURCE_DIR (the checkout), WORK_DIR (scratch), COMPILER,
 # GENERATOR, BUILD_TYPE (may be empty).
-foreach(var MODE BUILD_DIR SOURCE_DIR WORK_DIR COMPILER GENERATOR)
-  if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
-    message(FATAL_ERROR "run_consumer.cmake: -D${var}=... is required")
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/../support/script.cmake)
+require_inputs(NOT_EMPTY MODE BUILD_DIR SOURCE_DIR WORK_DIR COMPILER GENERATOR)
 if(NOT BUILD_TYPE)
   set(BUILD_TYPE Release)
 endif()
 
-function(run)
-  string(REPLACE ";" " " text "${ARGN}")
-  message(STATUS "$ ${text}")
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE result OUTPUT_VARIABLE output ERROR_VARIABLE output)
-  if(NOT result EQUAL 0)
-    message(FATAL_ERROR "failed (${result}):\n${output}")
-  endif()
-  set(last_output "${output}" PARENT_SCOPE)
-endfunction()
 
 file(REMOVE_RECURSE ${WORK_DIR})
 set(consumer_build ${WORK_DIR}/build)
@@ -39,7 +27,7 @@ if(MODE STREQUAL "plain")
   # Default options (no build type either, as a new user types it), plus
   # EDGETRACE_BUILD_BENCH=ON to see that one skip too. The configure says
   # in one line what it builds (tests and examples only when asked).
-  run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${BUILD_DIR} -G "${GENERATOR}" -DCMAKE_CXX_COMPILER=${COMPILER}
+  run_command(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${BUILD_DIR} -G "${GENERATOR}" -DCMAKE_CXX_COMPILER=${COMPILER}
       -DCMAKE_DISABLE_FIND_PACKAGE_doctest=TRUE -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=TRUE -DEDGETRACE_BUILD_BENCH=ON)
   foreach(skipped "Google Benchmark not found, only the benchmarks that need none built"
           "no CMAKE_BUILD_TYPE given: building Release"
@@ -55,20 +43,20 @@ if(MODE STREQUAL "plain")
     message(FATAL_ERROR "a configure without a build type did not build Release: ${build_type}")
   endif()
   # Tests asked for without doctest: said in one line, and nothing fails.
-  run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${BUILD_DIR} -DEDGETRACE_BUILD_TESTS=ON)
+  run_command(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${BUILD_DIR} -DEDGETRACE_BUILD_TESTS=ON)
   string(FIND "${last_output}" "doctest not found, tests not built" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "configure with -DEDGETRACE_BUILD_TESTS=ON and no doctest did not say so:\n${last_output}")
   endif()
-  run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${BUILD_DIR} -DEDGETRACE_BUILD_TESTS=OFF -DEDGETRACE_BUILD_TOOLS=OFF)
-  run(${CMAKE_COMMAND} --build ${BUILD_DIR} --parallel 2)
+  run_command(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${BUILD_DIR} -DEDGETRACE_BUILD_TESTS=OFF -DEDGETRACE_BUILD_TOOLS=OFF)
+  run_command(${CMAKE_COMMAND} --build ${BUILD_DIR} --parallel 2)
   set(MODE find_package)
   set(without_cli ON)
 endif()
 
 if(MODE STREQUAL "find_package")
   set(prefix ${WORK_DIR}/prefix)
-  run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+  run_command(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
   # GNUInstallDirs may pick lib or lib64; look the config up instead of assuming.
   file(GLOB_RECURSE configs ${prefix}/*/edgetraceConfig.cmake)
   file(GLOB_RECURSE versions ${prefix}/*/edgetraceConfigVersion.cmake)
@@ -99,7 +87,7 @@ if(MODE STREQUAL "find_package")
   endif()
   message(STATUS "installed: ${configs}")
   if(NOT without_cli)
-    run(${prefix}/bin/edgetrace help)
+    run_command(${prefix}/bin/edgetrace help)
     # Its help names the installed documentation, not a path in the sources.
     string(FIND "${last_output}" "documentation: ${prefix}/share/doc/edgetrace" at)
     if(at EQUAL -1)
@@ -115,7 +103,7 @@ if(MODE STREQUAL "find_package")
   endif()
   include(${SOURCE_DIR}/cmake/edgetrace_version.cmake)
   edgetrace_read_version(${SOURCE_DIR}/include/edgetrace/config.hpp version)
-  run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/consumer/find_package -B ${consumer_build} ${configure_args}
+  run_command(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/consumer/find_package -B ${consumer_build} ${configure_args}
       -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DEDGETRACE_EXPECTED_VERSION=${version}
       -DEDGETRACE_EXPECT_CLI=${expect_cli})
   # The package must come from the prefix, not from the build tree.
@@ -125,16 +113,16 @@ if(MODE STREQUAL "find_package")
     message(FATAL_ERROR "edgetrace was not found in the install prefix: ${dir_line}")
   endif()
 elseif(MODE STREQUAL "add_subdirectory")
-  run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/consumer/add_subdirectory -B ${consumer_build} ${configure_args}
+  run_command(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/consumer/add_subdirectory -B ${consumer_build} ${configure_args}
       -DEDGETRACE_SOURCE_DIR=${SOURCE_DIR})
 else()
   message(FATAL_ERROR "MODE must be find_package or add_subdirectory, not '${MODE}'")
 endif()
 
-run(${CMAKE_COMMAND} --build ${consumer_build} --parallel 2)
+run_command(${CMAKE_COMMAND} --build ${consumer_build} --parallel 2)
 foreach(program consumer consumer_separate)
   # Traced, so the runtime (header-only or edgetrace::runtime) really runs.
-  run(${CMAKE_COMMAND} -E env EDGETRACE_OUTPUT=${WORK_DIR}/${program}.etr ${consumer_build}/${program})
+  run_command(${CMAKE_COMMAND} -E env EDGETRACE_OUTPUT=${WORK_DIR}/${program}.etr ${consumer_build}/${program})
   message(STATUS "${last_output}")
   if(NOT EXISTS ${WORK_DIR}/${program}.etr)
     message(FATAL_ERROR "${program} wrote no dump")

@@ -10,9 +10,8 @@
 #   `bash FILE` there names a file of the checkout.
 # Inputs (-D): SOURCE_DIR (the checkout); CLI (the edgetrace executable; optional).
 cmake_minimum_required(VERSION 3.16)
-if(NOT DEFINED SOURCE_DIR)
-  message(FATAL_ERROR "check_doc_links.cmake: -DSOURCE_DIR=... is required")
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/../support/script.cmake)
+require_inputs(SOURCE_DIR)
 
 # The anchors a Markdown file's headings give, as GitHub makes them.
 function(doc_anchors file out)

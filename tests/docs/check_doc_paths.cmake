@@ -8,11 +8,8 @@
 # Inputs (-D): SOURCE_DIR (the checkout), DOC (the documents, relative to it, a ;-list),
 # PATHS_ONLY (ON: check only names with a folder, as the pages that also name
 # the files a run writes, `run.json`, need).
-foreach(var SOURCE_DIR DOC)
-  if(NOT DEFINED ${var})
-    message(FATAL_ERROR "check_doc_paths.cmake: -D${var}=... is required")
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/../support/script.cmake)
+require_inputs(SOURCE_DIR DOC)
 set(all)
 foreach(dir include tools tests examples bench cmake docs)
   file(GLOB_RECURSE files RELATIVE ${SOURCE_DIR} ${SOURCE_DIR}/${dir}/*)

@@ -13,9 +13,8 @@
 # Inputs (-D): SOURCE_DIR (the checkout).
 cmake_policy(SET CMP0057 NEW)  # IN_LIST
 cmake_policy(SET CMP0007 NEW)  # lists keep empty elements
-if(NOT DEFINED SOURCE_DIR)
-  message(FATAL_ERROR "check_layers.cmake: -DSOURCE_DIR=... is required")
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/../support/script.cmake)
+require_inputs(SOURCE_DIR)
 set(inc ${SOURCE_DIR}/include/edgetrace)
 set(failed)
 

@@ -4,11 +4,8 @@
 # TLS (DF_STATIC_TLS: dlopen() fails once that space is used up); the same
 # library built with the knob does not.
 # Inputs (-D): READELF, DEFAULT_LIB, KNOB_LIB.
-foreach(var READELF DEFAULT_LIB KNOB_LIB)
-  if(NOT DEFINED ${var})
-    message(FATAL_ERROR "check_tls_model.cmake: -D${var}=... is required")
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/../support/script.cmake)
+require_inputs(READELF DEFAULT_LIB KNOB_LIB)
 function(static_tls_of lib out)
   execute_process(COMMAND ${READELF} --dynamic ${lib} RESULT_VARIABLE rc OUTPUT_VARIABLE dynamic ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)

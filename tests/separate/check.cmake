@@ -3,11 +3,8 @@
 # per name in `edgetrace summary --format csv`, that nothing was dropped, and
 # that the GPU tracker in the runtime resolved every GPU span.
 # Inputs (-D): APP, CLI, DUMP.
-foreach(var APP CLI DUMP)
-  if(NOT DEFINED ${var})
-    message(FATAL_ERROR "check.cmake: -D${var}=... is required")
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/../support/script.cmake)
+require_inputs(APP CLI DUMP)
 file(REMOVE ${DUMP})
 execute_process(COMMAND ${CMAKE_COMMAND} -E env EDGETRACE_OUTPUT=${DUMP} ${APP} RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)

@@ -660,53 +660,57 @@ nvtxDomainHandle_t NVTX_API domain_create_w(const wchar_t* name) {
 void NVTX_API domain_destroy(nvtxDomainHandle_t) {}  // kept: a late event of the domain still finds it
 void NVTX_API initialize(const void*) {}
 
-template <class Id, class Function>
-void install(NvtxFunctionTable table, unsigned size, Id id, Function function) {
-  if (static_cast<unsigned>(id) < size && table[id] != nullptr)
-    *table[id] = reinterpret_cast<NvtxFunctionPointer>(function);
+/// A handler as the function tables hold it.
+template <class Function>
+NvtxFunctionPointer handler(Function function) {
+  return reinterpret_cast<NvtxFunctionPointer>(function);
 }
 
-bool install_core(const NvtxExportTableCallbacks& callbacks) {
+/// Puts each of the capture's handlers for `module` into its slot of that
+/// module's function table; false when NVTX has no table for the module.
+bool install(const NvtxExportTableCallbacks& callbacks, NvtxCallbackModule module) {
+  struct slot {
+    NvtxCallbackModule module;
+    unsigned id;
+    NvtxFunctionPointer function;
+  };
+  const slot slots[] = {
+      {NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_MarkEx, handler(&mark_ex)},
+      {NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_MarkA, handler(&mark_a)},
+      {NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_MarkW, handler(&mark_w)},
+      {NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_RangeStartEx, handler(&range_start_ex)},
+      {NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_RangeStartA, handler(&range_start_a)},
+      {NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_RangeStartW, handler(&range_start_w)},
+      {NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_RangeEnd, handler(&range_end)},
+      {NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_RangePushEx, handler(&range_push_ex)},
+      {NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_RangePushA, handler(&range_push_a)},
+      {NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_RangePushW, handler(&range_push_w)},
+      {NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_RangePop, handler(&range_pop)},
+      {NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_NameCategoryA, handler(&name_category_a)},
+      {NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_NameCategoryW, handler(&name_category_w)},
+      {NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_NameOsThreadA, handler(&name_os_thread_a)},
+      {NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_NameOsThreadW, handler(&name_os_thread_w)},
+      {NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainMarkEx, handler(&domain_mark_ex)},
+      {NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainRangeStartEx, handler(&domain_range_start_ex)},
+      {NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainRangeEnd, handler(&domain_range_end)},
+      {NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainRangePushEx, handler(&domain_range_push_ex)},
+      {NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainRangePop, handler(&domain_range_pop)},
+      {NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainResourceCreate, handler(&domain_resource_create)},
+      {NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainResourceDestroy, handler(&domain_resource_destroy)},
+      {NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainNameCategoryA, handler(&domain_name_category_a)},
+      {NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainNameCategoryW, handler(&domain_name_category_w)},
+      {NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainRegisterStringA, handler(&domain_register_string_a)},
+      {NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainRegisterStringW, handler(&domain_register_string_w)},
+      {NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainCreateA, handler(&domain_create_a)},
+      {NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainCreateW, handler(&domain_create_w)},
+      {NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainDestroy, handler(&domain_destroy)},
+      {NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_Initialize, handler(&initialize)},
+  };
   NvtxFunctionTable table = nullptr;
   unsigned size = 0;
-  if (callbacks.GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &table, &size) == 0 || table == nullptr) return false;
-  install(table, size, NVTX_CBID_CORE_MarkEx, &mark_ex);
-  install(table, size, NVTX_CBID_CORE_MarkA, &mark_a);
-  install(table, size, NVTX_CBID_CORE_MarkW, &mark_w);
-  install(table, size, NVTX_CBID_CORE_RangeStartEx, &range_start_ex);
-  install(table, size, NVTX_CBID_CORE_RangeStartA, &range_start_a);
-  install(table, size, NVTX_CBID_CORE_RangeStartW, &range_start_w);
-  install(table, size, NVTX_CBID_CORE_RangeEnd, &range_end);
-  install(table, size, NVTX_CBID_CORE_RangePushEx, &range_push_ex);
-  install(table, size, NVTX_CBID_CORE_RangePushA, &range_push_a);
-  install(table, size, NVTX_CBID_CORE_RangePushW, &range_push_w);
-  install(table, size, NVTX_CBID_CORE_RangePop, &range_pop);
-  install(table, size, NVTX_CBID_CORE_NameCategoryA, &name_category_a);
-  install(table, size, NVTX_CBID_CORE_NameCategoryW, &name_category_w);
-  install(table, size, NVTX_CBID_CORE_NameOsThreadA, &name_os_thread_a);
-  install(table, size, NVTX_CBID_CORE_NameOsThreadW, &name_os_thread_w);
-  return true;
-}
-
-bool install_core2(const NvtxExportTableCallbacks& callbacks) {
-  NvtxFunctionTable table = nullptr;
-  unsigned size = 0;
-  if (callbacks.GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &table, &size) == 0 || table == nullptr) return false;
-  install(table, size, NVTX_CBID_CORE2_DomainMarkEx, &domain_mark_ex);
-  install(table, size, NVTX_CBID_CORE2_DomainRangeStartEx, &domain_range_start_ex);
-  install(table, size, NVTX_CBID_CORE2_DomainRangeEnd, &domain_range_end);
-  install(table, size, NVTX_CBID_CORE2_DomainRangePushEx, &domain_range_push_ex);
-  install(table, size, NVTX_CBID_CORE2_DomainRangePop, &domain_range_pop);
-  install(table, size, NVTX_CBID_CORE2_DomainResourceCreate, &domain_resource_create);
-  install(table, size, NVTX_CBID_CORE2_DomainResourceDestroy, &domain_resource_destroy);
-  install(table, size, NVTX_CBID_CORE2_DomainNameCategoryA, &domain_name_category_a);
-  install(table, size, NVTX_CBID_CORE2_DomainNameCategoryW, &domain_name_category_w);
-  install(table, size, NVTX_CBID_CORE2_DomainRegisterStringA, &domain_register_string_a);
-  install(table, size, NVTX_CBID_CORE2_DomainRegisterStringW, &domain_register_string_w);
-  install(table, size, NVTX_CBID_CORE2_DomainCreateA, &domain_create_a);
-  install(table, size, NVTX_CBID_CORE2_DomainCreateW, &domain_create_w);
-  install(table, size, NVTX_CBID_CORE2_DomainDestroy, &domain_destroy);
-  install(table, size, NVTX_CBID_CORE2_Initialize, &initialize);
+  if (callbacks.GetModuleFunctionTable(module, &table, &size) == 0 || table == nullptr) return false;
+  for (const slot& s : slots)
+    if (s.module == module && s.id < size && table[s.id] != nullptr) *table[s.id] = s.function;
   return true;
 }
 
@@ -780,7 +784,7 @@ extern "C" __attribute__((visibility("default"))) int edgetrace_nvtx_initialize(
   if (!ready || get_table == nullptr) return 0;
   const auto* callbacks = static_cast<const NvtxExportTableCallbacks*>(get_table(NVTX_ETID_CALLBACKS));
   if (callbacks == nullptr || callbacks->GetModuleFunctionTable == nullptr) return 0;
-  const bool core = install_core(*callbacks);
-  const bool core2 = install_core2(*callbacks);
+  const bool core = install(*callbacks, NVTX_CB_MODULE_CORE);
+  const bool core2 = install(*callbacks, NVTX_CB_MODULE_CORE2);
   return core || core2 ? 1 : 0;
 }

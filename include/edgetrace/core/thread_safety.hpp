@@ -12,6 +12,7 @@
 #include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
 
 #include <chrono>
+#include <cstddef>
 #include <condition_variable>
 #include <mutex>
 
@@ -55,6 +56,23 @@ class EDGETRACE_DETAIL_CAPABILITY("mutex") mutex {
  private:
   std::mutex native_;
 };
+
+/// A set of locks taken in one fixed order (the fork handlers', quick_exit's):
+/// `count` mutexes from `locks`, first to last; released last to first.
+inline void lock_in_order(mutex* const* locks, std::size_t count) noexcept EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
+  for (std::size_t i = 0; i < count; ++i) locks[i]->lock();
+}
+inline void unlock_in_reverse(mutex* const* locks, std::size_t count) noexcept EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
+  while (count > 0) locks[--count]->unlock();
+}
+/// All of them in order, or none: false (none held) when one is held.
+inline bool try_lock_in_order(mutex* const* locks, std::size_t count) noexcept EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
+  std::size_t taken = 0;
+  while (taken < count && locks[taken]->try_lock()) ++taken;
+  if (taken == count) return true;
+  unlock_in_reverse(locks, taken);
+  return false;
+}
 
 /// A role a thread plays, checked by clang like a lock it holds: state
 /// only that role may touch is GUARDED_BY it, a function only it may call

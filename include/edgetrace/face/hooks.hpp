@@ -15,17 +15,6 @@ namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace detail {
 
-/// Mode-byte bit (category_state::enabled): call the installed hooks. The
-/// low two bits stay the clock_mode (face/tick.hpp); a mode of just
-/// `mode_hooks` calls the hooks without recording (hooks on, no dump).
-inline constexpr std::uint8_t mode_hooks = 4;
-inline constexpr std::uint8_t mode_clock_bits = 3;
-/// Mode-byte bit: recording waits for EDGETRACE_START_AFTER=N marks. Instants
-/// and marks take event_slow, which counts the marks; spans take the slow
-/// path and record nothing. Set only while waiting (runtime.hpp), so the
-/// plain scope never sees it.
-inline constexpr std::uint8_t mode_count_marks = 8;
-
 /// What a hook receives is the record word (face/ring.hpp): a
 /// `const site*` (tag bits 00) or an interned-name word
 /// (name_id << 32 | category index << 2 | 1). Hooks run on the app's
@@ -39,6 +28,17 @@ struct scope_hooks {
   /// object holding the hooks loaded while they are called (EDGETRACE_NVTX=1).
   void* (*open_library)(const char* path, int flags);
 };
+
+/// Mode-byte bit (category_state::enabled): call the installed hooks. The
+/// low two bits stay the clock_mode (face/tick.hpp); a mode of just
+/// `mode_hooks` calls the hooks without recording (hooks on, no dump).
+inline constexpr std::uint8_t mode_hooks = 4;
+inline constexpr std::uint8_t mode_clock_bits = 3;
+/// Mode-byte bit: recording waits for EDGETRACE_START_AFTER=N marks. Instants
+/// and marks take event_slow, which counts the marks; spans take the slow
+/// path and record nothing. Set only while waiting (runtime.hpp), so the
+/// plain scope never sees it.
+inline constexpr std::uint8_t mode_count_marks = 8;
 
 /// Installs `hooks` (at static initialisation, by the add-on) and gives
 /// them to the selected categories if EDGETRACE_NVTX=1 asked for them.

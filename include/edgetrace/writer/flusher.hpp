@@ -139,21 +139,18 @@ class runtime final : public runtime_stream, private flusher_output, private fli
   /// The runtime's own locks (the flusher's control, the ring list, the
   /// name table), in the one order fork and quick_exit take them
   /// (writer/process.hpp, lock_all): none is ever held with another of them.
-  void lock_all() noexcept EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
-    for (mutex* m : own_locks()) m->lock();
+  void lock_all() noexcept {
+    const own_lock_list locks = own_locks();
+    lock_in_order(locks.data(), locks.size());
   }
   /// Takes them all, or none: false when one is held.
-  bool try_lock_all() noexcept EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
+  bool try_lock_all() noexcept {
     const own_lock_list locks = own_locks();
-    std::size_t taken = 0;
-    while (taken < locks.size() && locks[taken]->try_lock()) ++taken;
-    if (taken == locks.size()) return true;
-    while (taken > 0) locks[--taken]->unlock();
-    return false;
+    return try_lock_in_order(locks.data(), locks.size());
   }
-  void unlock_all() noexcept EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
+  void unlock_all() noexcept {
     const own_lock_list locks = own_locks();
-    for (std::size_t i = locks.size(); i > 0; --i) locks[i - 1]->unlock();
+    unlock_in_reverse(locks.data(), locks.size());
   }
   /// A forked child, with every lock held since fork_prepare: its copy of
   /// the runtime is never used again; its copy of the dump's descriptor is

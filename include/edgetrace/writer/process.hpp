@@ -15,6 +15,7 @@
 #include <edgetrace/writer/slow_path.hpp>
 #include <edgetrace/writer/platform/linux.hpp>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -66,25 +67,25 @@ inline mutex restart_mutex;
 /// unloaded ranges (each never held with another lock), then the
 /// runtime's own (runtime::lock_all). A fork must not copy one held into
 /// the child; quick_exit must not wait for one its own thread holds.
-inline void lock_all(runtime* rt) noexcept EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
-  restart_mutex.lock();
-  category_mutex.lock();
-  unloaded_libraries.lock_for_fork().lock();
+inline std::array<mutex*, 3> process_locks() noexcept {
+  return {&restart_mutex, &category_mutex, &unloaded_libraries.lock_for_fork()};
+}
+inline void lock_all(runtime* rt) noexcept {
+  const std::array<mutex*, 3> locks = process_locks();
+  lock_in_order(locks.data(), locks.size());
   if (rt != nullptr) rt->lock_all();
 }
-inline void unlock_all(runtime* rt) noexcept EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
+inline void unlock_all(runtime* rt) noexcept {
   if (rt != nullptr) rt->unlock_all();
-  unloaded_libraries.lock_for_fork().unlock();
-  category_mutex.unlock();
-  restart_mutex.unlock();
+  const std::array<mutex*, 3> locks = process_locks();
+  unlock_in_reverse(locks.data(), locks.size());
 }
 /// lock_all, or nothing: false (none held) when one of them is held.
-inline bool try_lock_all(runtime* rt) noexcept EDGETRACE_DETAIL_NO_THREAD_SAFETY_ANALYSIS {
-  mutex* const process_locks[] = {&restart_mutex, &category_mutex, &unloaded_libraries.lock_for_fork()};
-  std::size_t taken = 0;
-  while (taken < 3 && process_locks[taken]->try_lock()) ++taken;
-  if (taken == 3 && (rt == nullptr || rt->try_lock_all())) return true;
-  while (taken > 0) process_locks[--taken]->unlock();
+inline bool try_lock_all(runtime* rt) noexcept {
+  const std::array<mutex*, 3> locks = process_locks();
+  if (!try_lock_in_order(locks.data(), locks.size())) return false;
+  if (rt == nullptr || rt->try_lock_all()) return true;
+  unlock_in_reverse(locks.data(), locks.size());
   return false;
 }
 

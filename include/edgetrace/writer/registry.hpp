@@ -272,12 +272,7 @@ class unloaded_ranges {
     unloaded_range ranges[capacity];
     std::size_t count = 0;
     std::uint64_t epoch = 0;
-    bool holds(const void* address) const noexcept {
-      const auto a = reinterpret_cast<std::uintptr_t>(address);
-      for (std::size_t i = 0; i < count; ++i)
-        if (a >= ranges[i].begin && a < ranges[i].end) return true;
-      return false;
-    }
+    bool holds(const void* address) const noexcept { return any_holds(ranges, count, address); }
   };
 
   /// The unloading thread, while the object is still mapped: marks `range`
@@ -308,9 +303,7 @@ class unloaded_ranges {
   template <class Read>
   bool read_unless_unloaded(const void* address, Read&& read) EDGETRACE_DETAIL_EXCLUDES(mutex_) {
     mutex_lock lock(mutex_);
-    const auto a = reinterpret_cast<std::uintptr_t>(address);
-    for (std::size_t i = 0; i < count_; ++i)
-      if (a >= ranges_[i].begin && a < ranges_[i].end) return false;
+    if (any_holds(ranges_, count_, address)) return false;
     read();
     return true;
   }
@@ -339,6 +332,13 @@ class unloaded_ranges {
   mutex& lock_for_fork() noexcept EDGETRACE_DETAIL_RETURN_CAPABILITY(mutex_) { return mutex_; }
 
  private:
+  static bool any_holds(const unloaded_range* ranges, std::size_t count, const void* address) noexcept {
+    const auto a = reinterpret_cast<std::uintptr_t>(address);
+    for (std::size_t i = 0; i < count; ++i)
+      if (a >= ranges[i].begin && a < ranges[i].end) return true;
+    return false;
+  }
+
   mutex mutex_;
   unloaded_range ranges_[capacity] EDGETRACE_DETAIL_GUARDED_BY(mutex_) = {};
   std::size_t count_ EDGETRACE_DETAIL_GUARDED_BY(mutex_) = 0;
