@@ -352,12 +352,48 @@ TEST_CASE("flight: the same with the span's name interned at run time (EDGETRACE
   check_one_slow_span(true);
 }
 
+/// The longest "infer" span and the longest time between two "frame" marks
+/// in the files of `dir`, in ms: how far the machine stretched an iteration
+/// of 1 ms (a sleep) that a trigger then measured.
+double longest_iteration_ms(const std::string& dir) {
+  double longest = 0;
+  for (const std::string& file : files_in(dir)) {
+    const auto dump = edgetrace_test::load_dump(dir + "/" + file);
+    std::vector<std::int64_t> marks;
+    for (const auto& e : dump.events) {
+      if (e.name == "infer") longest = std::max(longest, static_cast<double>(e.end_ns - e.begin_ns) / 1e6);
+      if (e.name == "frame") marks.push_back(e.begin_ns);
+    }
+    std::sort(marks.begin(), marks.end());
+    for (std::size_t i = 1; i < marks.size(); ++i)
+      longest = std::max(longest, static_cast<double>(marks[i] - marks[i - 1]) / 1e6);
+  }
+  return longest;
+}
+
 TEST_CASE("flight: the same run without the slow iteration writes no file at all") {
-  const std::string dir = fresh_dir("flight_trigger_quiet");
-  const auto result = run_flight(dir, {"80", "-1"}, {"EDGETRACE_TRIGGER=infer>20ms,frame>20ms"});
-  CHECK(result.exit_code == 0);
-  CHECK(result.err == "");
-  CHECK(files_in(dir).empty());
+  // The app sleeps 1 ms per iteration; a trigger at 20 ms fires only if the
+  // machine kept it off the CPU for 19 ms more (qemu on a busy machine
+  // did). A file is then a snapshot of an iteration that really took
+  // longer: the run cannot judge "no file", so it runs once more, and a
+  // second such run skips that check, saying so.
+  for (int attempt = 1;; ++attempt) {
+    const std::string dir = fresh_dir("flight_trigger_quiet");
+    const auto result = run_flight(dir, {"80", "-1"}, {"EDGETRACE_TRIGGER=infer>20ms,frame>20ms"});
+    CHECK(result.exit_code == 0);
+    CHECK(result.err == "");
+    if (files_in(dir).empty()) break;
+    const double longest_ms = longest_iteration_ms(dir);
+    CAPTURE(longest_ms);
+    REQUIRE(longest_ms >= 20);  // a trigger fired: an iteration took at least its threshold
+    if (attempt == 2) {
+      const std::string why = "an iteration of 1 ms took " + std::to_string(longest_ms) +
+                              " ms in two runs (a busy machine): 'no file without a slow iteration' not judged";
+      edgetrace_test::skip_at_run_time(why.c_str());
+      return;
+    }
+    MESSAGE("an iteration of 1 ms took " << longest_ms << " ms (a busy machine): once more");
+  }
 }
 
 TEST_CASE("flight: a mark trigger fires on the iteration between two marks that took too long") {
@@ -431,7 +467,9 @@ TEST_CASE("flight: a storm of slow iterations writes at most EDGETRACE_FLIGHT_MA
 
 TEST_CASE("flight: a trigger naming no span or mark of the run says so at exit, with a 'did you mean'") {
   const std::string dir = fresh_dir("flight_trigger_typo");
-  const auto result = run_flight(dir, {"80", "-1"}, {"EDGETRACE_TRIGGER=infr>20ms,frame>20ms"});
+  // frame>2s: a trigger on a name the run records, which no iteration of
+  // 1 ms reaches even on a busy machine, says nothing.
+  const auto result = run_flight(dir, {"80", "-1"}, {"EDGETRACE_TRIGGER=infr>20ms,frame>2s"});
   CHECK(result.exit_code == 0);
   CHECK(result.err == "edgetrace: EDGETRACE_TRIGGER 'infr>20ms' never fired: no span or mark named 'infr' was recorded "
                       "(did you mean 'infer'?)\n");
