@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Measures what `#include <edgetrace/edgetrace.hpp>` adds to a translation
-# unit's compile time, what each standard header it pulls costs, and checks
+# unit's compile time (and what a tool reading a dump's events costs, with the
+# reader header-only and with edgetrace::reader), what each standard header
+# it pulls costs, and checks
 # that no heavy header (<iostream>, <regex>, <map>, string streams...) is
 # reachable from it. Prints Markdown tables (docs/PERFORMANCE.md).
 #
@@ -52,6 +54,20 @@ add_case "runtime_impl.hpp (the one runtime TU)" <<<'#include <edgetrace/runtime
 add_case "edgetrace.hpp, EDGETRACE_ENABLED=0" <<<'#define EDGETRACE_ENABLED 0
 #include <edgetrace/edgetrace.hpp>
 int main() { return 0; }'
+# A tool that reads a dump's events: the reader header-only, and its passes
+# compiled once (EDGETRACE_SEPARATE_READER=1, what edgetrace::reader sets).
+reader_tool='#include <edgetrace/decode/dump_reader.hpp>
+int main(int, char** argv) {
+  edgetrace::reader::dump_reader r;
+  int n = 0;
+  if (r.open(argv[1]) && r.read_metadata()) r.read_events([&n](const edgetrace::reader::event&) { ++n; });
+  return n;
+}'
+add_case "a tool reading events, header-only reader" <<<"$reader_tool"
+add_case "the same, EDGETRACE_SEPARATE_READER=1" <<<"#define EDGETRACE_SEPARATE_READER 1
+$reader_tool"
+reader_separate_case=$((${#names[@]} - 1))
+add_case "edgetrace_reader.cpp (the one reader TU)" < <(echo '#define EDGETRACE_SEPARATE_READER 1'; cat "$root/cmake/edgetrace_reader.cpp")
 # The standard headers of writer/runtime.hpp, alone and together.
 std_headers=(unordered_map string vector condition_variable mutex atomic chrono algorithm csignal)
 for h in "${std_headers[@]}"; do
@@ -97,6 +113,12 @@ if ((added <= 60)); then
   echo "target (<= 60 ms over an empty TU, EDGETRACE_SEPARATE_RUNTIME=1 / edgetrace::runtime): met, $added ms"
 else
   echo "target (<= 60 ms over an empty TU, EDGETRACE_SEPARATE_RUNTIME=1 / edgetrace::runtime): missed by $((added - 60)) ms ($added ms)"
+fi
+reader_tool_ms=$(median "${samples[$reader_separate_case]}")
+if ((reader_tool_ms <= 2000)); then
+  echo "target (<= 2000 ms for a TU reading a dump's events, EDGETRACE_SEPARATE_READER=1 / edgetrace::reader): met, $reader_tool_ms ms"
+else
+  echo "target (<= 2000 ms for a TU reading a dump's events, EDGETRACE_SEPARATE_READER=1 / edgetrace::reader): missed ($reader_tool_ms ms)"
 fi
 echo
 

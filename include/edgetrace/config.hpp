@@ -119,6 +119,30 @@ static_assert(sizeof(EDGETRACE_EXCLUDED_CATEGORIES "") >= 1,
 #define EDGETRACE_DETAIL_API inline
 #endif
 
+/// EDGETRACE_SEPARATE_READER: 0 (default): the dump reader (decode/) is
+/// header-only, compiled inline in every TU that uses it. 1: its passes are
+/// compiled once, in the edgetrace::reader library (CMake: link
+/// edgetrace::reader, which sets it); a TU that reads a dump then costs a
+/// fraction of the compile (docs/PERFORMANCE.md, "Compile cost"). Built for
+/// the header-only runtime's ABI namespace: a program that links
+/// edgetrace::runtime too reads with the header-only reader.
+#ifndef EDGETRACE_SEPARATE_READER
+#define EDGETRACE_SEPARATE_READER 0
+#endif
+#if (EDGETRACE_SEPARATE_READER != 0) && (EDGETRACE_SEPARATE_READER != 1)
+#error "EDGETRACE_SEPARATE_READER must be 0 or 1"
+#endif
+#if EDGETRACE_SEPARATE_READER && EDGETRACE_SEPARATE_RUNTIME
+#error "edgetrace::reader (EDGETRACE_SEPARATE_READER=1) is built for the header-only runtime: a program that links edgetrace::runtime reads dumps with the header-only reader (do not link edgetrace::reader)"
+#endif
+/// How the reader's compiled-once functions are defined: inline in the
+/// header-only reader, ordinary external functions in edgetrace::reader.
+#if EDGETRACE_SEPARATE_READER
+#define EDGETRACE_DETAIL_READER_API
+#else
+#define EDGETRACE_DETAIL_READER_API inline
+#endif
+
 #if defined(__GNUC__) || defined(__clang__)
 #define EDGETRACE_DETAIL_LIKELY(x) __builtin_expect(!!(x), 1)
 #define EDGETRACE_DETAIL_UNLIKELY(x) __builtin_expect(!!(x), 0)

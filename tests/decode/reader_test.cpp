@@ -134,6 +134,34 @@ TEST_CASE("round trip: every event, name and number comes back exactly") {
   CHECK(main_thread->spans == 2);
 }
 
+std::size_t plain_function_calls = 0;
+void count_event(const er::event&) { ++plain_function_calls; }
+struct counting {
+  std::size_t n = 0;
+  void operator()(const er::event&) { ++n; }
+};
+struct counting_through {
+  std::size_t* n;
+  void operator()(const er::event&) const { ++*n; }
+};
+
+TEST_CASE("a pass takes any callable: a functor it updates in place, a const one, a temporary, a plain function") {
+  loaded l(sample_dump().build(), "callables.etr");
+  REQUIRE(l.ok);
+  REQUIRE(l.events.size() == 7);
+  counting functor;
+  REQUIRE(l.reader.read_events(functor));
+  CHECK(functor.n == 7);  // the passes call the caller's object, not a copy
+  std::size_t n = 0;
+  const counting_through through{&n};
+  REQUIRE(l.reader.read_events_backward(through));
+  CHECK(n == 7);
+  plain_function_calls = 0;
+  REQUIRE(l.reader.read_events(count_event));
+  CHECK(plain_function_calls == 7);
+  CHECK(l.reader.read_events(counting{}));
+}
+
 TEST_CASE("rebase records and thread renames") {
   dump_builder d = edgetrace_test::one_site_dump(fmt::site_kind::span, "c", "s", 50, "before");
   events e(1, 5000);
