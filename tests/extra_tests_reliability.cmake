@@ -140,6 +140,7 @@ else()
   set(edgetrace_fuzz_replay reader_fuzz_replay)
   add_executable(reader_fuzz_replay fuzz/reader_fuzz.cpp fuzz/replay_main.cpp)
   target_link_libraries(reader_fuzz_replay PRIVATE edgetrace::edgetrace)
+  edgetrace_test_reader(reader_fuzz_replay)  # the passes compiled once; reader_fuzz keeps them inside it, for coverage
   edgetrace_project_warnings(reader_fuzz_replay)
   # A test driver like the doctest programs: 13 small files, so -O0 where
   # the preset asks for it (tsan, aarch64) costs nothing to run.
