@@ -37,46 +37,6 @@ namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
-namespace detail {
-
-/// Calls `f(const T&)` for a callable `f` the caller keeps alive for the
-/// sink's life (dump_reader's passes take one for the length of the
-/// pass). One indirect call per item: the pass, not the callable, is what
-/// costs (docs/USING.md, "Tools of your own": +0.2 to 1 % instructions).
-template <class T>
-class item_sink {
- public:
-  template <class F>
-  explicit item_sink(F& f) noexcept : call_(&call<F>) {
-    if constexpr (std::is_function_v<F>) {
-      callable_.function = reinterpret_cast<void (*)()>(&f);
-    } else {
-      callable_.object = const_cast<void*>(static_cast<const void*>(std::addressof(f)));
-    }
-  }
-  void operator()(const T& item) const { call_(callable_, item); }
-
- private:
-  union callable {
-    void* object;
-    void (*function)();
-  };
-
-  template <class F>
-  static void call(callable c, const T& item) {
-    if constexpr (std::is_function_v<F>) {
-      reinterpret_cast<F*>(c.function)(item);
-    } else {
-      (*static_cast<F*>(c.object))(item);
-    }
-  }
-
-  callable callable_;
-  void (*call_)(callable, const T&);
-};
-
-}  // namespace detail
-
 /// Streaming reader of one dump file. Usage:
 ///
 ///     dump_reader r;
@@ -115,7 +75,7 @@ class dump_reader {
   /// Returns false only on an I/O error.
   template <class Sink>
   bool read_events(Sink&& sink) {
-    return read_events_to(detail::item_sink<event>(sink));
+    return read_events_to(item_sink<event>(sink));
   }
 
   /// GPU pass: calls `sink(const gpu_span&)` for every GPU span record of
@@ -126,7 +86,7 @@ class dump_reader {
   /// error. Memory: one chunk.
   template <class Sink>
   bool read_gpu_spans(Sink&& sink) {
-    return read_gpu_spans_to(detail::item_sink<gpu_span>(sink));
+    return read_gpu_spans_to(item_sink<gpu_span>(sink));
   }
 
   /// Pass 2, backwards: like read_events, but every thread's events arrive
@@ -142,7 +102,7 @@ class dump_reader {
   /// holds it (detail::end_order), so nesting follows the times.
   template <class Sink>
   bool read_events_backward(Sink&& sink) {
-    return read_events_backward_to(detail::item_sink<event>(sink));
+    return read_events_backward_to(item_sink<event>(sink));
   }
 
   /// Every annotation of the dump (arguments, flow steps, allocations,
@@ -151,7 +111,7 @@ class dump_reader {
   /// one chunk. False when a chunk no longer reads (the file changed).
   template <class Fn>
   bool for_each_annotation(Fn&& fn) const {
-    return for_each_annotation_to(detail::item_sink<annotation>(fn));
+    return for_each_annotation_to(item_sink<annotation>(fn));
   }
 
   /// The annotations chunks pass 1 accepted, in file order, with the time
@@ -164,7 +124,7 @@ class dump_reader {
   /// pass 1 did not count either).
   template <class Fn>
   bool decode_annotation_chunk(std::size_t i, std::vector<unsigned char>& buffer, Fn&& fn) const {
-    return decode_annotation_chunk_to(i, buffer, detail::item_sink<annotation>(fn));
+    return decode_annotation_chunk_to(i, buffer, item_sink<annotation>(fn));
   }
 
   /// One validated chunk as stored in the file (header, payload and CRC).
@@ -181,7 +141,7 @@ class dump_reader {
   /// validated chunks). Returns false only on an I/O error.
   template <class Fn>
   bool for_each_chunk(Fn&& fn) {
-    return for_each_chunk_to(detail::item_sink<raw_chunk>(fn));
+    return for_each_chunk_to(item_sink<raw_chunk>(fn));
   }
 
   /// Events per segment of read_events_backward (bounds its buffer).
@@ -271,14 +231,50 @@ class dump_reader {
   std::int64_t first_ns() const noexcept { return first_ns_; }
   std::int64_t last_ns() const noexcept { return last_ns_; }
  private:
+  /// Calls `f(const T&)` for a callable `f` the caller keeps alive for the
+  /// sink's life (dump_reader's passes take one for the length of the
+  /// pass). One indirect call per item: the pass, not the callable, is what
+  /// costs (docs/USING.md, "Tools of your own": +0.2 to 1 % instructions).
+  template <class T>
+  class item_sink {
+   public:
+    template <class F>
+    explicit item_sink(F& f) noexcept : call_(&call<F>) {
+      if constexpr (std::is_function_v<F>) {
+        callable_.function = reinterpret_cast<void (*)()>(&f);
+      } else {
+        callable_.object = const_cast<void*>(static_cast<const void*>(std::addressof(f)));
+      }
+    }
+    void operator()(const T& item) const { call_(callable_, item); }
+
+   private:
+    union callable {
+      void* object;
+      void (*function)();
+    };
+
+    template <class F>
+    static void call(callable c, const T& item) {
+      if constexpr (std::is_function_v<F>) {
+        reinterpret_cast<F*>(c.function)(item);
+      } else {
+        (*static_cast<F*>(c.object))(item);
+      }
+    }
+
+    callable callable_;
+    void (*call_)(callable, const T&);
+  };
+
   // The passes the templates above hand their callable to, without its type:
   // compiled once (edgetrace::reader), or inline in the header-only reader.
-  bool read_events_to(detail::item_sink<event> sink);
-  bool read_gpu_spans_to(detail::item_sink<gpu_span> sink);
-  bool read_events_backward_to(detail::item_sink<event> sink);
-  bool for_each_annotation_to(detail::item_sink<annotation> fn) const;
-  bool decode_annotation_chunk_to(std::size_t i, std::vector<unsigned char>& buffer, detail::item_sink<annotation> fn) const;
-  bool for_each_chunk_to(detail::item_sink<raw_chunk> fn);
+  bool read_events_to(item_sink<event> sink);
+  bool read_gpu_spans_to(item_sink<gpu_span> sink);
+  bool read_events_backward_to(item_sink<event> sink);
+  bool for_each_annotation_to(item_sink<annotation> fn) const;
+  bool decode_annotation_chunk_to(std::size_t i, std::vector<unsigned char>& buffer, item_sink<annotation> fn) const;
+  bool for_each_chunk_to(item_sink<raw_chunk> fn);
 
   /// Pass 1: one chunk's metadata into its writer.
   void read_metadata_chunk(const detail::chunk& c);
@@ -503,7 +499,7 @@ EDGETRACE_DETAIL_READER_API void dump_reader::finish_writer(writer_info& w) {
   detail::annotation_decoder::finish(w);
 }
 
-EDGETRACE_DETAIL_READER_API bool dump_reader::read_events_to(detail::item_sink<event> sink) {
+EDGETRACE_DETAIL_READER_API bool dump_reader::read_events_to(item_sink<event> sink) {
   if (!metadata_read_ && !read_metadata()) return false;
   if (!durations_allowed()) return false;
   begin_events_pass();
@@ -518,7 +514,7 @@ EDGETRACE_DETAIL_READER_API bool dump_reader::read_events_to(detail::item_sink<e
   return walker_.error().empty();
 }
 
-EDGETRACE_DETAIL_READER_API bool dump_reader::read_gpu_spans_to(detail::item_sink<gpu_span> sink) {
+EDGETRACE_DETAIL_READER_API bool dump_reader::read_gpu_spans_to(item_sink<gpu_span> sink) {
   if (!metadata_read_ && !read_metadata()) return false;
   if (!durations_allowed()) return false;
   walker_.begin_pass();
@@ -541,12 +537,12 @@ EDGETRACE_DETAIL_READER_API bool dump_reader::read_gpu_spans_to(detail::item_sin
   return walker_.error().empty();
 }
 
-EDGETRACE_DETAIL_READER_API bool dump_reader::read_events_backward_to(detail::item_sink<event> sink) {
+EDGETRACE_DETAIL_READER_API bool dump_reader::read_events_backward_to(item_sink<event> sink) {
   if (!metadata_read_ && !read_metadata()) return false;
   if (!durations_allowed()) return false;
   begin_events_pass();
   detail::events_pass pass(walker_.log(), walker_.stats());
-  detail::end_order<detail::item_sink<event>> ordered(sink);
+  detail::end_order<item_sink<event>> ordered(sink);
   for (std::size_t i = events_offsets_.size(); i-- > 0 && walker_.error().empty();) {
     detail::chunk c;
     walker_.begin_pass();  // a known-good chunk from pass 1: no resync budget applies
@@ -557,7 +553,7 @@ EDGETRACE_DETAIL_READER_API bool dump_reader::read_events_backward_to(detail::it
   return walker_.error().empty();
 }
 
-EDGETRACE_DETAIL_READER_API bool dump_reader::for_each_annotation_to(detail::item_sink<annotation> fn) const {
+EDGETRACE_DETAIL_READER_API bool dump_reader::for_each_annotation_to(item_sink<annotation> fn) const {
   std::vector<unsigned char> buffer;
   bool ok = true;
   for (std::size_t i = 0; i < annotation_chunks().size(); ++i)
@@ -565,7 +561,8 @@ EDGETRACE_DETAIL_READER_API bool dump_reader::for_each_annotation_to(detail::ite
   return ok;
 }
 
-EDGETRACE_DETAIL_READER_API bool dump_reader::decode_annotation_chunk_to(std::size_t i, std::vector<unsigned char>& buffer, detail::item_sink<annotation> fn) const {
+EDGETRACE_DETAIL_READER_API bool dump_reader::decode_annotation_chunk_to(std::size_t i, std::vector<unsigned char>& buffer,
+                                                                     item_sink<annotation> fn) const {
   const detail::annotation_chunk_ref& ref = annotations_.chunks()[i];
   const auto w = writers_.find(ref.writer);
   detail::chunk c;
@@ -579,7 +576,7 @@ EDGETRACE_DETAIL_READER_API bool dump_reader::decode_annotation_chunk_to(std::si
   return true;
 }
 
-EDGETRACE_DETAIL_READER_API bool dump_reader::for_each_chunk_to(detail::item_sink<raw_chunk> fn) {
+EDGETRACE_DETAIL_READER_API bool dump_reader::for_each_chunk_to(item_sink<raw_chunk> fn) {
   if (!metadata_read_ && !read_metadata()) return false;
   walker_.begin_pass();
   std::uint64_t pos = walker_.data_start();
