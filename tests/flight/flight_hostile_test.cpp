@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -285,18 +286,17 @@ TEST_CASE("hostile: a large flight ring is pre-faulted without stalling the app'
   const std::string output = tmp + "/hostile-big.etr";
   const std::string snapshot = tmp + "/hostile-big.1.etr";
   ::unlink(snapshot.c_str());
-  prefault_run p = run_prefault(output);
-  if (!p.held()) {
-    MESSAGE("other processes used " << p.others_cpu_s << " s of CPU during a run that missed a bound ("
-                                    << p.r.out << p.r.err << "): running it once more");
+  prefault_run p;
+  // A second run that missed a bound on a quiet machine is judged (it fails below).
+  const bool judged = edgetrace_test::judged_in_two_runs([&](int run_number) -> std::string {
     ::unlink(snapshot.c_str());
     p = run_prefault(output);
-  }
-  if (!p.held() && p.others_cpu_s > prefault_busy_cpu_s) {
-    const std::string why = "other processes used " + std::to_string(p.others_cpu_s) +
-                            " s of CPU during the run (more than " + std::to_string(prefault_busy_cpu_s) +
-                            "), twice: the machine, not the ring, set the times";
-    edgetrace_test::skip_at_run_time(why.c_str());
+    if (p.held() || (run_number == 2 && p.others_cpu_s <= prefault_busy_cpu_s)) return "";
+    return "other processes used " + std::to_string(p.others_cpu_s) + " s of CPU during a run that missed a bound (" +
+           p.r.out + p.r.err + "; more than " + std::to_string(prefault_busy_cpu_s) +
+           " s is a machine, not the ring, setting the times)";
+  });
+  if (!judged) {
     ::unlink(snapshot.c_str());
     return;
   }
@@ -450,39 +450,89 @@ TEST_CASE("hostile: EDGETRACE_FLIGHT_MB=512 in a real 256 MiB memory cgroup: the
   ::unlink(snapshot.c_str());
 }
 
-/// The resident memory of process `pid` now, in KiB (VmRSS); -1 when unread.
-long resident_kb(pid_t pid) {
-  const std::string status = read_file("/proc/" + std::to_string(pid) + "/status");
-  const std::size_t at = status.find("VmRSS:");
-  return at == std::string::npos ? -1 : std::strtol(status.c_str() + at + 6, nullptr, 10);
+/// The resident KiB of process `pid`'s mapping of exactly `size_kb`
+/// (/proc/PID/smaps; the most resident one, should there be several): the
+/// flight ring, alone in its mapping once it is ready (MADV_DONTFORK sets
+/// it apart). -1 when there is none, or the process has ended.
+long mapping_resident_kb(pid_t pid, long size_kb) {
+  const std::string smaps = read_file("/proc/" + std::to_string(pid) + "/smaps");
+  long best = -1;
+  bool sized = false;
+  for (std::size_t at = 0; at < smaps.size();) {
+    std::size_t end = smaps.find('\n', at);
+    if (end == std::string::npos) end = smaps.size();
+    const std::string line = smaps.substr(at, end - at);
+    at = end + 1;
+    if (line.rfind("Size:", 0) == 0) sized = std::strtol(line.c_str() + 5, nullptr, 10) == size_kb;
+    else if (sized && line.rfind("Rss:", 0) == 0) best = std::max(best, std::strtol(line.c_str() + 4, nullptr, 10));
+  }
+  return best;
+}
+
+/// Polls `done` every 5 ms for up to `ms` milliseconds: whether it came true.
+template <class Done>
+bool within_ms(int ms, Done&& done) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
 }
 
 TEST_CASE("hostile: the memory left falls under half the flight ring (replayed): the ring goes back, one line, the app runs on") {
+  // The case waits for what it can see, not for fixed times: the app's
+  // 64 MiB ring whole in its memory (the flusher faults it in: ~30 ms on a
+  // quiet machine), then, once the replayed MemAvailable falls to 16 MiB,
+  // that memory given back (the flusher reads it every 10 ms). A machine
+  // that kept the flusher off the CPU for most of the app's 3 s (once:
+  // beside two 8 M-span reads, the ring still not ready at exit, 4.7 s in)
+  // leaves a run that cannot judge: once more, then skipped, saying so. The
+  // same on a quiet machine fails.
+  constexpr long ring_kb = 64 * 1024;
   const std::string base = tmp + "/sysfs-shrink-" + std::to_string(::getpid());
-  REQUIRE(std::system(("rm -rf '" + base + "'").c_str()) == 0);
-  write_text(base + "/proc/meminfo", "MemTotal:  4194304 kB\nMemAvailable:  1048576 kB\n");  // 1 GiB: 64 MiB fits
-  edgetrace_test::spawned s =
-      edgetrace_test::spawn({app, "grow-after", "1", "3000"},
-                            {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + tmp + "/shrink.etr", "EDGETRACE_FLIGHT_MB=64",
-                             "EDGETRACE_FLIGHT_AT_EXIT=1", "EDGETRACE_SYSFS_ROOT=" + base});
-  REQUIRE(s.pid > 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // the ring is faulted in (~30 ms here)
-  const long with_ring = resident_kb(s.pid);
-  write_text(base + "/proc/meminfo", "MemTotal:  4194304 kB\nMemAvailable:  16384 kB\n");  // 16 MiB left
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
-  const long after = resident_kb(s.pid);
-  std::string out;
-  const int code = edgetrace_test::wait_for(s, 60, &out);
-  const std::string err = read_file(s.err_path);
-  CAPTURE(err);
-  CHECK(code == 0);
-  CHECK(contains(out, "grew 1"));
-  CHECK(contains(err, "memory is short (the system has 16 MiB available (MemAvailable)): the flight ring's 64 MiB go "
-                      "back to the app and flight recording stops, so no snapshot will be written"));
-  CHECK_FALSE(file_exists(tmp + "/shrink.1.etr"));  // nothing recorded any more, nothing at exit
-  MESSAGE("resident: " << with_ring / 1024 << " MiB with the ring, " << after / 1024 << " MiB after");
-  if (!edgetrace_test::sanitized_build && with_ring > 0 && after > 0) CHECK(with_ring - after > 48 * 1024);
-  std::remove(s.err_path.c_str());
+  edgetrace_test::judged_in_two_runs([&](int) -> std::string {
+    REQUIRE(std::system(("rm -rf '" + base + "'").c_str()) == 0);
+    write_text(base + "/proc/meminfo", "MemTotal:  4194304 kB\nMemAvailable:  1048576 kB\n");  // 1 GiB: 64 MiB fits
+    const auto before = edgetrace_test::outside_load::now();
+    edgetrace_test::spawned s = edgetrace_test::spawn(
+        {app, "grow-after", "1", "3000"}, {"EDGETRACE_MODE=flight", "EDGETRACE_OUTPUT=" + tmp + "/shrink.etr",
+                                           "EDGETRACE_FLIGHT_MB=64", "EDGETRACE_FLIGHT_AT_EXIT=1",
+                                           "EDGETRACE_SYSFS_ROOT=" + base});
+    REQUIRE(s.pid > 0);
+    long with_ring = -1, after = -1;
+    const bool whole = within_ms(2500, [&] { return (with_ring = mapping_resident_kb(s.pid, ring_kb)) >= ring_kb; });
+    if (whole) {
+      write_text(base + "/proc/meminfo", "MemTotal:  4194304 kB\nMemAvailable:  16384 kB\n");  // 16 MiB left
+      within_ms(3000, [&] {
+        after = mapping_resident_kb(s.pid, ring_kb);
+        return after < ring_kb / 4;  // given back, or the process ended (-1)
+      });
+    }
+    std::string out;
+    const int code = edgetrace_test::wait_for(s, 60, &out);
+    const double others_cpu_s = edgetrace_test::outside_load::now().since(before);
+    const std::string err = read_file(s.err_path);
+    std::remove(s.err_path.c_str());
+    CAPTURE(err);
+    CAPTURE(others_cpu_s);
+    const bool gave_back = contains(err, "memory is short (the system has 16 MiB available (MemAvailable)): the "
+                                         "flight ring's 64 MiB go back to the app and flight recording stops, so no "
+                                         "snapshot will be written");
+    // Busy: other processes took more than half a CPU over the app's 3 s.
+    if ((!whole || !gave_back) && others_cpu_s > 1.5)
+      return std::string(whole ? "the ring was whole, but not given back before the app's exit"
+                               : "the flusher had not faulted the 64 MiB ring in 2.5 s into the run") +
+             " while other processes used " + std::to_string(others_cpu_s) + " s of CPU (a busy machine)";
+    CHECK(whole);
+    CHECK(code == 0);
+    CHECK(contains(out, "grew 1"));
+    CHECK(gave_back);
+    CHECK_FALSE(file_exists(tmp + "/shrink.1.etr"));  // nothing recorded any more, nothing at exit
+    MESSAGE("the ring's mapping: " << with_ring / 1024 << " MiB resident, " << after / 1024 << " MiB after");
+    CHECK(after < ring_kb / 4);
+    return "";
+  });
   REQUIRE(std::system(("rm -rf '" + base + "'").c_str()) == 0);
 }
 

@@ -13,6 +13,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <string>
 
 namespace {
@@ -53,6 +54,16 @@ namespace edgetrace_test {
 void skip_at_run_time(const char* why) {
   ++counts.skipped_at_run_time;
   MESSAGE("skipped: " << std::string(why));  // doctest prints a char* as its address
+}
+
+bool judged_in_two_runs(const std::function<std::string(int run_number)>& attempt) {
+  const std::string first = attempt(1);
+  if (first.empty()) return true;
+  MESSAGE(first << ": running it once more");
+  const std::string second = attempt(2);
+  if (second.empty()) return true;
+  skip_at_run_time((second + ", in the second run too: not judged").c_str());
+  return false;
 }
 }  // namespace edgetrace_test
 

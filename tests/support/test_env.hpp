@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -24,6 +25,16 @@ namespace edgetrace_test {
 /// whose every case skipped exits 77, which ctest shows as "Skipped"
 /// (support/doctest_main.cpp). The case returns right after.
 void skip_at_run_time(const char* why);
+
+/// For a case whose run the machine, not the code, can leave unable to
+/// judge its point (a time a busy machine stretches; docs/TESTING.md,
+/// "Timing on a busy machine"): runs `attempt(1)`, and `attempt(2)` when
+/// that one could not judge. An attempt runs the case's checks and returns
+/// "" when it judged, else why it could not, in a few words ("the flusher
+/// took the request 393 ms after the call (a busy machine)"). After two
+/// that could not, the case is skipped with the second one's words
+/// (skip_at_run_time) and this returns false: the caller returns.
+bool judged_in_two_runs(const std::function<std::string(int run_number)>& attempt);
 
 /// The environment's `variable` when set and not empty, else `built`.
 inline std::string setting(const char* variable, const char* built) {

@@ -40,12 +40,18 @@ std::uint64_t file_size(const std::string& path) {
 }
 
 /// What a dump that stopped for its room must show: it reads whole and
-/// complete, every thread's records are accounted for, and one recording
-/// change says recording went off, for `reason`, and never came back.
+/// complete, one recording change says recording went off, for `reason`,
+/// and never came back, and every thread's records are accounted for. The
+/// records a thread recorded before the stop reached it are written while
+/// they fit above the bound; a slow flusher (a sanitizer, a busy machine)
+/// can find more of them in a ring than fit, and those are dropped and
+/// counted: in the thread stats, and in the one more stderr line of `err`
+/// (docs/RELIABILITY.md, "The dump never fills the disk"). So `err` holds
+/// 1 line (the stop), or 2 with the drops.
 struct stopped_dump {
   std::uint64_t fill_spans = 0;
 };
-stopped_dump check_stopped(const std::string& path, edgetrace::format::capture_reason reason) {
+stopped_dump check_stopped(const std::string& path, edgetrace::format::capture_reason reason, const std::string& err) {
   stopped_dump out;
   edgetrace::reader::dump_reader reader;
   REQUIRE(reader.open(path));
@@ -54,9 +60,17 @@ stopped_dump check_stopped(const std::string& path, edgetrace::format::capture_r
   }));
   CHECK(reader.complete());
   CHECK_FALSE(reader.damaged());
+  std::uint64_t dropped = 0;
   for (const auto* t : reader.threads_in_order()) {
     CHECK(t->has_stats);
-    CHECK(t->stats_dropped == 0);
+    dropped += t->stats_dropped;
+  }
+  if (dropped == 0) {
+    CHECK(line_count(err) == 1);
+  } else {
+    CHECK(line_count(err) == 2);
+    CHECK(contains(err, std::to_string(dropped) + " records recorded before the stop near the dump's bound reached "
+                                                  "their threads did not fit below it and were dropped"));
   }
   REQUIRE(reader.writers().size() == 1);
   const auto& recording = reader.writers().begin()->second.recording;
@@ -86,11 +100,10 @@ TEST_CASE("space: EDGETRACE_MAX_MB: recording stops near the bound, the dump end
   const auto r = fill(dump, {"EDGETRACE_MAX_MB=1", "EDGETRACE_MIN_FREE_MB=0"});
   CAPTURE(r.err);
   CHECK(r.out == "issued=2000000\n");
-  CHECK(line_count(r.err) == 1);
   CHECK(contains(r.err, "of EDGETRACE_MAX_MB=1; recording stopped for good"));
   CHECK(file_size(dump) <= (1u << 20));
   CHECK(file_size(dump) > (1u << 20) / 2);
-  const stopped_dump d = check_stopped(dump, edgetrace::format::capture_reason::max_size);
+  const stopped_dump d = check_stopped(dump, edgetrace::format::capture_reason::max_size, r.err);
   CHECK(d.fill_spans > 100000);
   CHECK(d.fill_spans < 2000000);
   ::unlink(dump.c_str());
@@ -104,7 +117,7 @@ TEST_CASE("space: after the stop the dump does not grow: an app that idles on en
   CAPTURE(r.err);
   CHECK(contains(r.out, "idle_growth=0\n"));
   CHECK(file_size(dump) <= (1u << 20));
-  check_stopped(dump, edgetrace::format::capture_reason::max_size);
+  check_stopped(dump, edgetrace::format::capture_reason::max_size, r.err);
   ::unlink(dump.c_str());
 }
 
@@ -199,10 +212,9 @@ TEST_CASE("space: EDGETRACE_MIN_FREE_MB on a 4 MiB file system: recording stops 
   const std::string dump = small.path() + "/run.etr";
   const auto r = fill(dump, {"EDGETRACE_MIN_FREE_MB=2"});
   CAPTURE(r.err);
-  CHECK(line_count(r.err) == 1);
   CHECK(contains(r.err, "near EDGETRACE_MIN_FREE_MB=2; recording stopped for good"));
   CHECK(small.free_bytes() >= (2u << 20));
-  const stopped_dump d = check_stopped(dump, edgetrace::format::capture_reason::min_free);
+  const stopped_dump d = check_stopped(dump, edgetrace::format::capture_reason::min_free, r.err);
   CHECK(d.fill_spans > 100000);
 }
 
@@ -214,10 +226,9 @@ TEST_CASE("space: by default 5 % of a small file system stays free; EDGETRACE_MI
     const std::string dump = small.path() + "/run.etr";
     const auto r = fill(dump, {});
     CAPTURE(r.err);
-    CHECK(line_count(r.err) == 1);
     CHECK(contains(r.err, "that EDGETRACE_MIN_FREE_MB keeps by default (5 % of it, at most 512 MiB)"));
     CHECK(small.free_bytes() >= (2u << 20) / 20);
-    check_stopped(dump, edgetrace::format::capture_reason::min_free);
+    check_stopped(dump, edgetrace::format::capture_reason::min_free, r.err);
   }
   SUBCASE("off") {
     const small_tmpfs small("no-floor", "1m");
