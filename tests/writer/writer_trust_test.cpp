@@ -320,11 +320,17 @@ TEST_CASE("writer trust: closefrom then a reused descriptor: the app's file gets
   const std::string own = fresh("closefrom-own.txt");
   const auto r = run({app, "closefrom", own}, {"EDGETRACE_OUTPUT=" + dump_path});
   CAPTURE(r.out);
+  CAPTURE(r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("written=9") != std::string::npos);
   CHECK(edgetrace_test::read_file(own) == "app data\n");
   CHECK(edgetrace_test::line_count(r.err) == 1);
-  CHECK(r.err.find("no longer names EDGETRACE_OUTPUT") != std::string::npos);
+  // Most runs: the next write finds the number naming the app's file. A
+  // flusher that writes between the app's close and its open (its own
+  // flush period; seen once under ASan) finds the number closed instead.
+  // Either way it stops there, with one line, and the file gets nothing.
+  CHECK((r.err.find("no longer names EDGETRACE_OUTPUT") != std::string::npos ||
+         r.err.find("was closed by the application; tracing is off") != std::string::npos));
   const auto dump = edgetrace_test::load_dump(dump_path);  // what came before stays readable
   CHECK(dump.named("before_close").size() == 100);
   CHECK(dump.named("after_close").empty());
