@@ -14,7 +14,8 @@
 # Times on 2 cores: docs/TESTING.md, "CI time".
 #
 # Usage: bash tools/run_tests.sh [--quick] [--help]   (Debian/Ubuntu; apt-get needs root or sudo)
-#   --quick                  the release preset alone (every room with g++; no sanitizers, fuzzing or edge matrix)
+#   --quick                  the release preset alone, without the knob configurations (every room once with
+#                            g++; no sanitizers, fuzzing, edge matrix, or rooms again under each build knob)
 #   EDGETRACE_LONG_TESTS=1   long reliability variants (10 s stress, 10 kills, 1000 forks; docs/RELIABILITY.md)
 #   EDGETRACE_FUZZ_SECONDS=N fuzz the reader for N CPU-seconds instead of 60 (one process per core, at most 4)
 #   RUN_TESTS_PRESETS="release clang"   presets to run instead of "release asan tsan"
@@ -25,7 +26,7 @@
 set -euo pipefail
 case ${1-} in
   "") ;;
-  --quick) RUN_TESTS_PRESETS=release RUN_TESTS_EDGE=0 ;;
+  --quick) RUN_TESTS_PRESETS=release RUN_TESTS_EDGE=0 quick=1 ;;
   -h | --help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; exit 0 ;;
   *) echo "usage: bash tools/run_tests.sh [--quick] [--help] (settings are environment variables: see --help)" >&2; exit 1 ;;
 esac
@@ -73,6 +74,9 @@ for preset in "${presets[@]}"; do
   # tsan's tests start release's converter, built above, instead of one
   # built under TSan: the converter starts no thread (docs/TESTING.md).
   extra=()
+  # --quick: each room once (the knob configurations rebuild and rerun some
+  # of them under each build knob: ~70 CPU-s of g++ and ~40 s of ctest).
+  if [[ ${quick-} == 1 ]]; then extra+=(-DEDGETRACE_TEST_KNOBS=OFF); fi
   if [[ $preset == tsan && " ${presets[*]} " == *" release "* && " ${builds_failed[*]} " != *" release "* &&
         -x build/release/tools/edgetrace ]]; then
     extra=(-DEDGETRACE_BUILD_TOOLS=OFF "-DEDGETRACE_TEST_CLI=$PWD/build/release/tools/edgetrace")
