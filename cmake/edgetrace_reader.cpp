@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The edgetrace::reader library: the dump reader's passes compiled once,
-// for programs whose TUs read dumps with EDGETRACE_SEPARATE_READER=1 (the
-// target sets it for its users).
+// The edgetrace::reader library: the dump reader and every output compiled
+// once, for programs whose TUs read dumps with EDGETRACE_SEPARATE_READER=1
+// (the target sets it for its users; they see declarations only).
 #define EDGETRACE_DETAIL_READER_TU 1
-#include <edgetrace/decode/dump_reader.hpp>
+#include <edgetrace/reader.hpp>

@@ -54,9 +54,11 @@ add_case "runtime_impl.hpp (the one runtime TU)" <<<'#include <edgetrace/runtime
 add_case "edgetrace.hpp, EDGETRACE_ENABLED=0" <<<'#define EDGETRACE_ENABLED 0
 #include <edgetrace/edgetrace.hpp>
 int main() { return 0; }'
-# A tool that reads a dump's events: the reader header-only, and its passes
-# compiled once (EDGETRACE_SEPARATE_READER=1, what edgetrace::reader sets).
-reader_tool='#include <edgetrace/decode/dump_reader.hpp>
+# A tool that reads a dump's events through <edgetrace/reader.hpp> (the
+# reader and every output): header-only, and compiled once
+# (EDGETRACE_SEPARATE_READER=1, what edgetrace::reader sets: the TU sees
+# declarations only).
+reader_tool='#include <edgetrace/reader.hpp>
 int main(int, char** argv) {
   edgetrace::reader::dump_reader r;
   int n = 0;
@@ -146,5 +148,13 @@ echo "with EDGETRACE_SEPARATE_RUNTIME=1: standard C++ headers: ${light:-none}; h
 extra=$(tr ' ' '\n' <<<"$light" | grep -vE '^(cstdint|cstddef|)$' | tr '\n' ' ' || true)
 if [[ -n ${extra// /} ]]; then
   echo "compile_cost: FAILED: the light path includes more than <cstdint>/<cstddef>: $extra"
+  exit 1
+fi
+# A tool on edgetrace::reader parses no output's code: <regex> (std::regex's
+# compiler is most of a sink's compile) stays inside the library.
+"$CXX" "${flags[@]}" -I"$root/include" -H -fsyntax-only "${files[$reader_separate_case]}" 2>"$work/h_reader.txt" || true
+echo "reader.hpp with EDGETRACE_SEPARATE_READER=1: header files opened: $(grep -cE '^\.+ ' "$work/h_reader.txt")"
+if grep -qE '^\.+ /usr/include/c\+\+/[0-9]+/regex$' "$work/h_reader.txt"; then
+  echo "compile_cost: FAILED: <regex> is reachable from reader.hpp with EDGETRACE_SEPARATE_READER=1"
   exit 1
 fi

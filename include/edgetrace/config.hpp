@@ -119,13 +119,14 @@ static_assert(sizeof(EDGETRACE_EXCLUDED_CATEGORIES "") >= 1,
 #define EDGETRACE_DETAIL_API inline
 #endif
 
-/// EDGETRACE_SEPARATE_READER: 0 (default): the dump reader (decode/) is
-/// header-only, compiled inline in every TU that uses it. 1: its passes are
-/// compiled once, in the edgetrace::reader library (CMake: link
-/// edgetrace::reader, which sets it); a TU that reads a dump then costs a
-/// fraction of the compile (docs/PERFORMANCE.md, "Compile cost"). Built for
-/// the header-only runtime's ABI namespace: a program that links
-/// edgetrace::runtime too reads with the header-only reader.
+/// EDGETRACE_SEPARATE_READER: 0 (default): the dump reader (decode/) and
+/// its outputs (sinks/) are header-only, compiled inline in every TU that
+/// uses them. 1: they are compiled once, in the edgetrace::reader library
+/// (CMake: link edgetrace::reader, which sets it), and a TU sees their
+/// declarations only: <edgetrace/reader.hpp> whole costs a fifth of the
+/// compile (docs/PERFORMANCE.md, "Compile cost"). Built for the header-only
+/// runtime's ABI namespace: a program that links edgetrace::runtime too
+/// reads with the header-only reader.
 #ifndef EDGETRACE_SEPARATE_READER
 #define EDGETRACE_SEPARATE_READER 0
 #endif
@@ -141,6 +142,15 @@ static_assert(sizeof(EDGETRACE_EXCLUDED_CATEGORIES "") >= 1,
 #define EDGETRACE_DETAIL_READER_API
 #else
 #define EDGETRACE_DETAIL_READER_API inline
+#endif
+/// Where those functions' bodies are seen: 1 in the header-only reader and
+/// in edgetrace::reader's own TU (EDGETRACE_DETAIL_READER_TU), 0 in a TU
+/// built against edgetrace::reader, which sees declarations only (and so
+/// does not parse the outputs' code or <regex>).
+#if !EDGETRACE_SEPARATE_READER || defined(EDGETRACE_DETAIL_READER_TU)
+#define EDGETRACE_DETAIL_READER_BODIES 1
+#else
+#define EDGETRACE_DETAIL_READER_BODIES 0
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)

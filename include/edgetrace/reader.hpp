@@ -33,12 +33,21 @@
 // - span structure (decode/span_walker.hpp: walk_spans, span_record),
 //   annotations put to use (decode/annotations.hpp), the live follower
 //   (decode/follow.hpp: dump_follower);
-// - the sinks' entry points and their options structs: write_chrome_json,
-//   write_perfetto, write_info, write_spans_csv, summary_builder and
-//   summary_table/_csv/_json, diff_summaries, plan_merge and
-//   write_merged_dump, report_html.
+// - the sinks' entry points and their options structs: write_chrome_json
+//   (and _split), write_perfetto (and _split), write_info, write_spans_csv,
+//   write_csv_table, summary_builder and summary_table/_csv/_json,
+//   diff_summaries and diff_table/_csv/_json, plan_merge and
+//   write_merged_dump, report_html and report_device_html,
+//   explain_slow_iterations, focus_slowest, top_window, and name_pattern
+//   (the name filters, a compiled regular expression).
 // Pointers handed out (event::site, thread_info::writer, ...) stay valid as
 // long as the dump_reader lives and is not opened again.
+//
+// Compiled once: with EDGETRACE_SEPARATE_READER=1 (CMake: link
+// edgetrace::reader) this header declares all of the above and the library
+// defines it; every header puts its bodies after
+// `#if EDGETRACE_DETAIL_READER_BODIES`, so a tool's TU parses no output's
+// code and no <regex>. Header-only (the default) it is all inline.
 //
 // Example: the ten longest spans of a dump.
 //
@@ -74,7 +83,10 @@
 #include <edgetrace/sinks/perfetto/split.hpp>
 #include <edgetrace/sinks/perfetto/writer.hpp>
 #include <edgetrace/sinks/report.hpp>
+#include <edgetrace/sinks/report_device.hpp>
+#include <edgetrace/sinks/selection.hpp>
 #include <edgetrace/sinks/summary/format.hpp>
 #include <edgetrace/sinks/summary/json.hpp>
+#include <edgetrace/sinks/summary/slow_iterations.hpp>
 #include <edgetrace/sinks/summary/summary.hpp>
 #include <edgetrace/sinks/top.hpp>

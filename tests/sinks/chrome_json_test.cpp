@@ -11,7 +11,6 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -312,7 +311,7 @@ TEST_CASE("slices that touch stay in order in speedscope when a selection leaves
   er::chrome_json_options options;
   std::size_t slices = 0;
   SUBCASE("--filter: the iterations left out") {
-    options.filter = std::make_shared<const std::regex>("^(load|layer)$");
+    REQUIRE(options.filter.compile("^(load|layer)$"));
     slices = 2 * 6000;
   }
   SUBCASE("--window from the middle: each track's first slice is no longer its first span") {

@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
-#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -128,8 +127,7 @@ bool parse_conversion(const command& c, const arguments& args, std::vector<const
 /// "1.4 MB", "931.0 MB", "2.1 GB" (10^3 steps).
 std::string size_text(std::uint64_t bytes);
 /// Compiles a --filter regex once; a usage error (exit 1) when it is bad.
-int compile_regex(const command& c, const std::string& text, std::shared_ptr<const std::regex>& out,
-                  const char* flag = "--filter");
+int compile_regex(const command& c, const std::string& text, et::name_pattern& out, const char* flag = "--filter");
 /// The options summary, diff and report take.
 extern const std::vector<const char*> summary_valued;
 /// The start of summary and report: parse_options with summary_valued,

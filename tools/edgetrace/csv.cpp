@@ -3,6 +3,7 @@
 #include "cli.hpp"
 
 #include <edgetrace/sinks/csv/tables.hpp>
+#include <edgetrace/sinks/summary/iterations.hpp>
 
 #include <string>
 #include <vector>

@@ -3,6 +3,7 @@
 #include "cli.hpp"
 
 #include <edgetrace/decode/snapshot.hpp>
+#include <edgetrace/sinks/output.hpp>
 #include <edgetrace/sinks/summary/format.hpp>
 
 #include <algorithm>
@@ -337,13 +338,10 @@ std::string size_text(std::uint64_t bytes) {
   return text;
 }
 
-int compile_regex(const command& c, const std::string& text, std::shared_ptr<const std::regex>& out,
-                  const char* flag) {
-  try {
-    out = std::make_shared<const std::regex>(text, std::regex::ECMAScript | std::regex::optimize);
-  } catch (const std::regex_error& e) {
-    return usage_error(&c, std::string("bad ") + flag + " regex '" + text + "': " + e.what());
-  }
+int compile_regex(const command& c, const std::string& text, et::name_pattern& out, const char* flag) {
+  std::string error;
+  // `error` is "bad regex 'TEXT': why", said as "bad --filter regex 'TEXT': why"
+  if (!out.compile(text, false, &error)) return usage_error(&c, std::string("bad ") + flag + error.substr(3));
   return exit_ok;
 }
 
@@ -469,8 +467,7 @@ int summary_options_from(const command& c, const parsed_options& p, et::summary_
     o.per = *v;
   }
   if (const std::string* v = p.get("--wait")) {
-    o.wait_pattern = *v;
-    o.wait = nullptr;
+    o.wait = et::name_pattern();
     if (*v != "off")
       if (const int rc = compile_regex(c, *v, o.wait, "--wait"); rc != exit_ok) return rc;
   }

@@ -2,6 +2,7 @@
 // The `edgetrace perfetto` subcommand: Perfetto protobuf (TrackEvent), compressed with zlib where the CLI has it, with json's selection (--min-dur, --filter, --window) and progress.
 #include "cli.hpp"
 
+#include <edgetrace/sinks/output.hpp>
 #include <edgetrace/sinks/perfetto/split.hpp>
 #include <edgetrace/sinks/perfetto/writer.hpp>
 

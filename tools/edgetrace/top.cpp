@@ -4,6 +4,7 @@
 
 #include <edgetrace/decode/follow.hpp>
 #include <edgetrace/sinks/latency.hpp>
+#include <edgetrace/sinks/output.hpp>
 #include <edgetrace/sinks/summary/format.hpp>
 #include <edgetrace/sinks/summary/iterations.hpp>
 #include <edgetrace/sinks/top.hpp>

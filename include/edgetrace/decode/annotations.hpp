@@ -543,23 +543,6 @@ struct memory_pool {
   std::uint64_t peak = 0;             ///< highest live bytes
 };
 
-/// Allocation records that do not add up. None is attributed to a pool's
-/// live bytes; each is counted.
-struct memory_mismatches {
-  memory_mismatches& operator+=(const memory_mismatches& o) noexcept {
-    double_frees += o.double_frees;
-    unknown_frees += o.unknown_frees;
-    live_reallocs += o.live_reallocs;
-    null_allocs += o.null_allocs;
-    return *this;
-  }
-  std::uint64_t double_frees = 0;    ///< a free of an address already freed
-  std::uint64_t unknown_frees = 0;   ///< a free of an address never allocated in the dump
-  std::uint64_t live_reallocs = 0;   ///< an allocation at an address still live (its free was never recorded)
-  std::uint64_t null_allocs = 0;     ///< an allocation at address 0
-  std::uint64_t total() const noexcept { return double_frees + unknown_frees + live_reallocs + null_allocs; }
-};
-
 /// "2 double frees, 1 free of an unknown address, ..." for memory notes.
 inline std::string memory_mismatch_text(const memory_mismatches& m) {
   std::string text;

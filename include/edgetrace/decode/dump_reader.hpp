@@ -320,7 +320,7 @@ class dump_reader {
 // ---------------------------------------------------------------- definitions
 // Inline in the header-only reader; with EDGETRACE_SEPARATE_READER=1 (CMake:
 // link edgetrace::reader) compiled once, in the library.
-#if !EDGETRACE_SEPARATE_READER || defined(EDGETRACE_DETAIL_READER_TU)
+#if EDGETRACE_DETAIL_READER_BODIES
 
 EDGETRACE_DETAIL_READER_API dump_reader::dump_reader() = default;
 EDGETRACE_DETAIL_READER_API dump_reader::~dump_reader() = default;
@@ -593,7 +593,7 @@ EDGETRACE_DETAIL_READER_API bool dump_reader::for_each_chunk_to(item_sink<raw_ch
   return walker_.error().empty();
 }
 
-#endif  // !EDGETRACE_SEPARATE_READER || EDGETRACE_DETAIL_READER_TU
+#endif  // EDGETRACE_DETAIL_READER_BODIES
 
 }  // namespace reader
 }  // namespace EDGETRACE_ABI_NAMESPACE

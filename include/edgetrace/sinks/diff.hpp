@@ -2,15 +2,12 @@
 // Per-name comparison of two summaries (`edgetrace diff BASE... [--vs] NEW...`): what an optimisation changed, by impact, and whether it beats run-to-run noise.
 #pragma once
 
-#include <algorithm>
-#include <cmath>
+#include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <map>
 #include <string>
 #include <vector>
 
-#include <edgetrace/sinks/summary/summary.hpp>
+#include <edgetrace/sinks/summary/model.hpp>
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
@@ -49,6 +46,78 @@ struct diff_row {
   bool within_noise() const { return noise_known && (iteration ? p50_change() : mean_change()) <= noise; }
 };
 
+/// Joins two summaries by row key; sorted by impact (|total change|, then
+/// |mean change|, then key), the work rows before the waiting ones.
+EDGETRACE_DETAIL_READER_API std::vector<diff_row> diff_summaries(const summary_result& base,
+                                                                 const summary_result& next);
+
+/// Fills each row's run counts and noise from one summary per run of each
+/// side (same options as the pooled summaries diff_summaries compared).
+/// noise = max(spread(base run means), spread(new run means)), spread =
+/// max - min over the runs that have the row; a side with one such run
+/// contributes nothing. docs/ANALYSIS.md states why this is the bar.
+EDGETRACE_DETAIL_READER_API void add_run_noise(std::vector<diff_row>& rows,
+                                               const std::vector<summary_result>& base_runs,
+                                               const std::vector<summary_result>& new_runs);
+
+/// --per NAME: the iteration itself on each side, as a row (key NAME,
+/// calls = iterations, total = their summed duration, every latency
+/// figure from the iteration's own durations; iteration = true). Its noise
+/// verdict compares the p50: add_iteration_noise. An empty key when the
+/// summaries were built without --per.
+EDGETRACE_DETAIL_READER_API diff_row diff_iteration(const summary_result& base, const summary_result& next);
+
+/// The iteration's noise: the larger spread of the per-run p50 of its
+/// durations over each side's runs (the rows use the mean; an iteration's
+/// p50 is what a latency budget is written against, and one slow outlier
+/// moves its mean).
+EDGETRACE_DETAIL_READER_API void add_iteration_noise(diff_row& iteration,
+                                                     const std::vector<summary_result>& base_runs,
+                                                     const std::vector<summary_result>& new_runs);
+
+/// Aligned table: new values with their change from base.
+/// `base` and `next` name the dumps of each side; `key_label` heads the
+/// first column ("name", "arg:op", ...). With repeated runs (any row's
+/// noise known) two columns say how the mean change compares with noise.
+/// With `iteration` (diff_iteration of summaries built with --per) the
+/// iteration's own latency comes first, and each row gains its % iter.
+EDGETRACE_DETAIL_READER_API std::string diff_table(const std::vector<diff_row>& rows, const std::string& base,
+                                                   const std::string& next, std::size_t top = 0,
+                                                   const std::string& key_label = "name",
+                                                   const diff_row* iteration = nullptr,
+                                                   bool iteration_from_marks = false);
+
+/// CSV: base and new values and signed deltas, integer ns. With
+/// `iteration` (--per), its row comes first (kind "iteration", verdict on
+/// the p50) and every row has its iter_share on each side.
+EDGETRACE_DETAIL_READER_API std::string diff_csv(const std::vector<diff_row>& rows, std::size_t top = 0,
+                                                 const diff_row* iteration = nullptr);
+
+/// JSON: {"base":..., "new":..., ["iteration":{...},] "rows":[{...}]}
+/// with the CSV's fields.
+EDGETRACE_DETAIL_READER_API std::string diff_json(const std::vector<diff_row>& rows, const std::string& base,
+                                                  const std::string& next, std::size_t top = 0,
+                                                  const diff_row* iteration = nullptr);
+
+}  // namespace reader
+}  // namespace EDGETRACE_ABI_NAMESPACE
+}  // namespace edgetrace
+
+#if EDGETRACE_DETAIL_READER_BODIES
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <edgetrace/sinks/summary/summary.hpp>
+
+namespace edgetrace {
+inline namespace EDGETRACE_ABI_NAMESPACE {
+namespace reader {
+
 namespace detail {
 
 /// The fields of one side (base or new) of a diff_row.
@@ -82,9 +151,8 @@ inline void add_diff_side(std::map<std::string, diff_row>& rows, const summary_r
 
 }  // namespace detail
 
-/// Joins two summaries by row key; sorted by impact (|total change|, then
-/// |mean change|, then key), the work rows before the waiting ones.
-inline std::vector<diff_row> diff_summaries(const summary_result& base, const summary_result& next) {
+EDGETRACE_DETAIL_READER_API std::vector<diff_row> diff_summaries(const summary_result& base,
+                                                                 const summary_result& next) {
   std::map<std::string, diff_row> rows;
   detail::add_diff_side(rows, base,
                         {&diff_row::in_base, &diff_row::calls_base, &diff_row::mean_base, &diff_row::p50_base,
@@ -134,13 +202,9 @@ inline void add_spread(const std::map<std::string, std::vector<std::uint64_t>>& 
 
 }  // namespace detail
 
-/// Fills each row's run counts and noise from one summary per run of each
-/// side (same options as the pooled summaries diff_summaries compared).
-/// noise = max(spread(base run means), spread(new run means)), spread =
-/// max - min over the runs that have the row; a side with one such run
-/// contributes nothing. docs/ANALYSIS.md states why this is the bar.
-inline void add_run_noise(std::vector<diff_row>& rows, const std::vector<summary_result>& base_runs,
-                          const std::vector<summary_result>& new_runs) {
+EDGETRACE_DETAIL_READER_API void add_run_noise(std::vector<diff_row>& rows,
+                                               const std::vector<summary_result>& base_runs,
+                                               const std::vector<summary_result>& new_runs) {
   auto mean = [](const latency_stats& l) { return l.mean(); };
   const auto base = detail::per_run_values(base_runs, mean), next = detail::per_run_values(new_runs, mean);
   for (diff_row& d : rows) {
@@ -149,12 +213,7 @@ inline void add_run_noise(std::vector<diff_row>& rows, const std::vector<summary
   }
 }
 
-/// --per NAME: the iteration itself on each side, as a row (key NAME,
-/// calls = iterations, total = their summed duration, every latency
-/// figure from the iteration's own durations; iteration = true). Its noise
-/// verdict compares the p50: add_iteration_noise. An empty key when the
-/// summaries were built without --per.
-inline diff_row diff_iteration(const summary_result& base, const summary_result& next) {
+EDGETRACE_DETAIL_READER_API diff_row diff_iteration(const summary_result& base, const summary_result& next) {
   diff_row d;
   if (base.per.empty()) return d;
   d.key = base.per;
@@ -177,12 +236,9 @@ inline diff_row diff_iteration(const summary_result& base, const summary_result&
   return d;
 }
 
-/// The iteration's noise: the larger spread of the per-run p50 of its
-/// durations over each side's runs (the rows use the mean; an iteration's
-/// p50 is what a latency budget is written against, and one slow outlier
-/// moves its mean).
-inline void add_iteration_noise(diff_row& iteration, const std::vector<summary_result>& base_runs,
-                                const std::vector<summary_result>& new_runs) {
+EDGETRACE_DETAIL_READER_API void add_iteration_noise(diff_row& iteration,
+                                                     const std::vector<summary_result>& base_runs,
+                                                     const std::vector<summary_result>& new_runs) {
   auto p50s = [&](const std::vector<summary_result>& runs) {
     std::map<std::string, std::vector<std::uint64_t>> values;
     for (const summary_result& run : runs)
@@ -262,15 +318,10 @@ inline std::string iteration_table(const diff_row& it, bool from_marks) {
 
 }  // namespace detail
 
-/// Aligned table: new values with their change from base.
-/// `base` and `next` name the dumps of each side; `key_label` heads the
-/// first column ("name", "arg:op", ...). With repeated runs (any row's
-/// noise known) two columns say how the mean change compares with noise.
-/// With `iteration` (diff_iteration of summaries built with --per) the
-/// iteration's own latency comes first, and each row gains its % iter.
-inline std::string diff_table(const std::vector<diff_row>& rows, const std::string& base, const std::string& next,
-                              std::size_t top = 0, const std::string& key_label = "name",
-                              const diff_row* iteration = nullptr, bool iteration_from_marks = false) {
+EDGETRACE_DETAIL_READER_API std::string diff_table(const std::vector<diff_row>& rows, const std::string& base,
+                                                   const std::string& next, std::size_t top,
+                                                   const std::string& key_label, const diff_row* iteration,
+                                                   bool iteration_from_marks) {
   std::string out = "base: " + base + "\nnew:  " + next + "\n\n";
   const bool per = iteration != nullptr && !iteration->key.empty();
   if (per) out += detail::iteration_table(*iteration, iteration_from_marks) + "\n";
@@ -366,10 +417,8 @@ inline std::string json_object(const diff_row& d, bool per) {
 
 }  // namespace detail
 
-/// CSV: base and new values and signed deltas, integer ns. With
-/// `iteration` (--per), its row comes first (kind "iteration", verdict on
-/// the p50) and every row has its iter_share on each side.
-inline std::string diff_csv(const std::vector<diff_row>& rows, std::size_t top = 0, const diff_row* iteration = nullptr) {
+EDGETRACE_DETAIL_READER_API std::string diff_csv(const std::vector<diff_row>& rows, std::size_t top,
+                                                 const diff_row* iteration) {
   std::string out =
       "name,in_base,in_new,calls_base,calls_new,calls_delta,mean_base_ns,mean_new_ns,mean_delta_ns,p50_base_ns,"
       "p50_new_ns,p50_delta_ns,p99_base_ns,p99_new_ns,p99_delta_ns,total_base_ns,total_new_ns,total_delta_ns,"
@@ -385,10 +434,9 @@ inline std::string diff_csv(const std::vector<diff_row>& rows, std::size_t top =
   return out;
 }
 
-/// JSON: {"base":..., "new":..., ["iteration":{...},] "rows":[{...}]}
-/// with the CSV's fields.
-inline std::string diff_json(const std::vector<diff_row>& rows, const std::string& base, const std::string& next,
-                             std::size_t top = 0, const diff_row* iteration = nullptr) {
+EDGETRACE_DETAIL_READER_API std::string diff_json(const std::vector<diff_row>& rows, const std::string& base,
+                                                  const std::string& next, std::size_t top,
+                                                  const diff_row* iteration) {
   std::string out = "{\"base\":";
   append_json_string(out, base);
   out += ",\"new\":";
@@ -408,3 +456,4 @@ inline std::string diff_json(const std::vector<diff_row>& rows, const std::strin
 }  // namespace reader
 }  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
+#endif  // EDGETRACE_DETAIL_READER_BODIES

@@ -2,6 +2,32 @@
 // Human-readable description of a dump (`edgetrace info`): writers, clocks, threads, counts, damage.
 #pragma once
 
+#include <cstdio>
+#include <string>
+
+#include <edgetrace/decode/dump_reader.hpp>
+
+namespace edgetrace {
+inline namespace EDGETRACE_ABI_NAMESPACE {
+namespace reader {
+
+/// Options of write_info.
+struct info_options {
+  /// Name shown on the "file" line (defaults to the reader's path).
+  std::string display_name;
+};
+
+/// Writes the `info` report of an opened dump to `out`. Runs pass 2 to
+/// count events (so the numbers are what a conversion would produce).
+/// Returns false when reading or writing failed; `error` says why.
+EDGETRACE_DETAIL_READER_API bool write_info(dump_reader& r, std::FILE* out, const info_options& options = {},
+                                            std::string* error = nullptr);
+
+}  // namespace reader
+}  // namespace EDGETRACE_ABI_NAMESPACE
+}  // namespace edgetrace
+
+#if EDGETRACE_DETAIL_READER_BODIES
 #include <algorithm>
 #include <array>
 #include <cstdarg>
@@ -20,12 +46,6 @@
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
-
-/// Options of write_info.
-struct info_options {
-  /// Name shown on the "file" line (defaults to the reader's path).
-  std::string display_name;
-};
 
 namespace detail {
 
@@ -417,11 +437,8 @@ inline std::string diagnostics_text(const dump_reader& r) {
 
 }  // namespace detail
 
-/// Writes the `info` report of an opened dump to `out`. Runs pass 2 to
-/// count events (so the numbers are what a conversion would produce).
-/// Returns false when reading or writing failed; `error` says why.
-inline bool write_info(dump_reader& r, std::FILE* out, const info_options& options = {},
-                       std::string* error = nullptr) {
+EDGETRACE_DETAIL_READER_API bool write_info(dump_reader& r, std::FILE* out, const info_options& options,
+                                            std::string* error) {
   using detail::format_text;
   using ull = unsigned long long;
   if (!r.metadata_read() && !r.read_metadata()) return detail::fail_with(error, r.error());
@@ -475,3 +492,4 @@ inline bool write_info(dump_reader& r, std::FILE* out, const info_options& optio
 }  // namespace reader
 }  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
+#endif  // EDGETRACE_DETAIL_READER_BODIES

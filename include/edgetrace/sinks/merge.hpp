@@ -2,17 +2,13 @@
 // Several processes' dumps on one timeline (`edgetrace merge`): clock alignment, distinct pids and writer ids, .etr or JSON out.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <map>
-#include <set>
 #include <string>
 #include <vector>
 
 #include <edgetrace/decode/dump_reader.hpp>
-#include <edgetrace/format.hpp>
-#include <edgetrace/sinks/output.hpp>
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
@@ -35,6 +31,48 @@ struct merge_plan {
   std::vector<std::string> notes;      ///< one line each: which clock, what was renumbered
 };
 
+/// Two dumps whose realtime-monotonic offsets differ by less than this are
+/// taken to come from one boot of one machine (the offset only moves with
+/// NTP steps and slewing, by far less than a second over a run).
+inline constexpr std::int64_t same_boot_tolerance_ns = 500000000;
+
+/// Plans a merge of opened dumps (metadata read). `names` label the inputs
+/// in notes. False with `error` when realtime alignment is asked for and an
+/// input has no calibration pair.
+EDGETRACE_DETAIL_READER_API bool plan_merge(const std::vector<dump_reader*>& inputs,
+                                            const std::vector<std::string>& names, merge_clock clock,
+                                            merge_plan& plan, std::string& error);
+
+/// Writes the inputs as one .etr: one file header, then every validated
+/// chunk of each input in turn (writers never share ids, so their streams
+/// stay apart). Chunks are copied byte for byte except: a renumbered
+/// writer's id, a shifted input's calibration pairs (CLOCK_MONOTONIC +
+/// shift) and a renumbered pid in a process chunk, each resealed with a
+/// fresh CRC. Damage in an input is stepped over as by every reader.
+EDGETRACE_DETAIL_READER_API bool write_merged_dump(const std::vector<dump_reader*>& inputs, const merge_plan& plan,
+                                                   std::FILE* out, std::string& error);
+
+}  // namespace reader
+}  // namespace EDGETRACE_ABI_NAMESPACE
+}  // namespace edgetrace
+
+#if EDGETRACE_DETAIL_READER_BODIES
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <edgetrace/decode/dump_reader.hpp>
+#include <edgetrace/format.hpp>
+#include <edgetrace/sinks/output.hpp>
+
+namespace edgetrace {
+inline namespace EDGETRACE_ABI_NAMESPACE {
+namespace reader {
+
 namespace detail {
 
 /// Median of CLOCK_REALTIME - CLOCK_MONOTONIC over a dump's calibration
@@ -52,16 +90,9 @@ inline bool realtime_offset(const dump_reader& r, std::int64_t& offset) {
 
 }  // namespace detail
 
-/// Two dumps whose realtime-monotonic offsets differ by less than this are
-/// taken to come from one boot of one machine (the offset only moves with
-/// NTP steps and slewing, by far less than a second over a run).
-inline constexpr std::int64_t same_boot_tolerance_ns = 500000000;
-
-/// Plans a merge of opened dumps (metadata read). `names` label the inputs
-/// in notes. False with `error` when realtime alignment is asked for and an
-/// input has no calibration pair.
-inline bool plan_merge(const std::vector<dump_reader*>& inputs, const std::vector<std::string>& names,
-                       merge_clock clock, merge_plan& plan, std::string& error) {
+EDGETRACE_DETAIL_READER_API bool plan_merge(const std::vector<dump_reader*>& inputs,
+                                            const std::vector<std::string>& names, merge_clock clock,
+                                            merge_plan& plan, std::string& error) {
   const std::size_t n = inputs.size();
   plan = merge_plan{};
   plan.shift_ns.assign(n, 0);
@@ -132,14 +163,8 @@ inline bool plan_merge(const std::vector<dump_reader*>& inputs, const std::vecto
   return true;
 }
 
-/// Writes the inputs as one .etr: one file header, then every validated
-/// chunk of each input in turn (writers never share ids, so their streams
-/// stay apart). Chunks are copied byte for byte except: a renumbered
-/// writer's id, a shifted input's calibration pairs (CLOCK_MONOTONIC +
-/// shift) and a renumbered pid in a process chunk, each resealed with a
-/// fresh CRC. Damage in an input is stepped over as by every reader.
-inline bool write_merged_dump(const std::vector<dump_reader*>& inputs, const merge_plan& plan, std::FILE* out,
-                              std::string& error) {
+EDGETRACE_DETAIL_READER_API bool write_merged_dump(const std::vector<dump_reader*>& inputs, const merge_plan& plan,
+                                                   std::FILE* out, std::string& error) {
   unsigned char header[format::file_header_size];
   format::write_file_header(header);
   std::uint16_t minor = 0;
@@ -200,3 +225,4 @@ inline bool write_merged_dump(const std::vector<dump_reader*>& inputs, const mer
 }  // namespace reader
 }  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
+#endif  // EDGETRACE_DETAIL_READER_BODIES

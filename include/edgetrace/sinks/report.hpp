@@ -2,15 +2,10 @@
 // One self-contained HTML report (`edgetrace report`): summary table, latency histograms, thread utilisation; no network.
 #pragma once
 
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <cstdio>
+#include <cstddef>
 #include <string>
-#include <vector>
 
-#include <edgetrace/sinks/summary/json.hpp>
-#include <edgetrace/sinks/summary/summary.hpp>
+#include <edgetrace/sinks/summary/model.hpp>
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
@@ -25,8 +20,31 @@ struct report_options {
   std::string sections;
 };
 
-namespace detail {
+/// The whole report as one HTML document: inline CSS and SVG, the data also
+/// embedded as JSON in <script type="application/json" id="edgetrace-data">;
+/// no script runs and nothing is fetched.
+EDGETRACE_DETAIL_READER_API std::string report_html(const summary_result& s, const report_options& options);
 
+}  // namespace reader
+}  // namespace EDGETRACE_ABI_NAMESPACE
+}  // namespace edgetrace
+
+#if EDGETRACE_DETAIL_READER_BODIES
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <edgetrace/sinks/summary/json.hpp>
+#include <edgetrace/sinks/summary/summary.hpp>
+
+namespace edgetrace {
+inline namespace EDGETRACE_ABI_NAMESPACE {
+namespace reader {
+
+namespace detail {
 
 /// JSON text made safe inside <script>: no "</" can close the element.
 inline std::string script_safe(const std::string& json) {
@@ -249,10 +267,7 @@ inline std::string report_threads(const summary_result& s) {
 
 }  // namespace detail
 
-/// The whole report as one HTML document: inline CSS and SVG, the data also
-/// embedded as JSON in <script type="application/json" id="edgetrace-data">;
-/// no script runs and nothing is fetched.
-inline std::string report_html(const summary_result& s, const report_options& options) {
+EDGETRACE_DETAIL_READER_API std::string report_html(const summary_result& s, const report_options& options) {
   using detail::html_escape;
   using detail::readable_time;
   std::string h = detail::report_head(options);
@@ -287,3 +302,4 @@ inline std::string report_html(const summary_result& s, const report_options& op
 }  // namespace reader
 }  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
+#endif  // EDGETRACE_DETAIL_READER_BODIES

@@ -7,6 +7,29 @@
 // plot is wide keeps each pixel's lowest and highest value.
 #pragma once
 
+#include <cstddef>
+#include <string>
+
+#include <edgetrace/decode/dump_reader.hpp>
+
+namespace edgetrace {
+inline namespace EDGETRACE_ABI_NAMESPACE {
+namespace reader {
+
+/// The device section of a report for dump `r`: with `per` (an iteration
+/// span or mark), the iteration latency over the run and its slowest
+/// iterations explained (`slowest` of them; 0: those at or above p99, at
+/// most 10); then every device track over the same time axis. Empty when
+/// the dump has no device samples. False with `error` set when `per` names
+/// nothing in the dump or reading fails.
+EDGETRACE_DETAIL_READER_API bool report_device_html(dump_reader& r, const std::string& per, std::size_t slowest,
+                                                    std::string& html, std::string& error);
+
+}  // namespace reader
+}  // namespace EDGETRACE_ABI_NAMESPACE
+}  // namespace edgetrace
+
+#if EDGETRACE_DETAIL_READER_BODIES
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -111,14 +134,8 @@ inline int plot_rank(format::device_quantity q) noexcept {
 
 }  // namespace detail
 
-/// The device section of a report for dump `r`: with `per` (an iteration
-/// span or mark), the iteration latency over the run and its slowest
-/// iterations explained (`slowest` of them; 0: those at or above p99, at
-/// most 10); then every device track over the same time axis. Empty when
-/// the dump has no device samples. False with `error` set when `per` names
-/// nothing in the dump or reading fails.
-inline bool report_device_html(dump_reader& r, const std::string& per, std::size_t slowest, std::string& html,
-                               std::string& error) {
+EDGETRACE_DETAIL_READER_API bool report_device_html(dump_reader& r, const std::string& per, std::size_t slowest,
+                                                    std::string& html, std::string& error) {
   using detail::html_escape;
   html.clear();
   if (!r.metadata_read() && !r.read_metadata()) {
@@ -191,3 +208,4 @@ inline bool report_device_html(dump_reader& r, const std::string& per, std::size
 }  // namespace reader
 }  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
+#endif  // EDGETRACE_DETAIL_READER_BODIES

@@ -2,24 +2,16 @@
 // Which events a trace output keeps: --min-dur, --filter and --window, the same for the JSON and the Perfetto outputs.
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <functional>
-#include <map>
-#include <memory>
-#include <queue>
-#include <regex>
-#include <set>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
 #include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/decode/model.hpp>
-#include <edgetrace/sinks/summary/iterations.hpp>
+#include <edgetrace/sinks/name_pattern.hpp>
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
@@ -30,9 +22,9 @@ struct event_selection {
   /// Spans shorter than this are left out (instants, counters and loss
   /// markers are kept).
   std::uint64_t min_dur_ns = 0;
-  /// When set, only spans, instants and counters whose name matches
-  /// (std::regex_search) are written; loss markers are always kept.
-  std::shared_ptr<const std::regex> filter;
+  /// When set, only spans, instants and counters whose name matches are
+  /// written; loss markers are always kept.
+  name_pattern filter;
   /// Only what lies in [window_begin_ns, window_end_ns] (the reader's ns,
   /// CLOCK_MONOTONIC) is written: spans that overlap it (so the span that
   /// holds the window is kept, with its full length), instants, counters and
@@ -59,9 +51,49 @@ struct event_selection {
            window_end_ns != std::numeric_limits<std::int64_t>::max();
   }
   /// Does it leave anything out?
-  bool selects() const noexcept { return min_dur_ns != 0 || filter != nullptr || windowed() || focused(); }
+  bool selects() const noexcept { return min_dur_ns != 0 || static_cast<bool>(filter) || windowed() || focused(); }
   bool focused() const noexcept { return !focus_iterations.empty(); }
 };
+
+/// What focus_slowest found.
+struct focus_result {
+  std::size_t iterations = 0;  ///< instances of the span (outermost on their thread)
+  std::size_t slowest = 0;     ///< the slowest asked for (fewer when there are fewer)
+  std::size_t kept = 0;        ///< kept in full: the slowest and one either side of each
+  std::int64_t threshold_ns = 0;  ///< duration of the fastest of the slowest
+  bool marks = false;             ///< iterations between marks (no span of that name)
+};
+
+/// `--focus slowest:N --per NAME`: full detail for the `n` slowest instances
+/// of span `name` (outermost on their thread) and the instance before and
+/// after each on its thread; every other instance kept as its one slice.
+/// With a mark `name` (and no span of that name), an iteration is the time
+/// between two consecutive marks of one thread, as `summary --per` counts
+/// it (not across a pause): the slowest and their neighbours in full with
+/// the marks that bound them, the others left out (their marks too, unless
+/// `s.focus_other_marks`). Sets `s`'s focus fields from a forward pass
+/// over `r`. False with `error` when the pass fails or no span or mark is
+/// named `name`.
+EDGETRACE_DETAIL_READER_API bool focus_slowest(dump_reader& r, const std::string& name, std::size_t n,
+                                               event_selection& s, focus_result& result, std::string& error);
+
+}  // namespace reader
+}  // namespace EDGETRACE_ABI_NAMESPACE
+}  // namespace edgetrace
+
+#if EDGETRACE_DETAIL_READER_BODIES
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <queue>
+#include <set>
+#include <tuple>
+
+#include <edgetrace/sinks/summary/iterations.hpp>
+
+namespace edgetrace {
+inline namespace EDGETRACE_ABI_NAMESPACE {
+namespace reader {
 
 namespace detail {
 /// Sorted [begin, end] windows, overlapping ones merged.
@@ -89,27 +121,8 @@ inline const std::pair<std::int64_t, std::int64_t>* window_before(
 }
 }  // namespace detail
 
-/// What focus_slowest found.
-struct focus_result {
-  std::size_t iterations = 0;  ///< instances of the span (outermost on their thread)
-  std::size_t slowest = 0;     ///< the slowest asked for (fewer when there are fewer)
-  std::size_t kept = 0;        ///< kept in full: the slowest and one either side of each
-  std::int64_t threshold_ns = 0;  ///< duration of the fastest of the slowest
-  bool marks = false;             ///< iterations between marks (no span of that name)
-};
-
-/// `--focus slowest:N --per NAME`: full detail for the `n` slowest instances
-/// of span `name` (outermost on their thread) and the instance before and
-/// after each on its thread; every other instance kept as its one slice.
-/// With a mark `name` (and no span of that name), an iteration is the time
-/// between two consecutive marks of one thread, as `summary --per` counts
-/// it (not across a pause): the slowest and their neighbours in full with
-/// the marks that bound them, the others left out (their marks too, unless
-/// `s.focus_other_marks`). Sets `s`'s focus fields from a forward pass
-/// over `r`. False with `error` when the pass fails or no span or mark is
-/// named `name`.
-inline bool focus_slowest(dump_reader& r, const std::string& name, std::size_t n, event_selection& s,
-                          focus_result& result, std::string& error) {
+EDGETRACE_DETAIL_READER_API bool focus_slowest(dump_reader& r, const std::string& name, std::size_t n,
+                                               event_selection& s, focus_result& result, std::string& error) {
   using window = std::pair<std::int64_t, std::int64_t>;
   // Memory: 16 bytes an instance (its window), the N slowest, and the
   // windows of every iteration once merged (16 bytes each again, the
@@ -199,7 +212,7 @@ inline bool focus_slowest(dump_reader& r, const std::string& name, std::size_t n
 
 namespace detail {
 
-/// Applies an event_selection; caches the regex verdict per site.
+/// Applies an event_selection; caches the filter's verdict per site.
 class event_filter {
  public:
   explicit event_filter(const event_selection& selection) : s_(selection) {}
@@ -219,7 +232,7 @@ class event_filter {
     if (!s_.filter) return true;
     if (e.site == last_site_) return last_verdict_;
     auto it = verdicts_.find(e.site);
-    if (it == verdicts_.end()) it = verdicts_.emplace(e.site, std::regex_search(e.site->name, *s_.filter)).first;
+    if (it == verdicts_.end()) it = verdicts_.emplace(e.site, s_.filter.matches(e.site->name)).first;
     last_site_ = e.site;
     last_verdict_ = it->second;
     return it->second;
@@ -262,3 +275,4 @@ class event_filter {
 }  // namespace reader
 }  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
+#endif  // EDGETRACE_DETAIL_READER_BODIES

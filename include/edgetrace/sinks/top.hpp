@@ -4,17 +4,13 @@
 
 #include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
 
-#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
-#include <edgetrace/decode/device.hpp>
 #include <edgetrace/decode/dump_reader.hpp>
-#include <edgetrace/sinks/latency.hpp>
-#include <edgetrace/sinks/output.hpp>
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
@@ -80,26 +76,8 @@ class top_window {
   /// Adds a span that ended at `end_ns` and lasted `duration_ns`; `key`
   /// identifies its site (one per name is best; equal names share a row
   /// anyway), `name` is read only the first time a key is seen.
-  void add(const void* key, const std::string& name, std::int64_t end_ns, std::uint64_t duration_ns) {
-    auto found = keys_.find(key);
-    if (found == keys_.end()) {
-      auto row = rows_by_name_.emplace(name, static_cast<std::uint32_t>(names_.size()));
-      if (row.second) names_.push_back(name);
-      found = keys_.emplace(key, row.first->second).first;
-    }
-    if (!has_spans_ || end_ns > latest_ns_) latest_ns_ = end_ns;
-    if (!has_spans_) first_ns_ = end_ns - static_cast<std::int64_t>(duration_ns);
-    has_spans_ = true;
-    first_ns_ = std::min(first_ns_, end_ns - static_cast<std::int64_t>(duration_ns));
-    samples_.push_back(sample{end_ns, duration_ns, found->second});
-    if (samples_.size() > options_.max_samples) {
-      samples_.pop_front();
-      capped_ = true;
-    }
-    // Spans that left the window go now (memory stays the window's).
-    const std::int64_t cutoff = cutoff_ns();
-    while (!samples_.empty() && samples_.front().end_ns < cutoff) samples_.pop_front();
-  }
+  EDGETRACE_DETAIL_READER_API void add(const void* key, const std::string& name, std::int64_t end_ns,
+                                       std::uint64_t duration_ns);
 
   /// With top_options::per: a span named `per` is one iteration (call
   /// after add()). Memory: 16 bytes per iteration in the window (at most
@@ -108,77 +86,10 @@ class top_window {
   /// With top_options::per: a mark named `per` at `ns` on `thread` (any
   /// key that tells threads apart); the time since that thread's previous
   /// one is an iteration.
-  void add_iteration_mark(std::uint64_t thread, std::int64_t ns) {
-    from_marks_ = true;
-    const auto previous = last_mark_.find(thread);
-    if (previous != last_mark_.end() && ns >= previous->second)
-      add_iteration(ns, static_cast<std::uint64_t>(ns - previous->second));
-    last_mark_[thread] = ns;
-    if (!has_spans_ || ns > latest_ns_) latest_ns_ = ns;
-    first_ns_ = has_spans_ ? std::min(first_ns_, ns) : ns;
-    has_spans_ = true;
-  }
+  EDGETRACE_DETAIL_READER_API void add_iteration_mark(std::uint64_t thread, std::int64_t ns);
 
   /// The table of the spans that ended in [latest - window_ns, latest].
-  top_result table() const {
-    top_result out;
-    out.has_spans = has_spans_;
-    out.latest_ns = latest_ns_;
-    if (!has_spans_) return out;
-    const std::int64_t cutoff = cutoff_ns();
-    std::vector<latency_stats> stats(names_.size(), latency_stats(options_.max_samples + 1));
-    std::int64_t oldest = latest_ns_;
-    for (const sample& s : samples_) {
-      if (s.end_ns < cutoff) continue;
-      stats[s.row].add(s.duration_ns);
-      oldest = std::min(oldest, s.end_ns);
-      ++out.spans;
-    }
-    // Covered: the whole window once the trace is that long (or from the
-    // oldest span kept, when max_samples cut it short).
-    const std::int64_t start = capped_ ? oldest : std::max(cutoff, first_ns_);
-    out.window_ns = latest_ns_ > start ? static_cast<std::uint64_t>(latest_ns_ - start) : 0;
-    out.capped = capped_ && oldest > cutoff;
-    const double seconds = static_cast<double>(out.window_ns) / 1e9;
-    for (std::size_t i = 0; i < stats.size(); ++i) {
-      const latency_stats& l = stats[i];
-      if (l.count() == 0) continue;
-      top_row r;
-      r.name = names_[i];
-      r.calls = l.count();
-      r.per_second = seconds > 0 ? static_cast<double>(l.count()) / seconds : 0;
-      r.total_ns = l.total();
-      r.mean_ns = l.mean();
-      r.p50_ns = l.percentile(50);
-      r.p99_ns = l.percentile(99);
-      r.max_ns = l.max();
-      out.rows.push_back(std::move(r));
-    }
-    std::sort(out.rows.begin(), out.rows.end(), [](const top_row& a, const top_row& b) {
-      return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
-    });
-    out.rows_before_top = out.rows.size();
-    if (options_.rows != 0 && out.rows.size() > options_.rows) out.rows.resize(options_.rows);
-    // The iterations that ended in the same covered window, unless
-    // max_iterations cut theirs shorter: then over their own.
-    latency_stats iterations(options_.max_iterations + 1);
-    std::int64_t iterations_start = start;
-    if (iterations_capped_ && !iterations_.empty() && iterations_.front().end_ns > start) {
-      iterations_start = iterations_.front().end_ns;
-      out.iteration.capped = true;
-    }
-    for (const iteration& it : iterations_)
-      if (it.end_ns >= iterations_start) iterations.add(it.duration_ns);
-    const double iteration_seconds =
-        latest_ns_ > iterations_start ? static_cast<double>(latest_ns_ - iterations_start) / 1e9 : 0;
-    out.iteration.from_marks = from_marks_;
-    out.iteration.count = iterations.count();
-    out.iteration.per_second = iteration_seconds > 0 ? static_cast<double>(iterations.count()) / iteration_seconds : 0;
-    out.iteration.p50_ns = iterations.percentile(50);
-    out.iteration.p99_ns = iterations.percentile(99);
-    out.iteration.max_ns = iterations.max();
-    return out;
-  }
+  EDGETRACE_DETAIL_READER_API top_result table() const;
 
   const top_options& options() const noexcept { return options_; }
 
@@ -192,15 +103,7 @@ class top_window {
     std::int64_t end_ns;
     std::uint64_t duration_ns;
   };
-  void add_iteration(std::int64_t end_ns, std::uint64_t duration_ns) {
-    iterations_.push_back(iteration{end_ns, duration_ns});
-    if (iterations_.size() > options_.max_iterations) {
-      iterations_.pop_front();
-      iterations_capped_ = true;
-    }
-    const std::int64_t cutoff = cutoff_ns();
-    while (!iterations_.empty() && iterations_.front().end_ns < cutoff) iterations_.pop_front();
-  }
+  EDGETRACE_DETAIL_READER_API void add_iteration(std::int64_t end_ns, std::uint64_t duration_ns);
   std::int64_t cutoff_ns() const noexcept {
     return latest_ns_ - static_cast<std::int64_t>(std::min<std::uint64_t>(options_.window_ns, std::uint64_t{1} << 62));
   }
@@ -224,7 +127,36 @@ class top_window {
 /// clock, the CPUs' mean busy share, other processes' load, the hottest
 /// zone, MemAvailable, the GPU's clock and load, each rail's power, and
 /// the traced thread that waited longest on a run queue. "" when none.
-inline std::string device_line(const writer_info& w) {
+EDGETRACE_DETAIL_READER_API std::string device_line(const writer_info& w);
+
+/// The table as text: a line saying what it covers, then name, calls,
+/// calls/s, mean, p50, p99, max (durations as `summary` prints them).
+EDGETRACE_DETAIL_READER_API std::string top_table(const top_result& t, const top_options& options);
+
+}  // namespace reader
+}  // namespace EDGETRACE_ABI_NAMESPACE
+}  // namespace edgetrace
+
+#if EDGETRACE_DETAIL_READER_BODIES
+#include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <edgetrace/decode/device.hpp>
+#include <edgetrace/decode/dump_reader.hpp>
+#include <edgetrace/sinks/latency.hpp>
+#include <edgetrace/sinks/output.hpp>
+
+namespace edgetrace {
+inline namespace EDGETRACE_ABI_NAMESPACE {
+namespace reader {
+
+EDGETRACE_DETAIL_READER_API std::string device_line(const writer_info& w) {
   std::string out;
   const auto add = [&out](const std::string& part) { out += (out.empty() ? "device: " : ", ") + part; };
   const std::vector<device_series> all = device_series_of(w);
@@ -277,9 +209,7 @@ inline std::string device_line(const writer_info& w) {
   return out.empty() ? out : out + "\n";
 }
 
-/// The table as text: a line saying what it covers, then name, calls,
-/// calls/s, mean, p50, p99, max (durations as `summary` prints them).
-inline std::string top_table(const top_result& t, const top_options& options) {
+EDGETRACE_DETAIL_READER_API std::string top_table(const top_result& t, const top_options& options) {
   std::string out;
   if (!t.has_spans) return "no spans yet\n";
   char line[200];
@@ -317,6 +247,110 @@ inline std::string top_table(const top_result& t, const top_options& options) {
   return out;
 }
 
+EDGETRACE_DETAIL_READER_API void top_window::add(const void* key, const std::string& name, std::int64_t end_ns,
+                                                 std::uint64_t duration_ns) {
+  auto found = keys_.find(key);
+  if (found == keys_.end()) {
+    auto row = rows_by_name_.emplace(name, static_cast<std::uint32_t>(names_.size()));
+    if (row.second) names_.push_back(name);
+    found = keys_.emplace(key, row.first->second).first;
+  }
+  if (!has_spans_ || end_ns > latest_ns_) latest_ns_ = end_ns;
+  if (!has_spans_) first_ns_ = end_ns - static_cast<std::int64_t>(duration_ns);
+  has_spans_ = true;
+  first_ns_ = std::min(first_ns_, end_ns - static_cast<std::int64_t>(duration_ns));
+  samples_.push_back(sample{end_ns, duration_ns, found->second});
+  if (samples_.size() > options_.max_samples) {
+    samples_.pop_front();
+    capped_ = true;
+  }
+  // Spans that left the window go now (memory stays the window's).
+  const std::int64_t cutoff = cutoff_ns();
+  while (!samples_.empty() && samples_.front().end_ns < cutoff) samples_.pop_front();
+}
+
+EDGETRACE_DETAIL_READER_API void top_window::add_iteration_mark(std::uint64_t thread, std::int64_t ns) {
+  from_marks_ = true;
+  const auto previous = last_mark_.find(thread);
+  if (previous != last_mark_.end() && ns >= previous->second)
+    add_iteration(ns, static_cast<std::uint64_t>(ns - previous->second));
+  last_mark_[thread] = ns;
+  if (!has_spans_ || ns > latest_ns_) latest_ns_ = ns;
+  first_ns_ = has_spans_ ? std::min(first_ns_, ns) : ns;
+  has_spans_ = true;
+}
+
+EDGETRACE_DETAIL_READER_API top_result top_window::table() const {
+  top_result out;
+  out.has_spans = has_spans_;
+  out.latest_ns = latest_ns_;
+  if (!has_spans_) return out;
+  const std::int64_t cutoff = cutoff_ns();
+  std::vector<latency_stats> stats(names_.size(), latency_stats(options_.max_samples + 1));
+  std::int64_t oldest = latest_ns_;
+  for (const sample& s : samples_) {
+    if (s.end_ns < cutoff) continue;
+    stats[s.row].add(s.duration_ns);
+    oldest = std::min(oldest, s.end_ns);
+    ++out.spans;
+  }
+  // Covered: the whole window once the trace is that long (or from the
+  // oldest span kept, when max_samples cut it short).
+  const std::int64_t start = capped_ ? oldest : std::max(cutoff, first_ns_);
+  out.window_ns = latest_ns_ > start ? static_cast<std::uint64_t>(latest_ns_ - start) : 0;
+  out.capped = capped_ && oldest > cutoff;
+  const double seconds = static_cast<double>(out.window_ns) / 1e9;
+  for (std::size_t i = 0; i < stats.size(); ++i) {
+    const latency_stats& l = stats[i];
+    if (l.count() == 0) continue;
+    top_row r;
+    r.name = names_[i];
+    r.calls = l.count();
+    r.per_second = seconds > 0 ? static_cast<double>(l.count()) / seconds : 0;
+    r.total_ns = l.total();
+    r.mean_ns = l.mean();
+    r.p50_ns = l.percentile(50);
+    r.p99_ns = l.percentile(99);
+    r.max_ns = l.max();
+    out.rows.push_back(std::move(r));
+  }
+  std::sort(out.rows.begin(), out.rows.end(), [](const top_row& a, const top_row& b) {
+    return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
+  });
+  out.rows_before_top = out.rows.size();
+  if (options_.rows != 0 && out.rows.size() > options_.rows) out.rows.resize(options_.rows);
+  // The iterations that ended in the same covered window, unless
+  // max_iterations cut theirs shorter: then over their own.
+  latency_stats iterations(options_.max_iterations + 1);
+  std::int64_t iterations_start = start;
+  if (iterations_capped_ && !iterations_.empty() && iterations_.front().end_ns > start) {
+    iterations_start = iterations_.front().end_ns;
+    out.iteration.capped = true;
+  }
+  for (const iteration& it : iterations_)
+    if (it.end_ns >= iterations_start) iterations.add(it.duration_ns);
+  const double iteration_seconds =
+      latest_ns_ > iterations_start ? static_cast<double>(latest_ns_ - iterations_start) / 1e9 : 0;
+  out.iteration.from_marks = from_marks_;
+  out.iteration.count = iterations.count();
+  out.iteration.per_second = iteration_seconds > 0 ? static_cast<double>(iterations.count()) / iteration_seconds : 0;
+  out.iteration.p50_ns = iterations.percentile(50);
+  out.iteration.p99_ns = iterations.percentile(99);
+  out.iteration.max_ns = iterations.max();
+  return out;
+}
+
+EDGETRACE_DETAIL_READER_API void top_window::add_iteration(std::int64_t end_ns, std::uint64_t duration_ns) {
+  iterations_.push_back(iteration{end_ns, duration_ns});
+  if (iterations_.size() > options_.max_iterations) {
+    iterations_.pop_front();
+    iterations_capped_ = true;
+  }
+  const std::int64_t cutoff = cutoff_ns();
+  while (!iterations_.empty() && iterations_.front().end_ns < cutoff) iterations_.pop_front();
+}
+
 }  // namespace reader
 }  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
+#endif  // EDGETRACE_DETAIL_READER_BODIES

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <regex>
 #include <string>
 #include <vector>
 

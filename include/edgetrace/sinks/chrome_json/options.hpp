@@ -6,7 +6,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <regex>
 #include <string>
 
 #include <edgetrace/decode/dump_reader.hpp>

@@ -2,18 +2,12 @@
 // `json --split-mb`: a dump as several Chrome JSON files by time window, each within a size measured before any is written.
 #pragma once
 
-#include <algorithm>
-#include <cmath>
+#include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include <edgetrace/sinks/chrome_json/convert.hpp>
-#include <edgetrace/sinks/chrome_json/document.hpp>
 #include <edgetrace/sinks/chrome_json/options.hpp>
-#include <edgetrace/sinks/output.hpp>
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
@@ -32,7 +26,61 @@ struct chrome_json_part {
 };
 
 /// Path of part `index` (1-based) of `path`: "run.json" -> "run-001.json".
-inline std::string chrome_json_part_path(const std::string& path, std::size_t index) {
+EDGETRACE_DETAIL_READER_API std::string chrome_json_part_path(const std::string& path, std::size_t index);
+
+/// Writes the dumps as several JSON documents, each covering one time
+/// window (an event goes to the window holding its start; a GPU span to its
+/// launch's) and each loadable on its own (all process and thread metadata
+/// in every file). The promise, refused before any file is written when it
+/// cannot be kept:
+///  * every file is at most `max_bytes` (10^6 bytes per MB), metadata and
+///    trailer included;
+///  * at most `max_parts` files (chrome_json_max_parts by default);
+///  * windows are filled in time order, so each file but the last is
+///    nearly full.
+/// A first pass renders the whole conversion into a document that only
+/// counts bytes, per 1/2^20 of the time range (a dur at its exact length
+/// wherever a file's own first slice may need it: count_local_durs); the
+/// next finds each file's first slices, the last writes the files. A file
+/// that still came out over `max_bytes` has its window's count scaled by
+/// what it took, and the files are planned and written again (at most 4
+/// tries).
+/// When more than `max_parts` files, or more than `max_bytes` in one slice,
+/// would be needed, returns false with nothing written and `error` saying
+/// which --split-mb would do (or to leave events out with --min-dur or
+/// --filter). Also false on a read or write error (files written so far
+/// are left for the caller to remove). Memory: 12 MB of slice tables, plus
+/// what write_chrome_json needs.
+EDGETRACE_DETAIL_READER_API bool write_chrome_json_split(const std::vector<chrome_json_input>& inputs,
+                                                         const std::string& path, std::uint64_t max_bytes,
+                                                         const chrome_json_options& options,
+                                                         std::vector<chrome_json_part>& parts,
+                                                         std::string* error = nullptr,
+                                                         std::size_t max_parts = chrome_json_max_parts);
+
+}  // namespace reader
+}  // namespace EDGETRACE_ABI_NAMESPACE
+}  // namespace edgetrace
+
+#if EDGETRACE_DETAIL_READER_BODIES
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <edgetrace/sinks/chrome_json/convert.hpp>
+#include <edgetrace/sinks/chrome_json/document.hpp>
+#include <edgetrace/sinks/chrome_json/options.hpp>
+#include <edgetrace/sinks/output.hpp>
+
+namespace edgetrace {
+inline namespace EDGETRACE_ABI_NAMESPACE {
+namespace reader {
+
+EDGETRACE_DETAIL_READER_API std::string chrome_json_part_path(const std::string& path, std::size_t index) {
   return detail::numbered_path(path, index);
 }
 
@@ -229,33 +277,11 @@ inline bool write_split_files(const std::vector<chrome_json_input>& inputs, cons
 
 }  // namespace detail
 
-/// Writes the dumps as several JSON documents, each covering one time
-/// window (an event goes to the window holding its start; a GPU span to its
-/// launch's) and each loadable on its own (all process and thread metadata
-/// in every file). The promise, refused before any file is written when it
-/// cannot be kept:
-///  * every file is at most `max_bytes` (10^6 bytes per MB), metadata and
-///    trailer included;
-///  * at most `max_parts` files (chrome_json_max_parts by default);
-///  * windows are filled in time order, so each file but the last is
-///    nearly full.
-/// A first pass renders the whole conversion into a document that only
-/// counts bytes, per 1/2^20 of the time range (a dur at its exact length
-/// wherever a file's own first slice may need it: count_local_durs); the
-/// next finds each file's first slices, the last writes the files. A file
-/// that still came out over `max_bytes` has its window's count scaled by
-/// what it took, and the files are planned and written again (at most 4
-/// tries).
-/// When more than `max_parts` files, or more than `max_bytes` in one slice,
-/// would be needed, returns false with nothing written and `error` saying
-/// which --split-mb would do (or to leave events out with --min-dur or
-/// --filter). Also false on a read or write error (files written so far
-/// are left for the caller to remove). Memory: 12 MB of slice tables, plus
-/// what write_chrome_json needs.
-inline bool write_chrome_json_split(const std::vector<chrome_json_input>& inputs, const std::string& path,
-                                    std::uint64_t max_bytes, const chrome_json_options& options,
-                                    std::vector<chrome_json_part>& parts, std::string* error = nullptr,
-                                    std::size_t max_parts = chrome_json_max_parts) {
+EDGETRACE_DETAIL_READER_API bool write_chrome_json_split(const std::vector<chrome_json_input>& inputs,
+                                                         const std::string& path, std::uint64_t max_bytes,
+                                                         const chrome_json_options& options,
+                                                         std::vector<chrome_json_part>& parts, std::string* error,
+                                                         std::size_t max_parts) {
   parts.clear();
   if (!detail::read_all_metadata(inputs, error)) return false;
   detail::split_sizes sizes;
@@ -301,3 +327,4 @@ inline bool write_chrome_json_split(const std::vector<chrome_json_input>& inputs
 }  // namespace reader
 }  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
+#endif  // EDGETRACE_DETAIL_READER_BODIES

@@ -2,6 +2,59 @@
 // One CSV line per span (`edgetrace csv`), in time order: name, category, thread, times, self time, depth, phase, flow step and one column per argument key; pandas-ready.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include <edgetrace/decode/dump_reader.hpp>
+#include <edgetrace/sinks/selection.hpp>
+
+namespace edgetrace {
+inline namespace EDGETRACE_ABI_NAMESPACE {
+namespace reader {
+
+/// The CSV's first columns (docs/EXPORTS.md documents each). The gpu_*
+/// columns stay empty until the format records GPU spans. phase, flow and
+/// flow_id follow, then one arg:KEY column per argument key of the dump.
+inline constexpr char spans_csv_header[] =
+    "name,category,thread,pid,tid,start_ns,dur_ns,self_ns,depth,gpu_start_ns,gpu_dur_ns,phase,flow,flow_id";
+
+class iteration_windows;
+
+/// What the CSV tables keep and how they sort.
+struct csv_options {
+  /// Bytes of rows sorted in memory; past it rows go to sorted runs in
+  /// temporary files, merged at the end (detail::sorted_rows; sorted in
+  /// place): 24 MiB keeps `edgetrace csv` under 64 MB (with --per, the
+  /// CLI takes the iteration windows' bytes off it).
+  std::size_t sort_memory = std::size_t{24} << 20;
+  /// --min-dur, --filter and --window (a focus does not apply to tables):
+  /// the spans table takes all three, marks and counters the filter (by
+  /// name) and the window, allocations the window.
+  event_selection selection;
+  /// --per NAME: when set, every table gains an `iteration` column, the
+  /// number of the iteration the row belongs to (iteration_windows::number_of,
+  /// from 0; empty outside every iteration).
+  const iteration_windows* iterations = nullptr;
+};
+
+/// Writes the spans of an opened dump that options.selection keeps as CSV,
+/// one row per span in time order (begin, then pid and tid, then depth),
+/// with an iteration column after flow_id when options.iterations is set. Each row carries the
+/// span's phase, its flow step (the last one when it has several) and the
+/// last value of each argument key. Memory: the arguments of the spans
+/// still open (span_annotations), one stack of open ancestors per thread, and
+/// options.sort_memory of rows; past that, temporary files about the size
+/// of the CSV. Returns false on a read or write error (`error` says which).
+EDGETRACE_DETAIL_READER_API bool write_spans_csv(dump_reader& r, std::FILE* out, std::uint64_t* rows = nullptr,
+                                                 std::string* error = nullptr, const csv_options& options = {});
+
+}  // namespace reader
+}  // namespace EDGETRACE_ABI_NAMESPACE
+}  // namespace edgetrace
+
+#if EDGETRACE_DETAIL_READER_BODIES
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
@@ -23,29 +76,6 @@
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
-
-/// The CSV's first columns (docs/EXPORTS.md documents each). The gpu_*
-/// columns stay empty until the format records GPU spans. phase, flow and
-/// flow_id follow, then one arg:KEY column per argument key of the dump.
-inline constexpr char spans_csv_header[] =
-    "name,category,thread,pid,tid,start_ns,dur_ns,self_ns,depth,gpu_start_ns,gpu_dur_ns,phase,flow,flow_id";
-
-/// What the CSV tables keep and how they sort.
-struct csv_options {
-  /// Bytes of rows sorted in memory; past it rows go to sorted runs in
-  /// temporary files, merged at the end (detail::sorted_rows; sorted in
-  /// place): 24 MiB keeps `edgetrace csv` under 64 MB (with --per, the
-  /// CLI takes the iteration windows' bytes off it).
-  std::size_t sort_memory = std::size_t{24} << 20;
-  /// --min-dur, --filter and --window (a focus does not apply to tables):
-  /// the spans table takes all three, marks and counters the filter (by
-  /// name) and the window, allocations the window.
-  event_selection selection;
-  /// --per NAME: when set, every table gains an `iteration` column, the
-  /// number of the iteration the row belongs to (iteration_windows::number_of,
-  /// from 0; empty outside every iteration).
-  const iteration_windows* iterations = nullptr;
-};
 
 namespace detail {
 
@@ -150,16 +180,8 @@ class spans_csv_rows {
 
 }  // namespace detail
 
-/// Writes the spans of an opened dump that options.selection keeps as CSV,
-/// one row per span in time order (begin, then pid and tid, then depth),
-/// with an iteration column after flow_id when options.iterations is set. Each row carries the
-/// span's phase, its flow step (the last one when it has several) and the
-/// last value of each argument key. Memory: the arguments of the spans
-/// still open (span_annotations), one stack of open ancestors per thread, and
-/// options.sort_memory of rows; past that, temporary files about the size
-/// of the CSV. Returns false on a read or write error (`error` says which).
-inline bool write_spans_csv(dump_reader& r, std::FILE* out, std::uint64_t* rows = nullptr,
-                            std::string* error = nullptr, const csv_options& options = {}) {
+EDGETRACE_DETAIL_READER_API bool write_spans_csv(dump_reader& r, std::FILE* out, std::uint64_t* rows,
+                                                 std::string* error, const csv_options& options) {
   if (!r.metadata_read() && !r.read_metadata()) return detail::fail_with(error, r.error());
   const std::vector<std::string> keys = detail::argument_keys(r);
   detail::buffered_output o(out);
@@ -204,3 +226,4 @@ inline bool write_spans_csv(dump_reader& r, std::FILE* out, std::uint64_t* rows 
 }  // namespace reader
 }  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
+#endif  // EDGETRACE_DETAIL_READER_BODIES

@@ -4,16 +4,10 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <map>
 #include <string>
-#include <string_view>
-#include <unordered_map>
 
-#include <edgetrace/sinks/csv/sorted_rows.hpp>
-#include <edgetrace/decode/device.hpp>
 #include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/sinks/csv/spans.hpp>
-#include <edgetrace/sinks/output.hpp>
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
@@ -35,6 +29,36 @@ inline const char* csv_table_name(csv_table t) noexcept {
 inline constexpr char marks_csv_header[] = "name,category,kind,thread,pid,tid,ts_ns,phase";
 inline constexpr char counters_csv_header[] = "name,category,thread,pid,tid,ts_ns,value,phase";
 inline constexpr char allocs_csv_header[] = "kind,pool,thread,pid,tid,ts_ns,address,bytes,pool_live_bytes,live_bytes";
+
+/// Writes one of the tables beside the spans (marks, counters or allocs) of
+/// an opened dump as CSV, in time order (then pid and tid). `rows` gets the
+/// number of rows. Memory: options.sort_memory of rows, then temporary
+/// files. False on a read or write error (`error` says which).
+EDGETRACE_DETAIL_READER_API bool write_csv_table(dump_reader& r, csv_table table, std::FILE* out,
+                                                 const csv_options& options = {}, std::uint64_t* rows = nullptr,
+                                                 std::string* error = nullptr);
+
+}  // namespace reader
+}  // namespace EDGETRACE_ABI_NAMESPACE
+}  // namespace edgetrace
+
+#if EDGETRACE_DETAIL_READER_BODIES
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include <edgetrace/sinks/csv/sorted_rows.hpp>
+#include <edgetrace/decode/device.hpp>
+#include <edgetrace/decode/dump_reader.hpp>
+#include <edgetrace/sinks/csv/spans.hpp>
+#include <edgetrace/sinks/output.hpp>
+
+namespace edgetrace {
+inline namespace EDGETRACE_ABI_NAMESPACE {
+namespace reader {
 
 namespace detail {
 
@@ -175,12 +199,9 @@ inline void add_device_points(const writer_info& w, point_table& table) {
 
 }  // namespace detail
 
-/// Writes one of the tables beside the spans (marks, counters or allocs) of
-/// an opened dump as CSV, in time order (then pid and tid). `rows` gets the
-/// number of rows. Memory: options.sort_memory of rows, then temporary
-/// files. False on a read or write error (`error` says which).
-inline bool write_csv_table(dump_reader& r, csv_table table, std::FILE* out, const csv_options& options = {},
-                            std::uint64_t* rows = nullptr, std::string* error = nullptr) {
+EDGETRACE_DETAIL_READER_API bool write_csv_table(dump_reader& r, csv_table table, std::FILE* out,
+                                                 const csv_options& options, std::uint64_t* rows,
+                                                 std::string* error) {
   if (table == csv_table::spans) return write_spans_csv(r, out, rows, error, options);
   if (!r.metadata_read() && !r.read_metadata()) return detail::fail_with(error, r.error());
   const char* header = table == csv_table::marks ? marks_csv_header
@@ -201,3 +222,4 @@ inline bool write_csv_table(dump_reader& r, csv_table table, std::FILE* out, con
 }  // namespace reader
 }  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
+#endif  // EDGETRACE_DETAIL_READER_BODIES

@@ -2,18 +2,12 @@
 // `perfetto --split-mb`: a dump as several Perfetto traces by time window, each at most N MB of packets as a viewer loads them, in one pass over the events.
 #pragma once
 
-#include <algorithm>
+#include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
-#include <edgetrace/decode/dump_reader.hpp>
-#include <edgetrace/sinks/output.hpp>
 #include <edgetrace/sinks/perfetto/writer.hpp>
-#include <edgetrace/sinks/selection.hpp>
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
@@ -32,6 +26,54 @@ struct perfetto_part {
   std::uint64_t plain_bytes = 0;  ///< its packets before compression: what a viewer loads
   perfetto_result result;
 };
+
+/// Writes an opened dump as several Perfetto traces (OUT-001.pftrace, ...),
+/// each covering one time window and each loadable on its own (every
+/// process, thread, counter and GPU track described in every file). An
+/// event goes to the file of the window it starts in (a GPU span with its
+/// launch); a span that runs past its window is written whole there, and
+/// a slice nested in it that starts in a later window is in that later
+/// file, at the top of its thread. Flows between files are cut.
+///
+/// The promise: each file holds at most `max_bytes` (10^6 bytes per MB) of
+/// packets before compression, the size a viewer loads (the file itself is
+/// smaller when options.compress deflates it), and there are at most
+/// `max_parts` files. The windows are planned from the kept events per
+/// 1/65536 of the time range and a first guess of the bytes an event and an
+/// argument take; a try
+/// whose files come out bigger is planned again from what each file took
+/// (bytes per event of its window) and written again, at most 4 tries. When
+/// the promise cannot be kept, returns false with no file left and `error`
+/// saying what would do. Passes: one to weigh the events, then one per try
+/// (the GPU spans and the events, backward). False also on a read or write
+/// error (files of the failed try are removed).
+EDGETRACE_DETAIL_READER_API bool write_perfetto_split(dump_reader& r, const std::string& path,
+                                                      std::uint64_t max_bytes, const perfetto_options& options,
+                                                      std::vector<perfetto_part>& parts,
+                                                      std::string* error = nullptr,
+                                                      std::size_t max_parts = perfetto_max_parts);
+
+}  // namespace reader
+}  // namespace EDGETRACE_ABI_NAMESPACE
+}  // namespace edgetrace
+
+#if EDGETRACE_DETAIL_READER_BODIES
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <edgetrace/decode/dump_reader.hpp>
+#include <edgetrace/sinks/output.hpp>
+#include <edgetrace/sinks/perfetto/writer.hpp>
+#include <edgetrace/sinks/selection.hpp>
+
+namespace edgetrace {
+inline namespace EDGETRACE_ABI_NAMESPACE {
+namespace reader {
 
 namespace detail {
 
@@ -234,29 +276,10 @@ inline std::string perfetto_split_refusal(const perfetto_split_plan& plan, std::
 
 }  // namespace detail
 
-/// Writes an opened dump as several Perfetto traces (OUT-001.pftrace, ...),
-/// each covering one time window and each loadable on its own (every
-/// process, thread, counter and GPU track described in every file). An
-/// event goes to the file of the window it starts in (a GPU span with its
-/// launch); a span that runs past its window is written whole there, and
-/// a slice nested in it that starts in a later window is in that later
-/// file, at the top of its thread. Flows between files are cut.
-///
-/// The promise: each file holds at most `max_bytes` (10^6 bytes per MB) of
-/// packets before compression, the size a viewer loads (the file itself is
-/// smaller when options.compress deflates it), and there are at most
-/// `max_parts` files. The windows are planned from the kept events per
-/// 1/65536 of the time range and a first guess of the bytes an event and an
-/// argument take; a try
-/// whose files come out bigger is planned again from what each file took
-/// (bytes per event of its window) and written again, at most 4 tries. When
-/// the promise cannot be kept, returns false with no file left and `error`
-/// saying what would do. Passes: one to weigh the events, then one per try
-/// (the GPU spans and the events, backward). False also on a read or write
-/// error (files of the failed try are removed).
-inline bool write_perfetto_split(dump_reader& r, const std::string& path, std::uint64_t max_bytes,
-                                 const perfetto_options& options, std::vector<perfetto_part>& parts,
-                                 std::string* error = nullptr, std::size_t max_parts = perfetto_max_parts) {
+EDGETRACE_DETAIL_READER_API bool write_perfetto_split(dump_reader& r, const std::string& path,
+                                                      std::uint64_t max_bytes, const perfetto_options& options,
+                                                      std::vector<perfetto_part>& parts, std::string* error,
+                                                      std::size_t max_parts) {
   parts.clear();
   if (!r.metadata_read() && !r.read_metadata()) return detail::fail_with(error, r.error());
   detail::perfetto_split_plan plan;
@@ -324,3 +347,4 @@ inline bool write_perfetto_split(dump_reader& r, const std::string& path, std::u
 }  // namespace reader
 }  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
+#endif  // EDGETRACE_DETAIL_READER_BODIES

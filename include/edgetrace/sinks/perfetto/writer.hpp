@@ -2,24 +2,14 @@
 // Writes a dump as a Perfetto protobuf trace (TrackEvent), streamed, for Perfetto UI and trace_processor.
 #pragma once
 
-#include <algorithm>
-#include <cstdint>
+#include <cstddef>
 #include <cstdio>
 #include <functional>
-#include <map>
 #include <string>
 #include <string_view>
-#include <utility>
-#include <vector>
 
-#include <edgetrace/decode/annotations.hpp>
-#include <edgetrace/decode/device.hpp>
 #include <edgetrace/decode/dump_reader.hpp>
-#include <edgetrace/sinks/output.hpp>
-#include <edgetrace/sinks/perfetto/host_tracks.hpp>
 #include <edgetrace/sinks/perfetto/proto.hpp>
-#include <edgetrace/sinks/perfetto/sequences.hpp>
-#include <edgetrace/sinks/perfetto/stream.hpp>
 #include <edgetrace/sinks/selection.hpp>
 
 namespace edgetrace {
@@ -43,6 +33,75 @@ struct perfetto_options : event_selection {
   /// library itself does not link zlib: the CLI passes zlib's compress2.
   std::function<bool(std::string_view plain, std::string& compressed)> compress;
 };
+
+/// Converts an opened dump to a Perfetto protobuf trace on `out`.
+///
+/// Tracks: one per process (pid, name), one per thread (pid, tid, name),
+/// one counter track per counter name and memory pool of each process, and
+/// a "GPU" process per process with GPU spans, one track per stream. Host spans are
+/// begin/end slices on their thread, with their arguments as debug
+/// annotations; instants and loss records are instants on the thread;
+/// recording changes and phases are instants on the process. EDGETRACE_FLOW
+/// steps carry a flow id on their slice begin, so trace_processor links the
+/// steps of a flow in time order; a launch's slice starts a flow that the
+/// GPU slice it launched terminates. Timestamps are the reader's ns
+/// (CLOCK_MONOTONIC), unshifted.
+///
+/// Threads' events (slices, instants, loss markers) are on packet
+/// sequences of their own with incremental timestamps and the thread's
+/// track as default, as Perfetto's SDK writes them (perfetto_thread_sequences:
+/// 12 bytes an event for dense begin/end pairs); the rest (descriptors,
+/// capture markers, counters, memory, GPU) is on sequence 1 with absolute
+/// times.
+///
+/// Streaming: packets are written as the dump is read (a 1 MiB output
+/// buffer); what is kept is per thread its open ancestors (see
+/// perfetto_host_tracks), the interning tables (one entry per distinct
+/// name and category), the tracks, and the thread events not yet written
+/// (at most 1 M events or 8 MiB of them). Runs one GPU pass and one backward
+/// events pass. Returns false when reading or writing failed; then `error`
+/// says why. Damage in the dump is not a failure: see r.damaged().
+///
+/// `options` selects what is written as for the JSON (min_dur_ns, filter,
+/// the window; result->filtered counts what it left out): a span left out
+/// keeps its own arguments and flow steps (they never pass to its parent),
+/// and a GPU span's launch arrow is drawn only when its launching span is
+/// written too.
+EDGETRACE_DETAIL_READER_API bool write_perfetto(dump_reader& r, std::FILE* out, const perfetto_options& options,
+                                                perfetto_result* result = nullptr, std::string* error = nullptr);
+
+/// Everything, no progress: write_perfetto with default options.
+EDGETRACE_DETAIL_READER_API bool write_perfetto(dump_reader& r, std::FILE* out, perfetto_result* result = nullptr,
+                                                std::string* error = nullptr);
+
+}  // namespace reader
+}  // namespace EDGETRACE_ABI_NAMESPACE
+}  // namespace edgetrace
+
+#if EDGETRACE_DETAIL_READER_BODIES
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <edgetrace/decode/annotations.hpp>
+#include <edgetrace/decode/device.hpp>
+#include <edgetrace/decode/dump_reader.hpp>
+#include <edgetrace/sinks/output.hpp>
+#include <edgetrace/sinks/perfetto/host_tracks.hpp>
+#include <edgetrace/sinks/perfetto/proto.hpp>
+#include <edgetrace/sinks/perfetto/sequences.hpp>
+#include <edgetrace/sinks/perfetto/stream.hpp>
+#include <edgetrace/sinks/selection.hpp>
+
+namespace edgetrace {
+inline namespace EDGETRACE_ABI_NAMESPACE {
+namespace reader {
 
 namespace detail {
 
@@ -283,41 +342,8 @@ class perfetto_conversion {
 
 }  // namespace detail
 
-/// Converts an opened dump to a Perfetto protobuf trace on `out`.
-///
-/// Tracks: one per process (pid, name), one per thread (pid, tid, name),
-/// one counter track per counter name and memory pool of each process, and
-/// a "GPU" process per process with GPU spans, one track per stream. Host spans are
-/// begin/end slices on their thread, with their arguments as debug
-/// annotations; instants and loss records are instants on the thread;
-/// recording changes and phases are instants on the process. EDGETRACE_FLOW
-/// steps carry a flow id on their slice begin, so trace_processor links the
-/// steps of a flow in time order; a launch's slice starts a flow that the
-/// GPU slice it launched terminates. Timestamps are the reader's ns
-/// (CLOCK_MONOTONIC), unshifted.
-///
-/// Threads' events (slices, instants, loss markers) are on packet
-/// sequences of their own with incremental timestamps and the thread's
-/// track as default, as Perfetto's SDK writes them (perfetto_thread_sequences:
-/// 12 bytes an event for dense begin/end pairs); the rest (descriptors,
-/// capture markers, counters, memory, GPU) is on sequence 1 with absolute
-/// times.
-///
-/// Streaming: packets are written as the dump is read (a 1 MiB output
-/// buffer); what is kept is per thread its open ancestors (see
-/// perfetto_host_tracks), the interning tables (one entry per distinct
-/// name and category), the tracks, and the thread events not yet written
-/// (at most 1 M events or 8 MiB of them). Runs one GPU pass and one backward
-/// events pass. Returns false when reading or writing failed; then `error`
-/// says why. Damage in the dump is not a failure: see r.damaged().
-///
-/// `options` selects what is written as for the JSON (min_dur_ns, filter,
-/// the window; result->filtered counts what it left out): a span left out
-/// keeps its own arguments and flow steps (they never pass to its parent),
-/// and a GPU span's launch arrow is drawn only when its launching span is
-/// written too.
-inline bool write_perfetto(dump_reader& r, std::FILE* out, const perfetto_options& options,
-                           perfetto_result* result = nullptr, std::string* error = nullptr) {
+EDGETRACE_DETAIL_READER_API bool write_perfetto(dump_reader& r, std::FILE* out, const perfetto_options& options,
+                                                perfetto_result* result, std::string* error) {
   if (!r.metadata_read() && !r.read_metadata()) return detail::fail_with(error, r.error());
   detail::perfetto_conversion c(out, options, r.event_records());
   c.describe_tracks(r);
@@ -335,12 +361,12 @@ inline bool write_perfetto(dump_reader& r, std::FILE* out, const perfetto_option
   return true;
 }
 
-/// Everything, no progress: write_perfetto with default options.
-inline bool write_perfetto(dump_reader& r, std::FILE* out, perfetto_result* result = nullptr,
-                           std::string* error = nullptr) {
+EDGETRACE_DETAIL_READER_API bool write_perfetto(dump_reader& r, std::FILE* out, perfetto_result* result,
+                                                std::string* error) {
   return write_perfetto(r, out, perfetto_options{}, result, error);
 }
 
 }  // namespace reader
 }  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
+#endif  // EDGETRACE_DETAIL_READER_BODIES

@@ -4,6 +4,38 @@
 
 #include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
 
+#include <string>
+#include <vector>
+
+#include <edgetrace/sinks/summary/summary.hpp>
+
+namespace edgetrace {
+inline namespace EDGETRACE_ABI_NAMESPACE {
+namespace reader {
+
+namespace detail {
+/// A column header as --columns spells it: lower case, without spaces,
+/// '_', '-' or '.' ("p99.9" is "p999", "% iter" is "%iter", "+peak mem" is
+/// "+peakmem").
+EDGETRACE_DETAIL_READER_API std::string summary_column_key(const std::string& header);
+/// Every column --columns may name (those of data the dump lacks, gpu and
+/// memory, are simply absent from its table).
+EDGETRACE_DETAIL_READER_API const std::vector<std::string>& summary_column_keys();
+}  // namespace detail
+
+/// The aligned terminal table (rows, then iterations, then notes).
+EDGETRACE_DETAIL_READER_API std::string summary_table(const summary_result& s, const std::string& source);
+
+/// CSV: one line per row, times in integer ns (see docs/ANALYSIS.md).
+EDGETRACE_DETAIL_READER_API std::string summary_csv(const summary_result& s);
+
+}  // namespace reader
+}  // namespace EDGETRACE_ABI_NAMESPACE
+}  // namespace edgetrace
+
+#if EDGETRACE_DETAIL_READER_BODIES
+#include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
+
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
@@ -18,28 +50,16 @@ namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
-
 namespace detail {
 
-
-
-
-
-
-
-/// A column header as --columns spells it: lower case, without spaces,
-/// '_', '-' or '.' ("p99.9" is "p999", "% iter" is "%iter", "+peak mem" is
-/// "+peakmem").
-inline std::string summary_column_key(const std::string& header) {
+EDGETRACE_DETAIL_READER_API std::string summary_column_key(const std::string& header) {
   std::string key;
   for (char ch : header)
     if (ch != ' ' && ch != '_' && ch != '-' && ch != '.') key += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   return key;
 }
 
-/// Every column --columns may name (those of data the dump lacks, gpu and
-/// memory, are simply absent from its table).
-inline const std::vector<std::string>& summary_column_keys() {
+EDGETRACE_DETAIL_READER_API const std::vector<std::string>& summary_column_keys() {
   static const std::vector<std::string> keys = [] {
     std::vector<std::string> k;
     for (const auto& c : summary_columns())
@@ -174,8 +194,7 @@ inline std::string table_footer(const summary_result& s) {
 
 }  // namespace detail
 
-/// The aligned terminal table (rows, then iterations, then notes).
-inline std::string summary_table(const summary_result& s, const std::string& source) {
+EDGETRACE_DETAIL_READER_API std::string summary_table(const summary_result& s, const std::string& source) {
   std::string out;
   char head[512];
   std::snprintf(head, sizeof head, "%s: %llu spans on %zu thread(s) over %s; by %s, sorted by %s; %zu of %zu rows%s%s\n",
@@ -192,8 +211,7 @@ inline std::string summary_table(const summary_result& s, const std::string& sou
   return out;
 }
 
-/// CSV: one line per row, times in integer ns (see docs/ANALYSIS.md).
-inline std::string summary_csv(const summary_result& s) {
+EDGETRACE_DETAIL_READER_API std::string summary_csv(const summary_result& s) {
   std::string out = detail::group_name(s.by);
   if (s.by == group_by::name) out += ",category";
   for (const auto& c : summary_columns()) {
@@ -243,3 +261,4 @@ inline std::string summary_csv(const summary_result& s) {
 }  // namespace reader
 }  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
+#endif  // EDGETRACE_DETAIL_READER_BODIES

@@ -2,6 +2,22 @@
 // The summary as one JSON document: what `edgetrace summary --format json` writes, and the data the HTML report embeds for its scripts.
 #pragma once
 
+#include <string>
+
+#include <edgetrace/sinks/summary/model.hpp>
+
+namespace edgetrace {
+inline namespace EDGETRACE_ABI_NAMESPACE {
+namespace reader {
+
+/// JSON document: rows, iterations, thread usage and notes.
+EDGETRACE_DETAIL_READER_API std::string summary_json(const summary_result& s, const std::string& source);
+
+}  // namespace reader
+}  // namespace EDGETRACE_ABI_NAMESPACE
+}  // namespace edgetrace
+
+#if EDGETRACE_DETAIL_READER_BODIES
 #include <cstdio>
 #include <string>
 
@@ -123,8 +139,7 @@ inline void append_json_thread(std::string& out, const thread_usage& t) {
 
 }  // namespace detail
 
-/// JSON document: rows, iterations, thread usage and notes.
-inline std::string summary_json(const summary_result& s, const std::string& source) {
+EDGETRACE_DETAIL_READER_API std::string summary_json(const summary_result& s, const std::string& source) {
   std::string out;
   detail::append_json_header(out, s, source);
   out += ",\"rows\":[";
@@ -143,3 +158,4 @@ inline std::string summary_json(const summary_result& s, const std::string& sour
 }  // namespace reader
 }  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
+#endif  // EDGETRACE_DETAIL_READER_BODIES

@@ -2,22 +2,16 @@
 // What a summary is: its options (the CLI flags map one to one), its rows and result, and the parsers of the option values.
 #pragma once
 
-#include <cmath>
+#include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <limits>
-#include <memory>
-#include <regex>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include <edgetrace/core/text.hpp>
-
-#include <edgetrace/decode/annotations.hpp>
 #include <edgetrace/decode/dump_reader.hpp>
+#include <edgetrace/decode/model.hpp>
 #include <edgetrace/sinks/latency.hpp>
-#include <edgetrace/sinks/output.hpp>
+#include <edgetrace/sinks/name_pattern.hpp>
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
@@ -41,18 +35,8 @@ struct summary_column_info {
   double percentile;   ///< for p* columns
 };
 
-inline const std::vector<summary_column_info>& summary_columns() {
-  static const std::vector<summary_column_info> columns = {
-      {summary_column::key, "name", "name", "", 0},      {summary_column::calls, "calls", "calls", "", 0},
-      {summary_column::total, "total", "total", "host", 0}, {summary_column::self, "self", "self", "host", 0},
-      {summary_column::mean, "mean", "mean", "host", 0},  {summary_column::min, "min", "min", "host", 0},
-      {summary_column::p50, "p50", "p50", "host", 50},    {summary_column::p90, "p90", "p90", "host", 90},
-      {summary_column::p95, "p95", "p95", "host", 95},    {summary_column::p99, "p99", "p99", "host", 99},
-      {summary_column::p999, "p99.9", "p99.9", "host", 99.9}, {summary_column::max, "max", "max", "host", 0},
-      {summary_column::share, "share", "share", "", 0},
-  };
-  return columns;
-}
+/// Every column, in table order.
+EDGETRACE_DETAIL_READER_API const std::vector<summary_column_info>& summary_columns();
 
 /// Options of the summary (the CLI flags map one to one).
 struct summary_options {
@@ -68,7 +52,7 @@ struct summary_options {
   /// as summary_column_key() spells them (empty = all); CSV and JSON keep
   /// every field.
   std::vector<std::string> columns;
-  std::shared_ptr<const std::regex> filter;  ///< span name filter (regex_search), compiled once
+  name_pattern filter;  ///< span name filter (searched in the name), compiled once
   std::vector<std::string> categories;  ///< keep spans of these categories (empty = all)
   std::vector<std::string> threads;     ///< keep these threads, by name or OS tid (empty = all)
   summary_column sort_by = summary_column::total;
@@ -85,18 +69,13 @@ struct summary_options {
   /// iterations and gain avg/iter and % of iteration ("" = off).
   std::string per;
   /// --wait REGEX: span names that are waiting, not work (default: names
-  /// beginning with "wait", any case; null = none). Their self time is left
+  /// beginning with "wait", any case; empty = none). Their self time is left
   /// out of the share denominator and of each thread's busy time.
-  std::shared_ptr<const std::regex> wait = default_wait_regex();
-  std::string wait_pattern = default_wait_pattern();  ///< the text of `wait`, for the header
+  name_pattern wait = default_wait();
   std::vector<std::string> wait_categories;  ///< --wait-category LIST: categories whose spans are waiting
 
-  static const char* default_wait_pattern() { return "^wait"; }
-  static std::shared_ptr<const std::regex> default_wait_regex() {
-    static const auto compiled = std::make_shared<const std::regex>(
-        default_wait_pattern(), std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
-    return compiled;
-  }
+  /// "^wait", ignoring case (compiled once, shared by copies).
+  static EDGETRACE_DETAIL_READER_API name_pattern default_wait();
 };
 
 struct summary_row {
@@ -199,67 +178,28 @@ struct summary_result {
   std::uint64_t spans_outside_per = 0;  ///< spans outside every iteration (left out of the rows)
 };
 
+namespace detail {
+/// What a row stands for, as --by said it: "name", "thread", "arg:op",
+/// "name,arg:batch".
+EDGETRACE_DETAIL_READER_API std::string group_label(const summary_result& s);
+}  // namespace detail
+
 // ----------------------------------------------------------------------------
 // Option parsing helpers shared by the CLI and tests.
 
 /// Parses "250us", "1.5ms", "2s", "800ns" (a unit is required). False on error.
-inline bool parse_duration(const std::string& text, std::uint64_t& ns) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || !std::isfinite(v) || v < 0) return false;
-  const std::string unit(end);
-  double scale = 0;
-  if (unit == "ns") scale = 1;
-  else if (unit == "us" || unit == "\xC2\xB5s") scale = 1e3;
-  else if (unit == "ms") scale = 1e6;
-  else if (unit == "s") scale = 1e9;
-  else return false;
-  const double result = v * scale;
-  if (result >= 1.8e19) return false;
-  ns = static_cast<std::uint64_t>(std::llround(result));
-  return true;
-}
+EDGETRACE_DETAIL_READER_API bool parse_duration(const std::string& text, std::uint64_t& ns);
 
 /// Parses a --sort-by value: a column name, '+' prefix for ascending, '-'
 /// for descending (the default, except for the name column).
-inline bool parse_sort_column(std::string text, summary_column& column, bool& ascending) {
-  int direction = 0;
-  if (!text.empty() && (text[0] == '+' || text[0] == '-')) {
-    direction = text[0] == '+' ? 1 : -1;
-    text.erase(0, 1);
-  }
-  if (text == "category" || text == "thread" || text == "key") text = "name";
-  if (text == "p999") text = "p99.9";
-  if (text == "order") {  // first begin; earliest first unless '-'
-    column = summary_column::order;
-    ascending = direction >= 0;
-    return true;
-  }
-  for (const auto& c : summary_columns())
-    if (text == c.name) {
-      column = c.id;
-      ascending = direction == 0 ? c.id == summary_column::key : direction > 0;
-      return true;
-    }
-  return false;
-}
+EDGETRACE_DETAIL_READER_API bool parse_sort_column(std::string text, summary_column& column, bool& ascending);
 
 /// Names accepted by --sort-by (for messages).
-inline std::string summary_column_names() {
-  std::string out;
-  for (const auto& c : summary_columns()) out += (out.empty() ? "" : ", ") + std::string(c.name);
-  return out + ", order";
-}
+EDGETRACE_DETAIL_READER_API std::string summary_column_names();
 
 /// The items of a comma list, spaces around each trimmed, empty ones left
 /// out (the writer's tokenizer: core/text.hpp).
-inline std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  edgetrace::detail::for_each_list_item(text.c_str(), [&](edgetrace::detail::list_item item) {
-    out.emplace_back(item.begin, item.end);
-  });
-  return out;
-}
+EDGETRACE_DETAIL_READER_API std::vector<std::string> split_list(const std::string& text);
 
 // ----------------------------------------------------------------------------
 // Lost records, said the same way by the summary's notes and the CLI.
@@ -287,14 +227,108 @@ dropped_records count_dropped(const dump_reader& r, Label&& label) {
 
 /// "N records were dropped by the tracer (ring buffer full) on WHERE"; the
 /// caller adds the file and what the loss means for its output.
-inline std::string dropped_records_text(const dropped_records& d) {
+EDGETRACE_DETAIL_READER_API std::string dropped_records_text(const dropped_records& d);
+
+/// What keeps the dropped records next time, for the policy the run used
+/// (its process chunk, 1.8): never the setting already in force.
+EDGETRACE_DETAIL_READER_API std::string keep_dropped_advice(const dump_reader& r);
+
+}  // namespace reader
+}  // namespace EDGETRACE_ABI_NAMESPACE
+}  // namespace edgetrace
+
+#if EDGETRACE_DETAIL_READER_BODIES
+#include <cmath>
+#include <cstdlib>
+
+#include <edgetrace/core/text.hpp>
+#include <edgetrace/sinks/output.hpp>
+
+namespace edgetrace {
+inline namespace EDGETRACE_ABI_NAMESPACE {
+namespace reader {
+
+EDGETRACE_DETAIL_READER_API const std::vector<summary_column_info>& summary_columns() {
+  static const std::vector<summary_column_info> columns = {
+      {summary_column::key, "name", "name", "", 0},      {summary_column::calls, "calls", "calls", "", 0},
+      {summary_column::total, "total", "total", "host", 0}, {summary_column::self, "self", "self", "host", 0},
+      {summary_column::mean, "mean", "mean", "host", 0},  {summary_column::min, "min", "min", "host", 0},
+      {summary_column::p50, "p50", "p50", "host", 50},    {summary_column::p90, "p90", "p90", "host", 90},
+      {summary_column::p95, "p95", "p95", "host", 95},    {summary_column::p99, "p99", "p99", "host", 99},
+      {summary_column::p999, "p99.9", "p99.9", "host", 99.9}, {summary_column::max, "max", "max", "host", 0},
+      {summary_column::share, "share", "share", "", 0},
+  };
+  return columns;
+}
+
+EDGETRACE_DETAIL_READER_API name_pattern summary_options::default_wait() {
+  static const name_pattern compiled = [] {
+    name_pattern p;
+    p.compile("^wait", true);
+    return p;
+  }();
+  return compiled;
+}
+
+EDGETRACE_DETAIL_READER_API bool parse_duration(const std::string& text, std::uint64_t& ns) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || !std::isfinite(v) || v < 0) return false;
+  const std::string unit(end);
+  double scale = 0;
+  if (unit == "ns") scale = 1;
+  else if (unit == "us" || unit == "\xC2\xB5s") scale = 1e3;
+  else if (unit == "ms") scale = 1e6;
+  else if (unit == "s") scale = 1e9;
+  else return false;
+  const double result = v * scale;
+  if (result >= 1.8e19) return false;
+  ns = static_cast<std::uint64_t>(std::llround(result));
+  return true;
+}
+
+EDGETRACE_DETAIL_READER_API bool parse_sort_column(std::string text, summary_column& column, bool& ascending) {
+  int direction = 0;
+  if (!text.empty() && (text[0] == '+' || text[0] == '-')) {
+    direction = text[0] == '+' ? 1 : -1;
+    text.erase(0, 1);
+  }
+  if (text == "category" || text == "thread" || text == "key") text = "name";
+  if (text == "p999") text = "p99.9";
+  if (text == "order") {  // first begin; earliest first unless '-'
+    column = summary_column::order;
+    ascending = direction >= 0;
+    return true;
+  }
+  for (const auto& c : summary_columns())
+    if (text == c.name) {
+      column = c.id;
+      ascending = direction == 0 ? c.id == summary_column::key : direction > 0;
+      return true;
+    }
+  return false;
+}
+
+EDGETRACE_DETAIL_READER_API std::string summary_column_names() {
+  std::string out;
+  for (const auto& c : summary_columns()) out += (out.empty() ? "" : ", ") + std::string(c.name);
+  return out + ", order";
+}
+
+EDGETRACE_DETAIL_READER_API std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  edgetrace::detail::for_each_list_item(text.c_str(), [&](edgetrace::detail::list_item item) {
+    out.emplace_back(item.begin, item.end);
+  });
+  return out;
+}
+
+EDGETRACE_DETAIL_READER_API std::string dropped_records_text(const dropped_records& d) {
   return std::to_string(d.count) + (d.count == 1 ? " record was" : " records were") +
          " dropped by the tracer (ring buffer full) on " + d.where;
 }
 
-/// What keeps the dropped records next time, for the policy the run used
-/// (its process chunk, 1.8): never the setting already in force.
-inline std::string keep_dropped_advice(const dump_reader& r) {
+EDGETRACE_DETAIL_READER_API std::string keep_dropped_advice(const dump_reader& r) {
   bool wait = false, drop = false, unknown = false;
   for (const thread_info* t : r.threads_in_order()) {
     if (t->dropped() == 0 || t->writer == nullptr) continue;
@@ -337,7 +371,7 @@ inline const char* group_name(group_by by) {
 
 /// What a row stands for, as --by said it: "name", "thread", "arg:op",
 /// "name,arg:batch".
-inline std::string group_label(const summary_result& s) {
+EDGETRACE_DETAIL_READER_API std::string group_label(const summary_result& s) {
   std::string label = s.by_args_only ? "" : group_name(s.by);
   for (const std::string& key : s.by_args) label += (label.empty() ? "arg:" : ",arg:") + key;
   return label;
@@ -386,3 +420,4 @@ inline std::string per_text(const summary_result& s) {
 }  // namespace reader
 }  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
+#endif  // EDGETRACE_DETAIL_READER_BODIES

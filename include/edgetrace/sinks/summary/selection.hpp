@@ -78,8 +78,7 @@ class summary_selection {
   /// What counts as waiting, in words, for the header ("" = nothing).
   std::string wait_rule() const {
     std::string rule;
-    if (options_.wait) rule = "names matching /" + options_.wait_pattern + "/";
-    if (options_.wait && options_.wait_pattern == summary_options::default_wait_pattern()) rule += "i";
+    if (options_.wait) rule = "names matching /" + options_.wait.text() + (options_.wait.ignores_case() ? "/i" : "/");
     if (!options_.wait_categories.empty()) {
       std::string list;
       for (const std::string& c : options_.wait_categories) list += (list.empty() ? "" : ",") + c;

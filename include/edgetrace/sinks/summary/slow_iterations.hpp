@@ -18,28 +18,18 @@
 // around it; the text says how long that was.
 #pragma once
 
-#include <algorithm>
-#include <array>
-#include <cmath>
+#include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <functional>
-#include <limits>
-#include <map>
 #include <string>
-#include <unordered_map>
-#include <utility>
 #include <vector>
 
-#include <edgetrace/decode/device.hpp>
 #include <edgetrace/decode/dump_reader.hpp>
-#include <edgetrace/decode/span_walker.hpp>
-#include <edgetrace/sinks/output.hpp>
-#include <edgetrace/sinks/summary/iterations.hpp>
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
+
+class iteration_windows;
 
 /// A layer (span name) that took longer than usual in a slow iteration.
 struct layer_excess {
@@ -75,6 +65,60 @@ struct slow_iterations_result {
   std::uint64_t left_out = 0;   ///< iterations at or above p99 not listed (the default shows 10)
   std::vector<slow_iteration> slowest;
 };
+
+/// The slowest of the iterations `windows` collected from `r` under
+/// `name` (its `slowest` longest, or with 0 those at or above the 99th
+/// percentile, at most 10 listed): for each, the layers beyond their usual
+/// time and what the device's samples say differed from the usual
+/// iterations. Reads `r` once more (backwards, for self times); false with
+/// `error` set when that fails.
+EDGETRACE_DETAIL_READER_API bool explain_slow_iterations(dump_reader& r, const iteration_windows& windows,
+                                                         const std::string& name, std::size_t slowest,
+                                                         slow_iterations_result& out, std::string& error);
+
+/// The same, reading `r` for the iterations. False with `error` set when
+/// the dump cannot be read or has no span or mark of that name.
+EDGETRACE_DETAIL_READER_API bool explain_slow_iterations(dump_reader& r, const std::string& name,
+                                                         std::size_t slowest, slow_iterations_result& out,
+                                                         std::string& error);
+
+/// The text `summary --per NAME` prints after its table: per iteration one
+/// line of findings, and one with the command that writes it alone.
+EDGETRACE_DETAIL_READER_API std::string slow_iterations_text(const slow_iterations_result& s);
+
+/// The same as JSON, for scripts: {"per", "iterations", "median_ns",
+/// "slower_ns", "device": {...}, "slowest": [{"number", "thread", "tid",
+/// "begin_ns", "end_ns", "slower", "layers": [{"name", "ns", "usual_ns"}],
+/// "device": [...], "unsampled_ns", "window"}]}; times on the dump's clock.
+EDGETRACE_DETAIL_READER_API std::string slow_iterations_json(const slow_iterations_result& s);
+
+}  // namespace reader
+}  // namespace EDGETRACE_ABI_NAMESPACE
+}  // namespace edgetrace
+
+#if EDGETRACE_DETAIL_READER_BODIES
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <edgetrace/decode/device.hpp>
+#include <edgetrace/decode/dump_reader.hpp>
+#include <edgetrace/decode/span_walker.hpp>
+#include <edgetrace/sinks/output.hpp>
+#include <edgetrace/sinks/summary/iterations.hpp>
+
+namespace edgetrace {
+inline namespace EDGETRACE_ABI_NAMESPACE {
+namespace reader {
 
 namespace detail {
 
@@ -401,14 +445,9 @@ class layer_times {
 
 }  // namespace detail
 
-/// The slowest of the iterations `windows` collected from `r` under
-/// `name` (its `slowest` longest, or with 0 those at or above the 99th
-/// percentile, at most 10 listed): for each, the layers beyond their usual
-/// time and what the device's samples say differed from the usual
-/// iterations. Reads `r` once more (backwards, for self times); false with
-/// `error` set when that fails.
-inline bool explain_slow_iterations(dump_reader& r, const iteration_windows& windows, const std::string& name,
-                                    std::size_t slowest, slow_iterations_result& out, std::string& error) {
+EDGETRACE_DETAIL_READER_API bool explain_slow_iterations(dump_reader& r, const iteration_windows& windows,
+                                                         const std::string& name, std::size_t slowest,
+                                                         slow_iterations_result& out, std::string& error) {
   using window = iteration_windows::window;
   out = slow_iterations_result{};
   out.name = name;
@@ -546,10 +585,9 @@ inline bool explain_slow_iterations(dump_reader& r, const iteration_windows& win
   return true;
 }
 
-/// The same, reading `r` for the iterations. False with `error` set when
-/// the dump cannot be read or has no span or mark of that name.
-inline bool explain_slow_iterations(dump_reader& r, const std::string& name, std::size_t slowest,
-                                    slow_iterations_result& out, std::string& error) {
+EDGETRACE_DETAIL_READER_API bool explain_slow_iterations(dump_reader& r, const std::string& name,
+                                                         std::size_t slowest, slow_iterations_result& out,
+                                                         std::string& error) {
   if (!r.metadata_read() && !r.read_metadata()) {
     error = r.error();
     return false;
@@ -592,9 +630,7 @@ inline std::string iteration_findings(const slow_iterations_result& s, const slo
 
 }  // namespace detail
 
-/// The text `summary --per NAME` prints after its table: per iteration one
-/// line of findings, and one with the command that writes it alone.
-inline std::string slow_iterations_text(const slow_iterations_result& s) {
+EDGETRACE_DETAIL_READER_API std::string slow_iterations_text(const slow_iterations_result& s) {
   std::string text = detail::format_text("slowest iterations of \"%s\" (%llu iterations, median %s, slower than usual past %s)",
                                          s.name.c_str(), static_cast<unsigned long long>(s.iterations),
                                          detail::format_duration(static_cast<std::uint64_t>(s.median_ns)).c_str(),
@@ -624,11 +660,7 @@ inline std::string slow_iterations_text(const slow_iterations_result& s) {
   return text;
 }
 
-/// The same as JSON, for scripts: {"per", "iterations", "median_ns",
-/// "slower_ns", "device": {...}, "slowest": [{"number", "thread", "tid",
-/// "begin_ns", "end_ns", "slower", "layers": [{"name", "ns", "usual_ns"}],
-/// "device": [...], "unsampled_ns", "window"}]}; times on the dump's clock.
-inline std::string slow_iterations_json(const slow_iterations_result& s) {
+EDGETRACE_DETAIL_READER_API std::string slow_iterations_json(const slow_iterations_result& s) {
   const auto field = [](std::string& o, const char* key, const std::string& value) {
     o += key;
     append_json_string(o, value);
@@ -666,3 +698,4 @@ inline std::string slow_iterations_json(const slow_iterations_result& s) {
 }  // namespace reader
 }  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
+#endif  // EDGETRACE_DETAIL_READER_BODIES

@@ -2,12 +2,53 @@
 // Per-name (category, thread) span statistics and per-iteration latency from one or more dumps (`edgetrace summary`).
 #pragma once
 
+#include <memory>
+#include <string>
+
+#include <edgetrace/decode/dump_reader.hpp>
+#include <edgetrace/sinks/summary/model.hpp>
+
+namespace edgetrace {
+inline namespace EDGETRACE_ABI_NAMESPACE {
+namespace reader {
+
+namespace detail {
+class summary_engine;
+}  // namespace detail
+
+/// Builds a summary over one or more dumps, streaming each (memory: rows,
+/// threads, and the exact-sample budget; not the dump size).
+class summary_builder {
+ public:
+  EDGETRACE_DETAIL_READER_API explicit summary_builder(summary_options options);
+  EDGETRACE_DETAIL_READER_API summary_builder(summary_builder&&) noexcept;
+  EDGETRACE_DETAIL_READER_API summary_builder& operator=(summary_builder&&) noexcept;
+  EDGETRACE_DETAIL_READER_API ~summary_builder();
+
+  /// Adds one opened dump (metadata read or not). Returns false with `error`
+  /// set on an I/O error or an option the dump cannot satisfy (an unknown
+  /// --iteration name, --skip-warmup without iterations). Stages: the
+  /// selection's pre-passes, sites and threads, one backward walk (spans
+  /// and marks), flows, annotations, GPU spans, notes.
+  EDGETRACE_DETAIL_READER_API bool add(dump_reader& r, std::string& error);
+  /// Sorts, computes shares, applies --top and returns the result.
+  EDGETRACE_DETAIL_READER_API summary_result finish();
+
+ private:
+  std::unique_ptr<detail::summary_engine> engine_;
+};
+
+
+}  // namespace reader
+}  // namespace EDGETRACE_ABI_NAMESPACE
+}  // namespace edgetrace
+
+#if EDGETRACE_DETAIL_READER_BODIES
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <limits>
 #include <map>
-#include <regex>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -27,11 +68,12 @@ namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {
 namespace reader {
 
-/// Builds a summary over one or more dumps, streaming each (memory: rows,
-/// threads, and the exact-sample budget; not the dump size).
-class summary_builder : private detail::summary_selection {
+namespace detail {
+
+/// What summary_builder does (its one member).
+class summary_engine : private summary_selection {
  public:
-  explicit summary_builder(summary_options options) : summary_selection(std::move(options)) {}
+  explicit summary_engine(summary_options options) : summary_selection(std::move(options)) {}
 
   /// Adds one opened dump (metadata read or not). Returns false with `error`
   /// set on an I/O error or an option the dump cannot satisfy (an unknown
@@ -403,8 +445,6 @@ class summary_builder : private detail::summary_selection {
     return index;
   }
 
-
-
   void prepare_sites(const dump_reader& r) {
     sites_.clear();
     std::size_t span_sites = 0;
@@ -420,9 +460,9 @@ class summary_builder : private detail::summary_selection {
         if (!options_.categories.empty())
           keep = std::find(options_.categories.begin(), options_.categories.end(), s.category) !=
                  options_.categories.end();
-        if (keep && options_.filter) keep = std::regex_search(s.name, *options_.filter);
+        if (keep && options_.filter) keep = options_.filter.matches(s.name);
         slot.selected = keep;
-        slot.waiting = (options_.wait && std::regex_search(s.name, *options_.wait)) ||
+        slot.waiting = (options_.wait && options_.wait.matches(s.name)) ||
                        std::find(options_.wait_categories.begin(), options_.wait_categories.end(), s.category) !=
                            options_.wait_categories.end();
         if (keep && options_.by != group_by::thread)
@@ -449,7 +489,6 @@ class summary_builder : private detail::summary_selection {
     if (options_.by_args_only) return row_for(suffix.substr(2), site.category);
     return row_for((site.name.empty() ? "(unnamed)" : site.name) + suffix + "]", site.category);
   }
-
 
   /// The iteration row of flow `name`, made when new.
   iteration_row& flow_row(const std::string& name) {
@@ -515,13 +554,6 @@ class summary_builder : private detail::summary_selection {
     result_.notes.push_back(r.path() + ": " + memory_mismatch_text(m));
   }
 
-
-
-
-
-
-
-
   /// Converts the rows holding the most exact samples to buckets until the
   /// total is back under half the budget.
   void enforce_budget() {
@@ -545,6 +577,19 @@ class summary_builder : private detail::summary_selection {
   std::size_t exact_added_ = 0;
 };
 
+}  // namespace detail
+
+EDGETRACE_DETAIL_READER_API summary_builder::summary_builder(summary_options options)
+    : engine_(new detail::summary_engine(std::move(options))) {}
+EDGETRACE_DETAIL_READER_API summary_builder::summary_builder(summary_builder&&) noexcept = default;
+EDGETRACE_DETAIL_READER_API summary_builder& summary_builder::operator=(summary_builder&&) noexcept = default;
+EDGETRACE_DETAIL_READER_API summary_builder::~summary_builder() = default;
+EDGETRACE_DETAIL_READER_API bool summary_builder::add(dump_reader& r, std::string& error) {
+  return engine_->add(r, error);
+}
+EDGETRACE_DETAIL_READER_API summary_result summary_builder::finish() { return engine_->finish(); }
+
 }  // namespace reader
 }  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
+#endif  // EDGETRACE_DETAIL_READER_BODIES
