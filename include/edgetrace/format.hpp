@@ -238,7 +238,7 @@ inline void put_varint3(unsigned char* out, std::size_t value) noexcept {
 
 /// Reads an unsigned LEB128 from [*in, end). Returns false, leaving *in
 /// unspecified, on a truncated, overlong (> 10 bytes) or overflowing value.
-inline bool get_varint(const unsigned char*& in, const unsigned char* end, std::uint64_t& value) noexcept {
+EDGETRACE_DETAIL_ALWAYS_INLINE bool get_varint(const unsigned char*& in, const unsigned char* end, std::uint64_t& value) noexcept {
   std::uint64_t result = 0;
   unsigned shift = 0;
   for (std::size_t i = 0; i < max_varint_size; ++i) {

@@ -21,7 +21,7 @@ struct payload_cursor {
   const unsigned char* end;
 
   std::size_t left() const noexcept { return static_cast<std::size_t>(end - pos); }
-  bool varint(std::uint64_t& v) noexcept { return format::get_varint(pos, end, v); }
+  EDGETRACE_DETAIL_ALWAYS_INLINE bool varint(std::uint64_t& v) noexcept { return format::get_varint(pos, end, v); }
   bool u8(std::uint8_t& v) noexcept {
     if (pos == end) return false;
     v = *pos++;
