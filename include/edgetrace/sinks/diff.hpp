@@ -106,11 +106,8 @@ EDGETRACE_DETAIL_READER_API std::string diff_json(const std::vector<diff_row>& r
 #if EDGETRACE_DETAIL_READER_BODIES
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <cstdio>
 #include <map>
-#include <string>
-#include <vector>
 
 #include <edgetrace/sinks/summary/summary.hpp>
 

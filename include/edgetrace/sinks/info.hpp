@@ -32,15 +32,12 @@ EDGETRACE_DETAIL_READER_API bool write_info(dump_reader& r, std::FILE* out, cons
 #include <array>
 #include <cstdarg>
 #include <cstdint>
-#include <cstdio>
 #include <map>
 #include <set>
-#include <string>
 #include <vector>
 
 #include <edgetrace/decode/annotations.hpp>
 #include <edgetrace/decode/device.hpp>
-#include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/sinks/output.hpp>
 
 namespace edgetrace {

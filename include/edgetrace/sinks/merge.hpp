@@ -58,14 +58,8 @@ EDGETRACE_DETAIL_READER_API bool write_merged_dump(const std::vector<dump_reader
 
 #if EDGETRACE_DETAIL_READER_BODIES
 #include <algorithm>
-#include <cstdint>
-#include <cstdio>
-#include <map>
 #include <set>
-#include <string>
-#include <vector>
 
-#include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/format.hpp>
 #include <edgetrace/sinks/output.hpp>
 

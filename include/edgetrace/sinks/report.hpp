@@ -34,7 +34,6 @@ EDGETRACE_DETAIL_READER_API std::string report_html(const summary_result& s, con
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <string>
 #include <vector>
 
 #include <edgetrace/sinks/summary/json.hpp>

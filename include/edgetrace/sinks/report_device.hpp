@@ -35,12 +35,10 @@ EDGETRACE_DETAIL_READER_API bool report_device_html(dump_reader& r, const std::s
 #include <cstdint>
 #include <cstdio>
 #include <limits>
-#include <string>
 #include <utility>
 #include <vector>
 
 #include <edgetrace/decode/device.hpp>
-#include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/sinks/output.hpp>
 #include <edgetrace/sinks/summary/slow_iterations.hpp>
 

@@ -138,17 +138,9 @@ EDGETRACE_DETAIL_READER_API std::string top_table(const top_result& t, const top
 }  // namespace edgetrace
 
 #if EDGETRACE_DETAIL_READER_BODIES
-#include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
-
 #include <algorithm>
-#include <cstdint>
-#include <deque>
-#include <string>
-#include <unordered_map>
-#include <vector>
 
 #include <edgetrace/decode/device.hpp>
-#include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/sinks/latency.hpp>
 #include <edgetrace/sinks/output.hpp>
 

@@ -65,15 +65,11 @@ EDGETRACE_DETAIL_READER_API bool write_chrome_json_split(const std::vector<chrom
 #if EDGETRACE_DETAIL_READER_BODIES
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <cstdio>
 #include <memory>
-#include <string>
-#include <vector>
 
 #include <edgetrace/sinks/chrome_json/convert.hpp>
 #include <edgetrace/sinks/chrome_json/document.hpp>
-#include <edgetrace/sinks/chrome_json/options.hpp>
 #include <edgetrace/sinks/output.hpp>
 
 namespace edgetrace {

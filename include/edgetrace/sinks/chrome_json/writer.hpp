@@ -47,15 +47,8 @@ EDGETRACE_DETAIL_READER_API bool write_chrome_json(dump_reader& r, std::FILE* ou
 }  // namespace edgetrace
 
 #if EDGETRACE_DETAIL_READER_BODIES
-#include <cstdint>
-#include <cstdio>
-#include <string>
-#include <vector>
-
-#include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/sinks/chrome_json/convert.hpp>
 #include <edgetrace/sinks/chrome_json/document.hpp>
-#include <edgetrace/sinks/chrome_json/options.hpp>
 #include <edgetrace/sinks/output.hpp>
 
 namespace edgetrace {

@@ -57,20 +57,15 @@ EDGETRACE_DETAIL_READER_API bool write_spans_csv(dump_reader& r, std::FILE* out,
 #if EDGETRACE_DETAIL_READER_BODIES
 #include <algorithm>
 #include <charconv>
-#include <cstdint>
-#include <cstdio>
 #include <iterator>
 #include <set>
-#include <string>
 #include <string_view>
 #include <vector>
 
 #include <edgetrace/decode/annotations.hpp>
 #include <edgetrace/sinks/csv/sorted_rows.hpp>
-#include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/decode/span_walker.hpp>
 #include <edgetrace/sinks/output.hpp>
-#include <edgetrace/sinks/selection.hpp>
 #include <edgetrace/sinks/summary/iterations.hpp>
 
 namespace edgetrace {

@@ -43,17 +43,12 @@ EDGETRACE_DETAIL_READER_API bool write_csv_table(dump_reader& r, csv_table table
 }  // namespace edgetrace
 
 #if EDGETRACE_DETAIL_READER_BODIES
-#include <cstdint>
-#include <cstdio>
 #include <map>
-#include <string>
 #include <string_view>
 #include <unordered_map>
 
 #include <edgetrace/sinks/csv/sorted_rows.hpp>
 #include <edgetrace/decode/device.hpp>
-#include <edgetrace/decode/dump_reader.hpp>
-#include <edgetrace/sinks/csv/spans.hpp>
 #include <edgetrace/sinks/output.hpp>
 
 namespace edgetrace {

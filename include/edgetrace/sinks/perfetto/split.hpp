@@ -59,16 +59,12 @@ EDGETRACE_DETAIL_READER_API bool write_perfetto_split(dump_reader& r, const std:
 
 #if EDGETRACE_DETAIL_READER_BODIES
 #include <algorithm>
-#include <cstdint>
 #include <cstdio>
 #include <memory>
-#include <string>
 #include <unordered_map>
-#include <vector>
 
 #include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/sinks/output.hpp>
-#include <edgetrace/sinks/perfetto/writer.hpp>
 #include <edgetrace/sinks/selection.hpp>
 
 namespace edgetrace {

@@ -81,23 +81,16 @@ EDGETRACE_DETAIL_READER_API bool write_perfetto(dump_reader& r, std::FILE* out, 
 #if EDGETRACE_DETAIL_READER_BODIES
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
-#include <functional>
 #include <map>
-#include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
 #include <edgetrace/decode/annotations.hpp>
 #include <edgetrace/decode/device.hpp>
-#include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/sinks/output.hpp>
 #include <edgetrace/sinks/perfetto/host_tracks.hpp>
-#include <edgetrace/sinks/perfetto/proto.hpp>
 #include <edgetrace/sinks/perfetto/sequences.hpp>
 #include <edgetrace/sinks/perfetto/stream.hpp>
-#include <edgetrace/sinks/selection.hpp>
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {

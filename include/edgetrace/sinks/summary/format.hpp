@@ -34,17 +34,12 @@ EDGETRACE_DETAIL_READER_API std::string summary_csv(const summary_result& s);
 }  // namespace edgetrace
 
 #if EDGETRACE_DETAIL_READER_BODIES
-#include <edgetrace/config.hpp>  // EDGETRACE_ABI_NAMESPACE
-
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
-#include <string>
-#include <vector>
 
 #include <edgetrace/sinks/output.hpp>
-#include <edgetrace/sinks/summary/summary.hpp>
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {

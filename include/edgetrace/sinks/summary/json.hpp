@@ -19,10 +19,8 @@ EDGETRACE_DETAIL_READER_API std::string summary_json(const summary_result& s, co
 
 #if EDGETRACE_DETAIL_READER_BODIES
 #include <cstdio>
-#include <string>
 
 #include <edgetrace/sinks/output.hpp>
-#include <edgetrace/sinks/summary/model.hpp>
 
 namespace edgetrace {
 inline namespace EDGETRACE_ABI_NAMESPACE {

@@ -369,8 +369,6 @@ inline const char* group_name(group_by by) {
   return by == group_by::name ? "name" : by == group_by::category ? "category" : "thread";
 }
 
-/// What a row stands for, as --by said it: "name", "thread", "arg:op",
-/// "name,arg:batch".
 EDGETRACE_DETAIL_READER_API std::string group_label(const summary_result& s) {
   std::string label = s.by_args_only ? "" : group_name(s.by);
   for (const std::string& key : s.by_args) label += (label.empty() ? "arg:" : ",arg:") + key;

@@ -100,18 +100,14 @@ EDGETRACE_DETAIL_READER_API std::string slow_iterations_json(const slow_iteratio
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <limits>
 #include <map>
-#include <string>
 #include <unordered_map>
 #include <utility>
-#include <vector>
 
 #include <edgetrace/decode/device.hpp>
-#include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/decode/span_walker.hpp>
 #include <edgetrace/sinks/output.hpp>
 #include <edgetrace/sinks/summary/iterations.hpp>

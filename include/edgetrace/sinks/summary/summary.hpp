@@ -38,7 +38,6 @@ class summary_builder {
   std::unique_ptr<detail::summary_engine> engine_;
 };
 
-
 }  // namespace reader
 }  // namespace EDGETRACE_ABI_NAMESPACE
 }  // namespace edgetrace
@@ -50,18 +49,15 @@ class summary_builder {
 #include <limits>
 #include <map>
 #include <set>
-#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include <edgetrace/decode/annotations.hpp>
-#include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/decode/span_walker.hpp>
 #include <edgetrace/sinks/latency.hpp>
 #include <edgetrace/sinks/output.hpp>
 #include <edgetrace/sinks/summary/iterations.hpp>
-#include <edgetrace/sinks/summary/model.hpp>
 #include <edgetrace/sinks/summary/selection.hpp>
 
 namespace edgetrace {
