@@ -194,6 +194,25 @@ if(TARGET edgetrace_runtime)
   endif()
 endif()
 
+# --- The reader header-only (no edgetrace::reader), in two TUs ---------------
+# Every other reading program links the library; this one proves the
+# header-only reader a one-file tool uses: all of reader.hpp in two TUs links
+# (every definition inline) and reads a dump as the library does. Its promise
+# is the link and the result, so it is built at -O0 (~10 CPU-s of g++ for
+# both TUs), and not under the sanitizers (the library's code is theirs to
+# check) or for another architecture.
+if("decode" IN_LIST edgetrace_test_rooms AND NOT EDGETRACE_SANITIZE AND NOT CMAKE_CROSSCOMPILING)
+  add_executable(reader_header_only header_only_reader/main.cpp header_only_reader/other.cpp)
+  target_link_libraries(reader_header_only PRIVATE edgetrace::edgetrace)
+  target_compile_options(reader_header_only PRIVATE -O0)
+  edgetrace_project_warnings(reader_header_only)
+  add_test(NAME reader_header_only
+    COMMAND ${CMAKE_COMMAND} -DAPP=$<TARGET_FILE:reader_header_only> -DCLI=$<TARGET_FILE:edgetrace_cli>
+      -DDUMP=${CMAKE_CURRENT_SOURCE_DIR}/data/onnxruntime/run.etr -DWORK_DIR=${EDGETRACE_TEST_TMP}/reader_header_only
+      -P ${CMAKE_CURRENT_SOURCE_DIR}/header_only_reader/check.cmake)
+  set_tests_properties(reader_header_only PROPERTIES LABELS decode)
+endif()
+
 # --- NVTX forwarding, through a recording NVTX injection library (no GPU) --
 if(TARGET edgetrace_nvtx)
   add_library(nvtx_injection SHARED nvtx/nvtx_injection.cpp)

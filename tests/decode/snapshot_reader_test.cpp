@@ -5,6 +5,7 @@
 #include <edgetrace/decode/dump_reader.hpp>
 #include <edgetrace/format.hpp>
 #include <edgetrace/sinks/info.hpp>
+#include <edgetrace/sinks/output.hpp>
 
 #include <cstdint>
 #include <cstdlib>

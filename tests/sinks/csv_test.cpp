@@ -3,6 +3,7 @@
 #include <edgetrace/sinks/csv/sorted_rows.hpp>
 #include <edgetrace/sinks/csv/spans.hpp>
 #include <edgetrace/sinks/csv/tables.hpp>
+#include <edgetrace/sinks/output.hpp>
 
 #include <doctest/doctest.h>
 

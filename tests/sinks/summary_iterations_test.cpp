@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // `edgetrace summary` row order, --per iterations, shares over the shown rows, waiting spans, pauses, flows and labels, on real traced runs.
+#include <edgetrace/sinks/output.hpp>
 #include <edgetrace/sinks/report.hpp>
+#include <edgetrace/sinks/summary/iterations.hpp>
 #include <edgetrace/sinks/summary/summary.hpp>
 
 #include <doctest/doctest.h>

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <edgetrace/sinks/latency.hpp>
+#include <edgetrace/sinks/output.hpp>
 #include <edgetrace/sinks/summary/format.hpp>
 #include <edgetrace/sinks/top.hpp>
 
