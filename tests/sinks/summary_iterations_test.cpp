@@ -345,6 +345,11 @@ TEST_CASE("shares are over the rows left after the filters, without waiting span
   CHECK(table.out.find("share = self / " + er::detail::readable_time(u(summary_json({path, "--category", "aux"})["share_self_ns"])) +
                        " busy self time of the 2 row(s) left after the filters") != std::string::npos);
   CHECK(table.out.find("names matching /^wait/i") != std::string::npos);
+  // A --wait given explicitly matches case-sensitively, and says so.
+  const auto explicit_wait = run_cli({"summary", path, "--category", "aux", "--wait", "^wait"});
+  REQUIRE(explicit_wait.exit_code == 0);
+  CHECK(explicit_wait.out.find("names matching /^wait/") != std::string::npos);
+  CHECK(explicit_wait.out.find("/^wait/i") == std::string::npos);
   CHECK(std::regex_search(table.out, std::regex("\\nwait_queue +aux .* wait\\n")));
   CHECK(std::regex_search(table.out, std::regex("\\nworker_task +aux .* 100\\.0 %\\n")));
   const auto bad = run_cli({"summary", path, "--wait", "("});
