@@ -162,10 +162,14 @@ TEST_CASE("dso unload: dlclose while the output is stalled, then read slowly: no
   // 300 spans are its 100 and the app's 200, nothing dropped there.
   MESSAGE(out);
   // qemu-user's loader puts the library back elsewhere, and so, now and
-  // then, does TSan's: the names are still checked below, the same-address
-  // case only natively and without TSan.
+  // then, do TSan's and ASan's (ASan: 1 clean-clone run in 5 on 2 cores):
+  // the names are still checked below, the same-address case only natively
+  // and without a sanitizer, where the loader is the one users have.
+  if (out.find("same_address=1\n") == std::string::npos && !edgetrace_test::emulated() &&
+      edgetrace_test::sanitized_build)
+    MESSAGE("the library came back at another address under the sanitizer: the same-address case was not exercised");
   CHECK((out.find("same_address=1\n") != std::string::npos || edgetrace_test::emulated() ||
-         edgetrace_test::thread_sanitized_build));
+         edgetrace_test::sanitized_build));
   std::vector<std::string> last;
   for (auto it = dump.events.rbegin(); it != dump.events.rend() && last.size() < 300; ++it) {
     if (it->kind == edgetrace::reader::event_kind::loss) break;
